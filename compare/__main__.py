@@ -1,0 +1,5 @@
+"""``python -m perfcmp``: the same entry point as the ``perfcmp`` console script."""
+
+from perfcmp.cli import main
+
+raise SystemExit(main())

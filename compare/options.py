@@ -1,0 +1,56 @@
+"""What the user asked for, as one frozen value the pipeline reads (never the CLI namespace)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from perfcmp.readers.errors import UsageError
+
+FORMATS = ("console", "xlsx")
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """Options of ``perfcmp compare``.
+
+    Attributes:
+        base_path: the baseline profile (``-bp``), as typed by the user.
+        comp_path: the profile under test (``-d``).
+        output: a directory for ``performance_comparison_result_<time>.xlsx`` or an explicit
+            ``.xlsx`` path; None means the current directory.
+        base_step / comp_step: compare one step of each side instead of the whole window.
+        categories: a kernel-categories TOML replacing the shipped one.
+        gpu_flow_cat: the one flow category linking GPU launches to kernels, when a trace uses
+            a non-standard one (the peer's ``--gpu_flow_cat``).
+        formats: which outputs to produce.
+    """
+
+    base_path: str
+    comp_path: str
+    output: str | None = None
+    base_step: int | None = None
+    comp_step: int | None = None
+    categories: str | None = None
+    gpu_flow_cat: str | None = None
+    formats: tuple[str, ...] = field(default=FORMATS)
+
+    def __post_init__(self) -> None:
+        if (self.base_step is None) != (self.comp_step is None):
+            raise UsageError("--base-step and --comparison-step go together: give both, or neither for the whole window")
+        for step in (self.base_step, self.comp_step):
+            if step is not None and step < 0:
+                raise UsageError(f"step {step} is negative; steps are the N of ProfilerStep#N")
+        unknown = set(self.formats) - set(FORMATS)
+        if unknown:
+            raise UsageError(f"unknown output format(s) {', '.join(sorted(unknown))}; expected {', '.join(FORMATS)}")
+        if self.gpu_flow_cat is not None and not (0 < len(self.gpu_flow_cat) <= 64):
+            raise UsageError("--gpu_flow_cat must be a flow category name of 1 to 64 characters")
+
+    def as_dict(self) -> dict[str, str | int | None]:
+        """The options that shape the numbers, for the result's record (paths are in the sides)."""
+        return {
+            "base_step": self.base_step,
+            "comparison_step": self.comp_step,
+            "categories": self.categories,
+            "gpu_flow_cat": self.gpu_flow_cat,
+        }

@@ -1,0 +1,126 @@
+"""``run(options) -> ComparisonResult``: read both profiles, break them down, line them up.
+
+Pure: no printing and no files written; the CLI hands the result to the renderers.
+"""
+
+from __future__ import annotations
+
+from perfcmp import __version__
+from perfcmp.breakdown import Analyzer, Breakdown
+from perfcmp.categories import Rules, load_rules
+from perfcmp.options import CompareOptions
+from perfcmp.readers import load_profile
+from perfcmp.readers.errors import UsageError
+from perfcmp.readers.model import Profile
+from perfcmp.result import ComparisonResult, OverallRow, SideSummary, StepMetrics, StepRow, WarningRecord, ratio
+
+ZERO_US = 1e-9  # a row is "absent" on a side when its time is below this (float noise)
+
+
+def run(options: CompareOptions) -> ComparisonResult:
+    rules = load_rules(options.categories)
+    base = load_profile(options.base_path, options.gpu_flow_cat)
+    base.check()
+    comp = load_profile(options.comp_path, options.gpu_flow_cat)
+    comp.check()
+    return compare_profiles(base, comp, options, rules)
+
+
+def compare_profiles(base: Profile, comp: Profile, options: CompareOptions, rules: Rules | None = None) -> ComparisonResult:
+    """Compare two already-read profiles (the library entry point; ``run`` reads them first)."""
+    rules = rules or load_rules(options.categories)
+    base_side, base_bd, base_steps = _analyse(base, rules, options.base_step, options.base_path)
+    comp_side, comp_bd, comp_steps = _analyse(comp, rules, options.comp_step, options.comp_path)
+    warnings = [WarningRecord(side=side, source=w.source, message=w.message, count=w.count)
+                for side, profile in (("base", base), ("comparison", comp)) for w in profile.warnings]
+    if base_side.basis != comp_side.basis:
+        warnings.append(WarningRecord(side="", source="", message=(
+            "one side has device activity and the other only host ops: their breakdowns measure different things")))
+    return ComparisonResult(
+        tool_version=__version__,
+        base=base_side,
+        comparison=comp_side,
+        overall=overall_rows(base_bd, comp_bd),
+        steps=step_rows(base_steps, comp_steps),
+        warnings=warnings,
+        options=options.as_dict(),
+    )
+
+
+def _analyse(profile: Profile, rules: Rules, step: int | None, path: str) -> tuple[SideSummary, Breakdown, list[StepMetrics]]:
+    analyzer = Analyzer(profile, rules)
+    windows = analyzer.step_windows()
+    if step is not None and step not in windows:
+        if not windows:
+            raise UsageError("profile has no ProfilerStep#N steps, so --base-step/--comparison-step cannot apply; "
+                             "omit them to compare the whole window", path)
+        listed = ", ".join(str(s) for s in windows)
+        raise UsageError(f"step {step} not found; the steps in this profile are {listed}", path)
+    breakdown = analyzer.breakdown(windows[step] if step is not None else None)
+    breakdown.check()
+    per_step = []
+    for sid, window in windows.items():
+        b = analyzer.breakdown(window)
+        b.check()
+        per_step.append(StepMetrics(step=sid, e2e_us=b.e2e_us, computing_us=b.computing_us,
+                                    uncovered_us=b.uncovered_us, free_us=b.free_us))
+    info = profile.info
+    side = SideSummary(
+        source=info.source, device=info.device.value, producer=info.producer, device_name=info.device_name,
+        rank=info.rank, metadata=dict(sorted(info.metadata.items())), step=step, steps=list(windows),
+        basis=breakdown.basis, window_us=breakdown.window_us, e2e_us=breakdown.e2e_us,
+        computing_us=breakdown.computing_us, uncovered_us=breakdown.uncovered_us, free_us=breakdown.free_us,
+        peak_allocated_bytes=breakdown.peak_allocated_bytes, peak_reserved_bytes=breakdown.peak_reserved_bytes,
+    )
+    return side, breakdown, per_step
+
+
+def overall_rows(base: Breakdown, comp: Breakdown) -> list[OverallRow]:
+    """Line both sides' rows up by key, in sheet order; rows zero on both sides are dropped
+    (level-0 rows always stay, so the four headline rows are always there)."""
+    base_rows = {r.key: r for r in base.rows}
+    comp_rows = {r.key: r for r in comp.rows}
+    out = []
+    for key in _ordered_keys(base, comp):
+        b, c = base_rows.get(key), comp_rows.get(key)
+        ref = b or c
+        base_us = b.dur_us if b else 0.0
+        comp_us = c.dur_us if c else 0.0
+        if ref.level > 0 and abs(base_us) < ZERO_US and abs(comp_us) < ZERO_US:
+            continue
+        out.append(OverallRow(
+            key=key, label=ref.label, level=ref.level, base_us=base_us, comp_us=comp_us,
+            base_count=b.count if b else None, comp_count=c.count if c else None,
+            base_share=base_us / base.e2e_us if base.e2e_us else None,
+            comp_share=comp_us / comp.e2e_us if comp.e2e_us else None,
+            diff_us=comp_us - base_us, ratio=ratio(comp_us, base_us),
+        ))
+    return out
+
+
+def _ordered_keys(base: Breakdown, comp: Breakdown) -> list[str]:
+    """Base order, with comparison-only rows inserted after the row that precedes them there."""
+    keys = [r.key for r in base.rows]
+    seen = set(keys)
+    previous = None
+    for r in comp.rows:
+        if r.key not in seen:
+            at = keys.index(previous) + 1 if previous in seen else len(keys)
+            # skip past the previous row's own children so a new sibling lands after them
+            while at < len(keys) and previous and keys[at].startswith(previous + "."):
+                at += 1
+            keys.insert(at, r.key)
+            seen.add(r.key)
+        previous = r.key
+    return keys
+
+
+def step_rows(base: list[StepMetrics], comp: list[StepMetrics]) -> list[StepRow]:
+    rows = []
+    for i in range(max(len(base), len(comp))):
+        b = base[i] if i < len(base) else None
+        c = comp[i] if i < len(comp) else None
+        diff = c.e2e_us - b.e2e_us if b and c else None
+        rows.append(StepRow(index=i + 1, base=b, comp=c, diff_e2e_us=diff,
+                            ratio=ratio(c.e2e_us, b.e2e_us) if b and c else None))
+    return rows

@@ -1,0 +1,1 @@
+"""Renderers: each turns a ``ComparisonResult`` into one output, formatting only."""

@@ -1,0 +1,145 @@
+"""Console summary: the "Model Profiling Time Distribution" table, a one-line headline, and
+warning footnotes. Formatting only: every number comes from the ``ComparisonResult``.
+
+The table keeps the peer's column names; values are in milliseconds (the peer prints seconds,
+which hides everything under a millisecond) with the unit written in each cell.
+"""
+
+from __future__ import annotations
+
+from prettytable import PrettyTable
+
+from perfcmp.result import ComparisonResult, OverallRow, SideSummary
+
+MAX_WARNING_LINES = 10
+GIB = 1024**3
+
+# Console column -> the OverallMetrics row keys it adds up (durations and counts).
+SUMMED_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Cube Time(Num)", ("computing.matmul", "computing.cube", "computing.mc2:")),
+    ("Vector Time(Num)", ("computing.vector",)),
+    ("Conv Time(Forward)(Num)", ("computing.conv_fwd",)),
+    ("Conv Time(Backward)(Num)", ("computing.conv_bwd",)),
+    ("Flash Attention Time(Forward)(Num)", ("computing.fa_fwd",)),
+    ("Flash Attention Time(Backward)(Num)", ("computing.fa_bwd",)),
+    ("Paged Attention Time(Num)", ("computing.page_attention",)),
+)
+
+
+def render(result: ComparisonResult) -> str:
+    parts = [distribution_table(result).get_string(), "", headline(result)]
+    notes = footnotes(result)
+    if notes:
+        parts += [""] + notes
+    return "\n".join(parts) + "\n"
+
+
+def distribution_table(result: ComparisonResult) -> PrettyTable:
+    sides = ((result.base, "base"), (result.comparison, "comp"))
+    columns: list[tuple[str, list[str]]] = []
+    for header, prefixes in SUMMED_COLUMNS:
+        values = [_sum_rows(result.overall, prefixes, side) for _, side in sides]
+        if any(dur > 0 for dur, _ in values):
+            columns.append((header, [f"{_ms(dur)}({n})" for dur, n in values]))
+    other = [_row_us(result.overall, "computing.other", side) for _, side in sides]
+    if any(v > 0 for v in other):
+        columns.append(("Other Time", [_ms(v) for v in other]))
+    columns.append(("Computing Time", [_ms(s.computing_us) for s, _ in sides]))
+    if any(s.peak_reserved_bytes for s, _ in sides):
+        columns.append(("Mem Usage", [_gib(s.peak_reserved_bytes) for s, _ in sides]))
+    if any(s.peak_allocated_bytes for s, _ in sides):
+        columns.append(("Peak Allocated", [_gib(s.peak_allocated_bytes) for s, _ in sides]))
+    waits = [_sum_wait(result.overall, side) for _, side in sides]
+    columns.append(("Uncovered Communication Time(Wait Time)",
+                    [f"{_ms(s.uncovered_us)}({_ms(w)})" for (s, _), w in zip(sides, waits)]))
+    sdma = [_sum_rows(result.overall, ("computing.sdma_tensor_move", "free.sdma"), side) for _, side in sides]
+    if any(dur > 0 for dur, _ in sdma):
+        columns.append(("SDMA Time(Num)", [f"{_ms(dur)}({n})" for dur, n in sdma]))
+    columns.append(("Free Time", [_ms(s.free_us) for s, _ in sides]))
+    columns.append(("E2E Time", [_ms(s.e2e_us) for s, _ in sides]))
+
+    table = PrettyTable()
+    table.title = "Model Profiling Time Distribution"
+    table.field_names = [""] + [header for header, _ in columns]
+    for i, (side, _) in enumerate(sides):
+        table.add_row([_row_name(side, "Base" if i == 0 else "Comparison")] + [values[i] for _, values in columns])
+    table.align = "l"
+    return table
+
+
+def headline(result: ComparisonResult) -> str:
+    """``E2E 464.6 ms → 745.2 ms (+60.4 %): computing +266.8 ms, uncovered communication −14.6 ms, free +28.5 ms``"""
+    b, c = result.base, result.comparison
+    change = f" ({_pct(c.e2e_us, b.e2e_us)})" if b.e2e_us else ""
+    parts = [f"computing {_signed_ms(c.computing_us - b.computing_us)}",
+             f"uncovered communication {_signed_ms(c.uncovered_us - b.uncovered_us)}",
+             f"free {_signed_ms(c.free_us - b.free_us)}"]
+    return f"E2E {_ms_spaced(b.e2e_us)} → {_ms_spaced(c.e2e_us)}{change}: " + ", ".join(parts)
+
+
+def footnotes(result: ComparisonResult) -> list[str]:
+    if not result.warnings:
+        return []
+    lines = [f"warnings ({len(result.warnings)}):"]
+    for w in result.warnings[:MAX_WARNING_LINES]:
+        count = f" (×{w.count})" if w.count > 1 else ""
+        where = f"{w.side}: " if w.side else ""
+        lines.append(f"  {where}{w.message}{count}")
+    if len(result.warnings) > MAX_WARNING_LINES:
+        lines.append(f"  … and {len(result.warnings) - MAX_WARNING_LINES} more (see the Warnings sheet)")
+    return lines
+
+
+def _row_name(side: SideSummary, role: str) -> str:
+    detail = side.device if side.step is None else f"{side.device}, step {side.step}"
+    if side.basis == "host":
+        detail += ", host only"
+    return f"{role} ({detail})"
+
+
+def _sum_rows(rows: list[OverallRow], prefixes: tuple[str, ...], side: str) -> tuple[float, int]:
+    dur, count = 0.0, 0
+    for r in rows:
+        if r.level == 1 and r.key.startswith(prefixes):
+            dur += r.base_us if side == "base" else r.comp_us
+            count += (r.base_count if side == "base" else r.comp_count) or 0
+    return dur, count
+
+
+def _row_us(rows: list[OverallRow], key: str, side: str) -> float:
+    for r in rows:
+        if r.key == key:
+            return r.base_us if side == "base" else r.comp_us
+    return 0.0
+
+
+def _sum_wait(rows: list[OverallRow], side: str) -> float:
+    return sum((r.base_us if side == "base" else r.comp_us) for r in rows
+               if r.key.startswith("comm.group:") and r.key.endswith(".wait"))
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.3f}ms"
+
+
+def _ms_spaced(us: float) -> str:
+    ms = us / 1000
+    digits = 1 if abs(ms) >= 100 else (2 if abs(ms) >= 1 else 3)
+    return f"{ms:.{digits}f} ms"
+
+
+def _signed_ms(us: float) -> str:
+    text = _ms_spaced(abs(us))
+    if text.strip("0. ms") == "":
+        return f"±{text}"
+    return ("+" if us > 0 else "−") + text
+
+
+def _pct(comp: float, base: float) -> str:
+    pct = (comp - base) / base * 100
+    sign = "+" if pct > 0 else ("−" if pct < 0 else "±")
+    return f"{sign}{abs(pct):.1f} %"
+
+
+def _gib(value: float | None) -> str:
+    return "-" if value is None else f"{value / GIB:.2f}G"

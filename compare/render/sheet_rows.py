@@ -1,0 +1,41 @@
+"""Flatten a ``ComparisonResult`` into the row dicts the workbook's sheet specs name.
+
+Times become milliseconds here (the sheets' unit); nothing is rounded, the cell number
+format does the display. Missing values are None, written as empty cells.
+"""
+
+from __future__ import annotations
+
+from perfcmp.result import ComparisonResult
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1000.0
+
+
+def overall(result: ComparisonResult) -> list[dict]:
+    return [{
+        "label": "\t" * r.level + r.label, "level": r.level, "key": r.key,
+        "base_ms": _ms(r.base_us), "base_share": r.base_share, "base_count": r.base_count,
+        "comp_ms": _ms(r.comp_us), "comp_share": r.comp_share, "comp_count": r.comp_count,
+        "diff_ms": _ms(r.diff_us), "ratio": r.ratio,
+    } for r in result.overall]
+
+
+def steps(result: ComparisonResult) -> list[dict]:
+    rows = []
+    for r in result.steps:
+        row = {"index": r.index, "diff_e2e_ms": _ms(r.diff_e2e_us), "ratio": r.ratio}
+        for prefix, metrics in (("base", r.base), ("comp", r.comp)):
+            row[f"{prefix}_step"] = metrics.step if metrics else None
+            for name in ("e2e", "computing", "uncovered", "free"):
+                row[f"{prefix}_{name}_ms"] = _ms(getattr(metrics, f"{name}_us")) if metrics else None
+        rows.append(row)
+    return rows
+
+
+def warnings(result: ComparisonResult) -> list[dict]:
+    return [{"side": w.side, "source": w.source, "message": w.message, "count": w.count} for w in result.warnings]
+
+
+SOURCES = {"overall": overall, "steps": steps, "warnings": warnings}

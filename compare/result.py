@@ -1,0 +1,120 @@
+"""``ComparisonResult``: every number a renderer shows, computed once, plain and serialisable.
+
+Renderers (console, xlsx, later JSON/Markdown/HTML) only select and format these fields, so
+they can never disagree. ``to_json`` / ``from_json`` round-trip it; ``format_version`` rises
+when a field changes meaning, and ``from_json`` refuses versions it does not know.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from perfcmp.readers.errors import InputError
+
+FORMAT_VERSION = 1
+
+
+class SideSummary(msgspec.Struct, kw_only=True):
+    """One profile's identity and headline numbers. Times in µs, memory in bytes."""
+
+    source: str
+    device: str
+    producer: str
+    device_name: str = ""
+    rank: int | None = None
+    metadata: dict[str, str] = {}
+    step: int | None = None  # the step compared; None: the whole profiled window
+    steps: list[int] = []  # every step id the profile has
+    basis: str = "device"  # "host" when the trace has no device activity
+    window_us: tuple[float, float] = (0.0, 0.0)
+    e2e_us: float = 0.0
+    computing_us: float = 0.0
+    uncovered_us: float = 0.0
+    free_us: float = 0.0
+    peak_allocated_bytes: float | None = None
+    peak_reserved_bytes: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.device
+
+
+class OverallRow(msgspec.Struct, kw_only=True):
+    """One OverallMetrics line, both sides. ``ratio`` = comparison / base; None when the base is
+    0 and the comparison is not (an infinite ratio), 1.0 when both are 0."""
+
+    key: str
+    label: str
+    level: int
+    base_us: float
+    comp_us: float
+    base_count: int | None = None
+    comp_count: int | None = None
+    base_share: float | None = None  # of the side's E2E
+    comp_share: float | None = None
+    diff_us: float = 0.0
+    ratio: float | None = 1.0
+
+
+class StepMetrics(msgspec.Struct, kw_only=True):
+    step: int
+    e2e_us: float
+    computing_us: float
+    uncovered_us: float
+    free_us: float
+
+
+class StepRow(msgspec.Struct, kw_only=True):
+    """Steps paired by position (the k-th step of each side): the two sides share no clock."""
+
+    index: int
+    base: StepMetrics | None = None
+    comp: StepMetrics | None = None
+    diff_e2e_us: float | None = None
+    ratio: float | None = None
+
+
+class WarningRecord(msgspec.Struct, kw_only=True):
+    side: str  # "base", "comparison" or "" for the comparison itself
+    source: str
+    message: str
+    count: int = 1
+
+
+class ComparisonResult(msgspec.Struct, kw_only=True):
+    format_version: int = FORMAT_VERSION
+    tool_version: str
+    base: SideSummary
+    comparison: SideSummary
+    overall: list[OverallRow]
+    steps: list[StepRow] = []
+    warnings: list[WarningRecord] = []
+    options: dict[str, str | int | None] = {}
+
+    def to_json(self) -> bytes:
+        return msgspec.json.format(msgspec.json.encode(self), indent=1)
+
+    @classmethod
+    def from_json(cls, data: bytes, source: str = "result") -> "ComparisonResult":
+        try:
+            head = msgspec.json.decode(data, type=_Version)
+        except msgspec.MsgspecError as exc:
+            raise InputError(f"not a perfcmp result ({exc})", source) from None
+        if head.format_version > FORMAT_VERSION:
+            raise InputError(f"result format {head.format_version} is newer than this perfcmp reads "
+                             f"({FORMAT_VERSION}); upgrade perfcmp", source)
+        try:
+            return msgspec.json.decode(data, type=cls)
+        except msgspec.MsgspecError as exc:
+            raise InputError(f"malformed perfcmp result ({exc})", source) from None
+
+
+class _Version(msgspec.Struct):
+    format_version: int = 0
+
+
+def ratio(comp: float, base: float) -> float | None:
+    """comparison / base, with 0/0 = 1 and x/0 = None (infinite)."""
+    if base == 0:
+        return 1.0 if comp == 0 else None
+    return comp / base

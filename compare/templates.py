@@ -1,0 +1,65 @@
+"""Load and validate the workbook layout (``report_templates/sheets.toml``) into specs."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+from perfcmp.readers.errors import PerfcmpError
+
+SIDES = ("base", "comparison", None)
+
+
+class TemplateError(PerfcmpError):
+    """The shipped layout is broken: a packaging or editing mistake, reported clearly."""
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    field: str
+    header: str
+    width: float
+    format: str
+    side: str | None = None
+    worse_above_one: bool = False
+
+
+@dataclass(frozen=True)
+class SheetSpec:
+    name: str
+    source: str
+    columns: tuple[ColumnSpec, ...]
+    indent_field: str | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    sheets: tuple[SheetSpec, ...]
+    formats: dict[str, dict]
+    style: dict
+
+
+def load_layout() -> Layout:
+    text = resources.files("perfcmp.report_templates").joinpath("sheets.toml").read_text("utf-8")
+    try:
+        data = tomllib.loads(text)
+        formats = data["formats"]
+        sheets = tuple(_sheet(s, formats) for s in data["sheets"])
+        return Layout(sheets=sheets, formats=formats, style=data["style"])
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+        raise TemplateError(f"report_templates/sheets.toml is invalid ({exc.__class__.__name__}: {exc})") from None
+
+
+def _sheet(data: dict, formats: dict) -> SheetSpec:
+    columns = []
+    for col in data["columns"]:
+        spec = ColumnSpec(**col)
+        if spec.format not in formats:
+            raise TemplateError(f"sheet {data['name']!r} column {spec.header!r}: unknown format {spec.format!r}; "
+                                f"known: {', '.join(sorted(formats))}")
+        if spec.side not in SIDES:
+            raise TemplateError(f"sheet {data['name']!r} column {spec.header!r}: side must be base or comparison")
+        columns.append(spec)
+    return SheetSpec(name=data["name"], source=data["source"], columns=tuple(columns),
+                     indent_field=data.get("indent_field"))

@@ -1,0 +1,152 @@
+r'''The CSV and JSON side files of a torch_npu export, each optional.
+
+torch_npu writes timestamps as ``"1736413971558972.912\\t"`` (a tab inside the quotes, so that
+spreadsheet programs keep every digit), shapes with tripled quotes (``"""81920,4096;8192,512"""`` in the file) and missing
+values as ``N/A``. Each reader maps the file's headers to model columns in one declarative dict
+and reads only those columns, as strings, converting them vectorised.
+'''
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfcmp.readers.errors import InputError
+from perfcmp.readers.model import ReadWarning
+
+MB = 1024 * 1024
+
+# kernel_details.csv header -> model column. Only the first header found for a column is used.
+KERNEL_COLUMNS = {
+    "Step Id": "step_id", "Step ID": "step_id",
+    "Name": "name",
+    "Type": "op_type",
+    "Accelerator Core": "core", "Task Type": "core",
+    "Stream ID": "stream",
+    "Start Time(us)": "start",
+    "Duration(us)": "dur_us",
+    "Input Shapes": "input_shapes",
+    "mac_time(us)": "mac_us", "aic_mac_time(us)": "mac_us",
+    "aic_mte2_time(us)": "mte2_us",
+    "aiv_time(us)": "aiv_us",
+    "aicore_time(us)": "aicore_us",
+}
+MEMORY_COLUMNS = {
+    "Component": "component",
+    "Timestamp(us)": "ts",
+    "Total Allocated(MB)": "allocated_mb",
+    "Total Reserved(MB)": "reserved_mb",
+}
+
+
+def exact_ns(text: pd.Series) -> np.ndarray:
+    """Decimal µs strings (tab-suffixed or not) to exact int64 ns, vectorised; bad cells -> -1."""
+    clean = text.astype(str).str.strip().str.strip('"').str.strip()
+    parts = clean.str.partition(".")
+    whole = pd.to_numeric(parts[0], errors="coerce")
+    frac = pd.to_numeric((parts[2] + "000").str.slice(0, 3).where(parts[2].str.isdigit() | (parts[2] == ""), "x"), errors="coerce")
+    ok = whole.notna() & frac.notna()
+    out = np.full(len(text), -1, dtype=np.int64)
+    out[ok.to_numpy()] = (whole[ok].astype(np.int64) * 1000 + frac[ok].astype(np.int64)).to_numpy()
+    return out
+
+
+def numbers(text: pd.Series) -> np.ndarray:
+    """Numeric cells that may carry tabs, quotes or ``N/A`` -> float64 (NaN when not a number)."""
+    clean = text.astype(str).str.strip().str.strip('"').str.strip()
+    return pd.to_numeric(clean, errors="coerce").to_numpy(dtype=np.float64)
+
+
+def shapes(text: pd.Series) -> np.ndarray:
+    """``"81920,4096;8192,512"`` with its extra quotes removed; ``N/A`` and empty -> ""."""
+    clean = text.fillna("").astype(str).str.strip().str.strip('"')
+    return clean.where(clean != "N/A", "").to_numpy(dtype=object)
+
+
+def read_csv_columns(path: Path, mapping: dict[str, str], shown_as: str) -> pd.DataFrame:
+    """Read the mapped columns of a CSV as strings, renamed to model names."""
+    try:
+        header = pd.read_csv(path, nrows=0, encoding_errors="replace").columns
+        wanted: dict[str, str] = {}
+        for col in header:
+            target = mapping.get(str(col).strip())
+            if target and target not in wanted.values():
+                wanted[col] = target
+        frame = pd.read_csv(path, usecols=list(wanted), dtype=str, keep_default_na=False,
+                            encoding_errors="replace")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeError, ValueError) as exc:
+        raise InputError(f"malformed CSV ({exc}); expected a torch_npu profiler CSV", shown_as) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
+    return frame.rename(columns=wanted)
+
+
+def read_kernel_details(path: Path, shown_as: str, warnings: list[ReadWarning]) -> pd.DataFrame:
+    """kernel_details.csv as typed columns.
+
+    Columns: name, op_type, core, start_ns (int64, -1 unknown), dur_us, input_shapes, step_id,
+    mac_us, pmu_compute_us (NaN when the PMU columns are absent or ``N/A``).
+    """
+    raw = read_csv_columns(path, KERNEL_COLUMNS, shown_as)
+    for needed in ("name", "start", "dur_us"):
+        if needed not in raw.columns:
+            raise InputError(f"kernel_details.csv has no {needed!r} column; expected Name, Start Time(us), Duration(us)", shown_as)
+    out = pd.DataFrame({
+        "name": raw["name"].astype(str).str.strip().to_numpy(dtype=object),
+        "op_type": _text(raw, "op_type"),
+        "core": _text(raw, "core"),
+        "start_ns": exact_ns(raw["start"]),
+        "dur_us": numbers(raw["dur_us"]),
+        "input_shapes": shapes(raw["input_shapes"]) if "input_shapes" in raw else np.full(len(raw), "", dtype=object),
+        "step_id": _num(raw, "step_id"),
+        "mac_us": _num(raw, "mac_us"),
+    })
+    mte2, aiv = _num(raw, "mte2_us"), _num(raw, "aiv_us")
+    out["pmu_compute_us"] = np.fmax(out["mac_us"].to_numpy(), mte2) + np.nan_to_num(aiv)
+    bad = int((out["start_ns"] < 0).sum())
+    if bad:
+        warnings.append(ReadWarning(shown_as, "kernel_details.csv rows with an unreadable Start Time(us) skipped", bad))
+    return out[out["start_ns"] >= 0].reset_index(drop=True)
+
+
+def read_memory_record(path: Path, shown_as: str) -> pd.DataFrame:
+    """memory_record.csv -> ts_ns, allocated_bytes, reserved_bytes for the PyTorch allocator.
+
+    The file has a row series per component (PTA = the torch_npu caching allocator, GE, APP =
+    the whole process). PTA is what a GPU trace's ``[memory]`` totals measure, so it is used
+    when present; otherwise every row is.
+    """
+    raw = read_csv_columns(path, MEMORY_COLUMNS, shown_as)
+    if "ts" not in raw.columns:
+        raise InputError("memory_record.csv has no Timestamp(us) column", shown_as)
+    if "component" in raw.columns and (raw["component"] == "PTA").any():
+        raw = raw[raw["component"] == "PTA"]
+    return pd.DataFrame({
+        "ts_ns": exact_ns(raw["ts"]),
+        "allocated_bytes": _num(raw, "allocated_mb") * MB,
+        "reserved_bytes": _num(raw, "reserved_mb") * MB,
+    })
+
+
+def read_json_file(path: Path, shown_as: str) -> object:
+    """A small side JSON file (profiler_info, profiler_metadata, communication)."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON ({exc})", shown_as) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
+
+
+def _text(raw: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in raw:
+        return np.full(len(raw), "", dtype=object)
+    clean = raw[col].astype(str).str.strip()
+    return clean.where(clean != "N/A", "").to_numpy(dtype=object)
+
+
+def _num(raw: pd.DataFrame, col: str) -> np.ndarray:
+    return numbers(raw[col]) if col in raw else np.full(len(raw), np.nan)

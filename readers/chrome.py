@@ -1,0 +1,253 @@
+"""Chrome-trace JSON decoding shared by the Kineto (GPU) and torch_npu (NPU) readers.
+
+One read of the file's bytes (gzip recognised by its magic bytes, not its name), one typed
+msgspec decode that keeps only the fields perfcmp uses, then columnar arrays. msgspec skips
+every field not declared below, which is most of a trace's bytes (kernel launch geometry,
+device properties, profiler INFO lines).
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from perfcmp.readers.errors import InputError
+from perfcmp.readers.model import ReadWarning
+
+GZIP_MAGIC = b"\x1f\x8b"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+Number = int | float | str | None
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` keys perfcmp reads; every other key is skipped while decoding."""
+
+    correlation: Number = None
+    stream: Number = None
+    device: Number = None
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw(b""))
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=msgspec.Raw(b""))
+    call_stack: str | None = msgspec.field(name="Call stack", default=None)
+    fwd_thread: Number = msgspec.field(name="Fwd thread id", default=None)
+    # [memory] instant events (GPU)
+    total_allocated: Number = msgspec.field(name="Total Allocated", default=None)
+    total_reserved: Number = msgspec.field(name="Total Reserved", default=None)
+    device_id: Number = msgspec.field(name="Device Id", default=None)
+    # communication op metadata (record_param_comms, PyTorch >= 2.1)
+    collective: str | None = msgspec.field(name="Collective name", default=None)
+    pg_name: str | None = msgspec.field(name="Process Group Name", default=None)
+    pg_desc: str | None = msgspec.field(name="Process Group Description", default=None)
+    # metadata events (process_name / thread_name / *_sort_index)
+    name: str | None = None
+    sort_index: Number = None
+    # torch_npu device tasks
+    task_type: str | None = msgspec.field(name="Task Type", default=None)
+    stream_id: Number = msgspec.field(name="Stream Id", default=None)
+    task_id: Number = msgspec.field(name="Task Id", default=None)
+    # torch_npu HCCL plane tasks
+    hccl_task_type: str | None = msgspec.field(name="task type", default=None)
+    transport: str | None = msgspec.field(name="transport type", default=None)
+
+
+class Event(msgspec.Struct, gc=False):
+    """One trace event; unions because real traces write numbers as ints, floats or strings."""
+
+    ph: str = ""
+    cat: str | None = None
+    name: str | int | float | None = None
+    pid: Number = None
+    tid: Number = None
+    ts: Number = None
+    dur: Number = None
+    id: Number = None
+    args: Args | None = None
+
+
+class DistributedInfo(msgspec.Struct, gc=False):
+    rank: Number = None
+    backend: str | None = None
+    world_size: Number = None
+
+
+class DeviceProperties(msgspec.Struct, gc=False):
+    name: str | None = None
+
+
+class KinetoTrace(msgspec.Struct, gc=False):
+    """A Kineto / PyTorch-profiler trace: a JSON object with a ``traceEvents`` array."""
+
+    traceEvents: list[Event] | None = None
+    deviceProperties: list[DeviceProperties] | None = None
+    distributedInfo: DistributedInfo | None = None
+    schemaVersion: Number = None
+
+
+_KINETO_DECODER = msgspec.json.Decoder(KinetoTrace)
+_ARRAY_DECODER = msgspec.json.Decoder(list[Event])
+
+
+@dataclass
+class RawJson:
+    """A JSON document's bytes, already un-gzipped, with its first significant byte."""
+
+    path: str
+    data: bytes
+    first: bytes  # b"{" or b"["
+
+
+def read_bytes(path: Path, shown_as: str) -> bytes:
+    """Read a whole file once, un-gzipping it when its first bytes say so."""
+    try:
+        with open(path, "rb") as handle:
+            data = _read_with_progress(handle, path.stat().st_size, shown_as)
+    except OSError as exc:
+        raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"corrupt or truncated gzip data ({exc}); expected a gzipped JSON trace", shown_as) from None
+    return data
+
+
+def _read_with_progress(handle, size: int, shown_as: str) -> bytes:
+    """Read in chunks, drawing a progress line on a terminal's stderr for large files."""
+    show = size > 64 * 1024 * 1024 and sys.stderr.isatty()
+    if not show:
+        return handle.read()
+    chunks, done = [], 0
+    while chunk := handle.read(16 * 1024 * 1024):
+        chunks.append(chunk)
+        done += len(chunk)
+        sys.stderr.write(f"\rperfcmp: reading {shown_as} {100 * done // size:3d}%")
+        sys.stderr.flush()
+    sys.stderr.write("\r\033[K")
+    return b"".join(chunks)
+
+
+def sniff_json(data: bytes, shown_as: str) -> RawJson:
+    """Check the document starts like JSON and say whether it is an object or an array."""
+    head = data[:64].lstrip()
+    if head.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark some tools write
+        data = data[data.index(b"\xef\xbb\xbf") + 3 :]
+        head = data[:64].lstrip()
+    if not head:
+        raise InputError("file is empty; expected a JSON profiler trace", shown_as)
+    if head[:1] not in (b"{", b"["):
+        raise InputError("not JSON (does not start with '{' or '['); expected a profiler trace", shown_as)
+    return RawJson(shown_as, data, head[:1])
+
+
+def decode_events(raw: RawJson, warnings: list[ReadWarning]) -> tuple[list[Event], KinetoTrace | None]:
+    """Decode the trace events (and the Kineto header for object traces)."""
+    decoder = _KINETO_DECODER if raw.first == b"{" else _ARRAY_DECODER
+    try:
+        decoded = _decode_utf8_tolerant(decoder, raw, warnings)
+    except msgspec.ValidationError as exc:
+        raise InputError(f"unexpected JSON structure ({exc}); expected Chrome trace events", raw.path) from None
+    except msgspec.DecodeError as exc:
+        raise InputError(f"malformed or truncated JSON ({exc}); expected a complete profiler trace", raw.path) from None
+    if raw.first == b"{":
+        if decoded.traceEvents is None:
+            raise InputError("JSON object has no 'traceEvents' array; expected a PyTorch profiler (Kineto) trace", raw.path)
+        return decoded.traceEvents, decoded
+    return decoded, None
+
+
+def _decode_utf8_tolerant(decoder: msgspec.json.Decoder, raw: RawJson, warnings: list[ReadWarning]):
+    try:
+        return decoder.decode(raw.data)
+    except UnicodeDecodeError:
+        # Non-UTF-8 bytes in names (seen in traces of programs with Latin-1 thread or kernel
+        # names): replace them rather than refuse the whole profile, and say how many.
+        text = raw.data.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - raw.data.count("\xef\xbf\xbd".encode("latin-1"))
+        warnings.append(ReadWarning(raw.path, "non-UTF-8 bytes replaced by U+FFFD", max(bad, 1)))
+        return decoder.decode(text.encode("utf-8"))
+
+
+# --- columns ---------------------------------------------------------------------------------
+
+
+def times_ns(values: list[Number]) -> np.ndarray:
+    """Timestamps (µs as int, float or decimal string) to exact int64 nanoseconds.
+
+    Strings are parsed digit by digit: a float64 cannot hold "1704161511420306.491" to the
+    nanosecond, and sub-microsecond kernels make that difference visible. Missing values -> -1
+    is not used; callers filter ``None`` first.
+    """
+    if not any(isinstance(v, str) for v in values):
+        micro = np.asarray(values, dtype=np.float64)
+        return np.rint(micro * 1000.0).astype(np.int64)
+    return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
+
+
+def _ns(value: Number) -> int:
+    if isinstance(value, str):
+        text = value.strip()
+        negative = text.startswith("-")
+        whole, _, frac = text.lstrip("+-").partition(".")
+        ns = int(whole or "0") * 1000 + int((frac + "000")[:3])
+        return -ns if negative else ns
+    return int(round(float(value) * 1000.0))
+
+
+def floats(values: list[Number]) -> np.ndarray:
+    """Numbers that may be ints, floats, strings or missing, as float64 (missing -> NaN)."""
+    try:
+        return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    except ValueError:
+        return np.fromiter((_float(v) for v in values), dtype=np.float64, count=len(values))
+
+
+def _float(value: Number) -> float:
+    if value is None:
+        return np.nan
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        return np.nan
+
+
+def ints(values: list[Number], missing: int = -1) -> np.ndarray:
+    """Integer ids that may be written as numbers or strings (missing or unparsable -> ``missing``)."""
+    out = np.full(len(values), missing, dtype=np.int64)
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        try:
+            out[i] = int(v) if not isinstance(v, str) else int(v.strip())
+        except (ValueError, OverflowError):
+            try:
+                out[i] = int(float(v))
+            except (ValueError, OverflowError):
+                pass
+    return out
+
+
+def raw_text(raw: msgspec.Raw) -> str:
+    """A raw JSON value as compact text (``""`` when absent or null)."""
+    if not raw:
+        return ""
+    text = bytes(raw).decode("utf-8", errors="replace")
+    return "" if text == "null" else text.replace(" ", "")
+
+
+def name_text(value: str | int | float | None) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def thread_key(value: Number) -> object:
+    """pid/tid as a hashable, comparable key: ints stay ints, everything else becomes a string."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return "" if value is None else str(value)

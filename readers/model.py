@@ -1,0 +1,203 @@
+"""The one in-memory model every reader produces: a ``Profile`` of columnar tables.
+
+Units are fixed here and nowhere converted again downstream: times are microseconds (float64)
+relative to the profile's own origin (``RunInfo.origin_ns``, the earliest timestamp read, in
+absolute nanoseconds), sizes are bytes. Keeping times relative keeps sub-microsecond precision
+in float64 even for epoch-based NPU timestamps (1.7e15 µs absolute would only resolve 0.25 µs).
+
+Tables (pandas DataFrames; columns declared once below in ``TABLES``):
+
+``host``      host-side events, one row each: framework ops (``cpu_op``), user annotations,
+              runtime API calls (``cuda_runtime``/``cuda_driver``/CANN ``AscendCL``), and python
+              functions (``nn.Module`` scopes). ``parent`` is the row of the innermost enclosing
+              host event on the same (pid, tid) under half-open containment, -1 at top level.
+``device``    device tasks: compute kernels, communication ops, memory copies. ``kind`` is one of
+              ``DEVICE_KINDS``; ``launch`` is the row in ``host`` of the event that launched it
+              (runtime call or framework op), -1 when unknown.
+``comm_tasks`` NPU HCCL plane tasks (Notify_Wait, Memcpy, Reduce_Inline, ...).
+``memory``    allocator samples: totals after each allocation/free event.
+``timeline``  the profiler's own overlap analysis when it wrote one (NPU ``Overlap Analysis``):
+              ``lane`` in {"compute", "comm", "comm_uncovered", "free"}. Empty for GPU traces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+class DeviceKind(str, enum.Enum):
+    """What produced a profile."""
+
+    GPU = "GPU"
+    NPU = "NPU"
+
+
+# Values of ``device.kind``.
+COMPUTE = "compute"
+COMM = "comm"
+SDMA = "sdma"  # memory copies and sets executed by the device (DMA engines)
+OTHER = "other"  # synchronisation and bookkeeping tasks that are neither compute nor transfer
+DEVICE_KINDS = (COMPUTE, COMM, SDMA, OTHER)
+
+
+# Column name -> dtype, declared once. Readers build tables with ``table(name, **columns)``.
+TABLES: dict[str, dict[str, str]] = {
+    "host": {
+        "name": "object",
+        "cat": "object",  # cpu_op | user_annotation | runtime | python_function
+        "pid": "object",
+        "tid": "object",
+        "start_us": "float64",
+        "dur_us": "float64",
+        "parent": "int64",
+        "depth": "int64",
+        "input_shapes": "object",
+        "input_types": "object",
+        "call_stack": "object",
+        "backward": "bool",  # on the autograd thread, or under a backward op
+    },
+    "device": {
+        "name": "object",
+        "kind": "object",
+        "stream": "int64",
+        "start_us": "float64",
+        "dur_us": "float64",
+        "launch": "int64",
+        "step_id": "int64",  # -1: outside any step
+        "op_type": "object",  # NPU kernel_details "Type"; "" when unknown
+        "task_type": "object",  # NPU Task Type / Accelerator Core; GPU "kernel"/"memcpy"/"memset"
+        "input_shapes": "object",
+        "group": "object",  # communication group label; "" for non-communication tasks
+        "mac_us": "float64",  # NPU PMU time of the cube (MAC) unit; NaN when not measured
+        "pmu_compute_us": "float64",  # NPU PMU max(aic_mac, aic_mte2) + aiv time; NaN when unknown
+    },
+    "comm_tasks": {
+        "name": "object",
+        "group": "object",
+        "plane": "int64",
+        "start_us": "float64",
+        "dur_us": "float64",
+        "transport": "object",
+    },
+    "memory": {
+        "ts_us": "float64",
+        "allocated_bytes": "float64",
+        "reserved_bytes": "float64",
+    },
+    "timeline": {
+        "lane": "object",
+        "start_us": "float64",
+        "dur_us": "float64",
+    },
+}
+
+
+def table(table_name: str, /, **columns: object) -> pd.DataFrame:
+    """Build table ``table_name`` from column arrays; missing columns are filled with defaults."""
+    schema = TABLES[table_name]
+    unknown = set(columns) - set(schema)
+    if unknown:
+        raise KeyError(f"table {table_name!r} has no columns {sorted(unknown)}")
+    lengths = {len(v) for v in columns.values()}  # type: ignore[arg-type]
+    if len(lengths) > 1:
+        raise ValueError(f"table {table_name!r}: columns of different lengths {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    data = {}
+    for col, dtype in schema.items():
+        if col in columns:
+            data[col] = np.asarray(columns[col], dtype=dtype if dtype != "object" else object)
+        else:
+            data[col] = _default_column(col, dtype, n)
+    return pd.DataFrame(data)
+
+
+def _default_column(col: str, dtype: str, n: int) -> np.ndarray:
+    if dtype == "object":
+        return np.full(n, "", dtype=object)
+    if dtype == "bool":
+        return np.zeros(n, dtype=bool)
+    if dtype == "int64":
+        fill = -1 if col in ("parent", "launch", "step_id", "stream", "plane") else 0
+        return np.full(n, fill, dtype=np.int64)
+    return np.full(n, np.nan, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One profiler step as the host recorded it (``ProfilerStep#N``), in µs."""
+
+    step_id: int
+    start_us: float
+    end_us: float
+
+
+@dataclass(frozen=True)
+class ReadWarning:
+    """A data oddity that did not stop the read, counted rather than repeated."""
+
+    source: str
+    message: str
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What was read: never an absolute path unless the user gave one."""
+
+    source: str
+    device: DeviceKind
+    producer: str
+    device_name: str = ""
+    rank: int | None = None
+    origin_ns: int = 0
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["device"] = self.device.value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunInfo":
+        data = dict(data)
+        data["device"] = DeviceKind(data["device"])
+        return cls(**data)
+
+
+@dataclass
+class Profile:
+    """One profile, whatever produced it. See the module docstring for the tables."""
+
+    info: RunInfo
+    steps: list[Step]
+    host: pd.DataFrame
+    device: pd.DataFrame
+    comm_tasks: pd.DataFrame
+    memory: pd.DataFrame
+    timeline: pd.DataFrame
+    warnings: list[ReadWarning] = field(default_factory=list)
+
+    def check(self) -> None:
+        """Assert the model's invariants; a failure here is a bug in a reader."""
+        for name in TABLES:
+            frame: pd.DataFrame = getattr(self, name)
+            missing = set(TABLES[name]) - set(frame.columns)
+            assert not missing, f"{name}: missing columns {sorted(missing)}"
+        for name in ("host", "device", "comm_tasks", "timeline"):
+            frame = getattr(self, name)
+            dur = frame["dur_us"].to_numpy()
+            assert np.all(np.isfinite(dur)) and np.all(dur >= 0), f"{name}: bad durations"
+            assert np.all(np.isfinite(frame["start_us"].to_numpy())), f"{name}: bad starts"
+        kinds = set(self.device["kind"].unique())
+        assert kinds <= set(DEVICE_KINDS), f"device: unknown kinds {kinds - set(DEVICE_KINDS)}"
+        launch = self.device["launch"].to_numpy()
+        assert np.all((launch >= -1) & (launch < len(self.host))), "device: launch out of range"
+        parent = self.host["parent"].to_numpy()
+        assert np.all(parent < np.arange(len(parent))), "host: a parent must precede its child"
+        ids = [s.step_id for s in self.steps]
+        assert ids == sorted(set(ids)), "steps must be unique and sorted"

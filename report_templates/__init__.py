@@ -1,0 +1,1 @@
+"""Data only: the workbook layout (``sheets.toml``). Loaded with importlib.resources."""
