@@ -153,8 +153,9 @@ class Analyzer:
         computing, uncovered = iv.length(compute_iv), iv.length(uncovered_iv)
         free = e2e - computing - uncovered
         sdma = iv.length(sdma_iv)
-        rows = [MetricRow("computing", "Computing Time", 0, computing)]
-        rows += self._compute_rows(s, e, live, compute_iv, computing)
+        category_rows = self._compute_rows(s, e, live, compute_iv, computing)
+        kernels = sum(r.count or 0 for r in category_rows if r.level == 1 and MC2_PREFIX not in r.key)
+        rows = [MetricRow("computing", "Computing Time", 0, computing, kernels)] + category_rows
         rows.append(MetricRow("comm", "Uncovered Communication Time", 0, uncovered))
         rows += self._comm_rows(s, e, comm_mask, uncovered_iv)
         rows += [MetricRow("free", "Free Time", 0, free),

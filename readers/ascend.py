@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.ascend_csv import read_json_file, read_kernel_details, read_memory_record
-from perfcmp.readers.chrome import Event, RawJson, decode_events, floats, ints, name_text, read_bytes, sniff_json, thread_key, times_ns
+from perfcmp.readers.chrome import (Event, RawJson, decode_events, floats, ints, name_text, raw_text, read_bytes, sniff_json,
+                                    thread_key, times_ns)
 from perfcmp.readers.common import assign_steps, build_host, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
@@ -56,10 +57,20 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
             warnings.append(ReadWarning(shown_as, f"{name} not found: " + (
                 "kernel types, input shapes and PMU data unavailable" if name.startswith("kernel")
                 else "memory peaks unavailable")))
-    if (output_dir / "kernel_details.csv").is_file():
-        kernels = read_kernel_details(output_dir / "kernel_details.csv", _shown(shown_as, output_dir, info_dir, "kernel_details.csv"), warnings)
-    if (output_dir / "memory_record.csv").is_file():
-        memory = read_memory_record(output_dir / "memory_record.csv", _shown(shown_as, output_dir, info_dir, "memory_record.csv"))
+    # A side file that is there but unusable (a truncated CSV, a header without Start Time) is
+    # ignored with a warning, like a missing one: the trace alone still makes a profile.
+    try:
+        if (output_dir / "kernel_details.csv").is_file():
+            kernels = read_kernel_details(output_dir / "kernel_details.csv", _shown(shown_as, output_dir, info_dir, "kernel_details.csv"), warnings)
+    except InputError as exc:
+        warnings.append(ReadWarning(shown_as, f"kernel_details.csv ignored: {exc.message}"))
+    try:
+        if (output_dir / "memory_record.csv").is_file():
+            memory = read_memory_record(output_dir / "memory_record.csv", _shown(shown_as, output_dir, info_dir, "memory_record.csv"))
+    except InputError as exc:
+        warnings.append(ReadWarning(shown_as, f"memory_record.csv ignored: {exc.message}"))
+    if not (info_dir / "profiler_metadata.json").is_file() and any(plane < 0 for _, plane in trace.comm_threads.values()):
+        warnings.append(ReadWarning(shown_as, "profiler_metadata.json not found: communication groups named by their HCCL group ids"))
     info = _run_info(info_dir, shown_as, trace.origin, warnings)
     return trace.to_profile(info, kernels, memory, warnings)
 
@@ -157,12 +168,16 @@ class _TraceParts:
         start, dur = self.rel_us(events), floats([e.dur for e in events])
         ok = valid_durations(dur, self.shown_as, "host events", self.warnings)
         events = [e for e, keep in zip(events, ok.tolist()) if keep]
+        args = [e.args for e in events]
         columns = {
             "name": [name_text(e.name) for e in events],
             "cat": [HOST_CATS[e.cat] for e in events],
             "pid": [thread_key(e.pid) for e in events],
             "tid": [thread_key(e.tid) for e in events],
             "start_us": start[ok], "dur_us": dur[ok],
+            "input_shapes": [raw_text(a.input_dims) if a else "" for a in args],
+            "input_types": [raw_text(a.input_type) if a else "" for a in args],
+            "call_stack": [(a.call_stack or "") if a else "" for a in args],
         }
         host, _ = build_host(columns, set(), self.shown_as, self.warnings)
         return host
@@ -247,7 +262,8 @@ class _TraceParts:
                                              "(kernel_details from another run?): kernel types guessed from names", missed))
 
     def _comm_task_table(self) -> pd.DataFrame:
-        tasks = [e for e in self._timed(self.hccl, "communication tasks") if self._comm_group(e) is None]
+        # plane tasks only: the collective ops were checked (and counted) in _device_table
+        tasks = self._timed([e for e in self.hccl if self._comm_group(e) is None], "communication tasks")
         threads = [self.comm_threads.get((thread_key(e.pid), thread_key(e.tid)), ("", -1)) for e in tasks]
         return table("comm_tasks", name=[name_text(e.name) for e in tasks],
                      group=[t[0] for t in threads], plane=[t[1] for t in threads],
@@ -268,9 +284,15 @@ class _TraceParts:
 
 
 def _op_type_from_name(name: str) -> str:
-    """The op type torch_npu puts last in a task name, without an instance-number suffix."""
+    """The op type torch_npu puts last in a task name, without an instance-number suffix.
+
+    Only a one-word legacy name carries an instance number glued on ("Add105" -> "Add"); in an
+    aclnn name the last token is the type itself, digits included ("..._MatMulV2" -> "MatMulV2").
+    """
     tokens = [t for t in name.split("_") if t and not t.isdigit()]
-    return tokens[-1].rstrip("0123456789") if tokens else ""
+    if not tokens:
+        return ""
+    return tokens[-1] if len(tokens) > 1 else tokens[0].rstrip("0123456789")
 
 
 def _task_kind(name: str, task_type: str) -> str:

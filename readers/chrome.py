@@ -9,6 +9,7 @@ device properties, profiler INFO lines).
 from __future__ import annotations
 
 import gzip
+import math
 import sys
 import zlib
 from dataclasses import dataclass
@@ -184,8 +185,11 @@ def times_ns(values: list[Number]) -> np.ndarray:
     is not used; callers filter ``None`` first.
     """
     if not any(isinstance(v, str) for v in values):
+        # Whole µs and fraction apart: the product 1.7e15 µs * 1000 is beyond float64's exact
+        # integers and would only resolve 256 ns, even for integer timestamps.
         micro = np.asarray(values, dtype=np.float64)
-        return np.rint(micro * 1000.0).astype(np.int64)
+        whole = np.floor(micro)
+        return whole.astype(np.int64) * 1000 + np.rint((micro - whole) * 1000.0).astype(np.int64)
     return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
 
 
@@ -196,7 +200,10 @@ def _ns(value: Number) -> int:
         whole, _, frac = text.lstrip("+-").partition(".")
         ns = int(whole or "0") * 1000 + int((frac + "000")[:3])
         return -ns if negative else ns
-    return int(round(float(value) * 1000.0))
+    if isinstance(value, int):
+        return value * 1000
+    whole = math.floor(value)
+    return int(whole) * 1000 + round((value - whole) * 1000.0)
 
 
 def floats(values: list[Number]) -> np.ndarray:

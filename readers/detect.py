@@ -35,13 +35,17 @@ def detect(path: str) -> str:
         return "file"
     if not p.is_dir():
         raise InputError("not a regular file or directory", path)
-    if (p / OUTPUT_DIR).is_dir():
-        return "npu-dir"
-    if (p / "trace_view.json").is_file():
-        return "npu-output"
-    if _gpu_traces(p):
-        return "gpu-dir"
-    raise InputError(_foreign_dir_message(p), path)
+    try:
+        if (p / OUTPUT_DIR).is_dir():
+            return "npu-dir"
+        if (p / "trace_view.json").is_file():
+            return "npu-output"
+        if _gpu_traces(p):
+            return "gpu-dir"
+        message = _foreign_dir_message(p)
+    except OSError as exc:
+        raise InputError(f"cannot read directory ({exc.strerror or exc}); expected a readable profile directory", path) from None
+    raise InputError(message, path)
 
 
 def load_profile(path: str, gpu_flow_cat: str | None = None) -> Profile:

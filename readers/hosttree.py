@@ -38,8 +38,11 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
     depth = np.zeros(n, dtype=np.int64)
     if n == 0:
         return parent, depth, 0
-    start = host["start_us"].to_numpy().tolist()
-    end = (host["start_us"].to_numpy() + host["dur_us"].to_numpy()).tolist()
+    # Integer nanoseconds: float µs sums like 100.1 + 0.2 overshoot 100.3 by one ulp, which
+    # would make an op starting exactly at 100.3 the child of one ending there.
+    start_ns = np.rint(host["start_us"].to_numpy() * 1000.0).astype(np.int64)
+    start = start_ns.tolist()
+    end = (start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)).tolist()
     thread = thread_labels(host).tolist()
     stack: list[int] = []
     stack_end: list[float] = []

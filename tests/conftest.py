@@ -1,0 +1,269 @@
+"""Shared builders for the reader and CLI tests: tiny literal profiles written into tmp_path.
+
+Every number the tests assert is written here or in the test itself, so a reader's answer can
+be checked by hand. Sections below this one may add options and fixtures of their own.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+# --- profile builders (reader and CLI tests) ---------------------------------------------------
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+
+@pytest.fixture
+def samples_dir() -> Path:
+    """../shared/samples next to the repository; the test is skipped when it is absent."""
+    if not SAMPLES.is_dir():
+        pytest.skip(f"reference samples not found at {SAMPLES}")
+    return SAMPLES
+
+
+@pytest.fixture
+def write_kineto(tmp_path):
+    """``write_kineto(events, name="trace.json", **header) -> Path``: a Kineto trace object.
+
+    A name ending ``.gz`` is gzipped; ``name`` may hold sub-directories.
+    """
+
+    def write(events: list[dict], name: str = "trace.json", **header) -> Path:
+        doc = {"schemaVersion": 1, **header, "traceEvents": events}
+        data = json.dumps(doc).encode()
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def small_gpu_trace(write_kineto):
+    """``small_gpu_trace(name, kernel_us=10) -> Path``: steps 1 and 2 of 100 µs, each with one
+    aten::mm launching one kernel of ``kernel_us`` (linked by correlation id = step id)."""
+
+    def make(name: str = "base.pt.trace.json", kernel_us: float = 10.0) -> Path:
+        events = []
+        for i, step in enumerate((1, 2)):
+            t0 = 1_700_000_000_000_000 + 100 * i
+            events += [
+                {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": t0, "dur": 100},
+                {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 10, "dur": 20},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 15, "dur": 5,
+                 "args": {"correlation": step}},
+                {"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7, "ts": t0 + 30,
+                 "dur": kernel_us, "args": {"stream": 7, "correlation": step}},
+            ]
+        return write_kineto(events, name)
+
+    return make
+
+
+# The literal torch_npu export built by ``ascend_pt``. Times are µs after T = 1731900000000000,
+# the earliest event (ProfilerStep#5), so relative times are the digits after "173190000000".
+#
+#   Python (pid 100, tid 1)   ProfilerStep#5 [0, 1000)  > aten::mm [10, 30.5), aten::add_ [40, 50),
+#                                                         c10d::allreduce_ [60, 75)
+#                             ProfilerStep#6 [1000, 1500) > aten::zero_ [1010, 1015)
+#   Ascend Hardware (pid 300, stream 2), in file order:
+#     0 aclnnMm_MatMulCommon_MatMulV2               20.125 +100.25   flow from 12.25 (in aten::mm)
+#     1 aclnnAdd_AddAiCore_Add                      130    +10       flow from 41.5 (in aten::add_)
+#     2 MEMCPY_ASYNC                                200    +4        no flow
+#     3 EVENT_WAIT_SQE                              210    +2        no flow
+#     4 aclnnInplaceZero_ZerosLikeAiCore_ZerosLike  1020   +6        flow from 1011 (in aten::zero_)
+#   HCCL (pid 400): "Group 123 Communication" (tid 0): hcom_allReduce__123_0_1 300 +50.5, flow from
+#     61 (in c10d::allreduce_); "Plane 0" (tid 1): Notify_Wait 300 +20, Memcpy 320 +30.5;
+#     "Plane 1" (tid 2): Reduce_Inline 301 +10
+#   Overlap Analysis (pid 500): Computing 20.125 +100.25, Free 120.375 +9.625, Computing 130 +10,
+#     Communication 300 +50.5, Communication(Not Overlapped) 300 +50.5, Computing 1020 +6
+#   CANN (pid 200): AscendCL@aclnnMm 13 +3 (not a host row: perfcmp reads cpu_op/python_function)
+#
+# kernel_details.csv rows: a decoy with aclnnMm's start but another name; aclnnMm (MatMulV2,
+# shapes 8192,512;512,512, aic_mac 80.5, aic_mte2 90, aiv 0); aclnnAdd (Add, 4096;4096, aic 0,
+# aiv 8.5); a ZerosLike row 1 ns after the trace task (1020.001: must not join); the HCCL op (N/A).
+# memory_record.csv: APP and GE rows (ignored) around PTA rows at 10.5 (1.5 / 4 MB) and
+# 20.25 (2.25 / 4 MB). profiler_metadata.json names HCCL group 123 "dp".
+
+def _ts(rel: str) -> str:
+    """Relative µs "20.125" -> "1731900000000020.125", a timestamp as torch_npu writes it."""
+    whole, _, frac = rel.partition(".")
+    return f"{1731900000000000 + int(whole)}.{(frac + '000')[:3]}"
+
+
+def _npu_trace() -> list[dict]:
+    meta = [
+        (100, 0, "process_name", "Python"), (100, 1, "thread_name", "Thread 1"),
+        (200, 0, "process_name", "CANN"), (200, 1, "thread_name", "Thread 1"),
+        (300, 0, "process_name", "Ascend Hardware"), (300, 2, "thread_name", "Stream 2"),
+        (400, 0, "process_name", "HCCL"), (400, 0, "thread_name", "Group 123 Communication"),
+        (400, 1, "thread_name", "Plane 0"), (400, 2, "thread_name", "Plane 1"),
+        (500, 0, "process_name", "Overlap Analysis"), (500, 0, "thread_name", "Computing"),
+        (500, 1, "thread_name", "Communication"), (500, 2, "thread_name", "Communication(Not Overlapped)"),
+        (500, 3, "thread_name", "Free"),
+    ]
+    events: list[dict] = [{"ph": "M", "name": n, "pid": p, "tid": t, "args": {"name": v}} for p, t, n, v in meta]
+    events += [{"ph": "M", "name": "thread_sort_index", "pid": 400, "tid": t, "args": {"sort_index": t}} for t in (0, 1, 2)]
+
+    def op(name, rel, dur, **args):
+        return {"ph": "X", "name": name, "pid": 100, "tid": 1, "ts": _ts(rel), "dur": dur, "cat": "cpu_op",
+                "args": {"Sequence number": -1, "Fwd thread id": 0, **args}}
+
+    def task(pid, tid, name, rel, dur, **args):
+        return {"name": name, "pid": pid, "tid": tid, "ts": _ts(rel), "dur": dur, "ph": "X", "args": args}
+
+    def flow(rel_from, pid, tid, rel_to):
+        fid = int(_ts(rel_to).replace(".", ""))  # torch_npu ids are the target start in ns
+        return [{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": fid, "pid": 100, "tid": 1, "ts": _ts(rel_from), "cat": "async_npu"},
+                {"ph": "f", "bp": "e", "name": "torch_to_npu", "id": fid, "pid": pid, "tid": tid, "ts": _ts(rel_to), "cat": "async_npu"}]
+
+    events += [
+        op("ProfilerStep#5", "0", 1000.0),
+        op("aten::mm", "10", 20.5, **{"Input Dims": [[8192, 512], [512, 512]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}),
+        {"ph": "X", "name": "Enqueue@aclnnMm", "pid": 100, "tid": 1, "ts": _ts("12"), "dur": 1.0, "cat": "enqueue",
+         "args": {"correlation_id": 7}},
+        op("aten::add_", "40", 10.0),
+        op("c10d::allreduce_", "60", 15.0),
+        op("ProfilerStep#6", "1000", 500.0),
+        op("aten::zero_", "1010", 5.0),
+        task(200, 1, "AscendCL@aclnnMm", "13", 3.0, Mode="ACL_NN"),
+        {"name": "HostToDevice1", "ph": "s", "cat": "HostToDevice", "id": "1", "pid": 200, "tid": 1, "ts": _ts("14")},
+        task(300, 2, "aclnnMm_MatMulCommon_MatMulV2", "20.125", 100.25, **{"Task Type": "Other", "Stream Id": 2, "Task Id": 11}),
+        {"name": "HostToDevice1", "ph": "f", "cat": "HostToDevice", "id": "1", "pid": 300, "tid": 2, "ts": _ts("20.125"), "bp": "e"},
+        task(300, 2, "aclnnAdd_AddAiCore_Add", "130", 10.0, **{"Task Type": "AI_VECTOR_CORE", "Stream Id": 2, "Task Id": 12}),
+        task(300, 2, "MEMCPY_ASYNC", "200", 4.0, **{"Task Type": "Other", "Stream Id": 2, "Task Id": 13}),
+        task(300, 2, "EVENT_WAIT_SQE", "210", 2.0, **{"Task Type": "EVENT_WAIT_SQE", "Stream Id": 2, "Task Id": 14}),
+        task(300, 2, "aclnnInplaceZero_ZerosLikeAiCore_ZerosLike", "1020", 6.0,
+             **{"Task Type": "AI_VECTOR_CORE", "Stream Id": 2, "Task Id": 15}),
+        task(400, 0, "hcom_allReduce__123_0_1", "300", 50.5, **{"connection_id": 9, "alg_type": "RING", "count": 1024}),
+        task(400, 1, "Notify_Wait", "300", 20.0, **{"task type": "Notify Wait", "transport type": "SDMA"}),
+        task(400, 1, "Memcpy", "320", 30.5, **{"task type": "Memcpy", "transport type": "SDMA"}),
+        task(400, 2, "Reduce_Inline", "301", 10.0, **{"task type": "Reduce Inline", "transport type": "RDMA"}),
+        task(500, 0, "Computing", "20.125", 100.25),
+        task(500, 3, "Free", "120.375", 9.625),
+        task(500, 0, "Computing", "130", 10.0),
+        task(500, 1, "Communication", "300", 50.5),
+        task(500, 2, "Communication(Not Overlapped)", "300", 50.5),
+        task(500, 0, "Computing", "1020", 6.0),
+    ]
+    events += flow("12.25", 300, 2, "20.125") + flow("41.5", 300, 2, "130") + flow("61", 400, 0, "300") + flow("1011", 300, 2, "1020")
+    return events
+
+
+KERNEL_HEADERS = {
+    # torch_npu >= 2.1 with aic_metrics=PipeUtilization
+    "new": "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),"
+           "Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,Input Data Types,Input Formats,"
+           "Output Shapes,Output Data Types,Output Formats,Context ID,aicore_time(us),aic_total_cycles,"
+           "aic_mac_time(us),aic_mac_ratio,aic_scalar_time(us),aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,"
+           "aic_mte2_time(us),aic_mte2_ratio,aic_fixpipe_time(us),aic_fixpipe_ratio,aic_icache_miss_rate,aiv_time(us),"
+           "aiv_total_cycles,aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),"
+           "aiv_mte2_ratio,aiv_mte3_time(us),aiv_mte3_ratio,aiv_icache_miss_rate,cube_utilization(%)",
+    # older CANN: only aicore_time / aiv_time, start times not quoted
+    "legacy": "Step Id,Model ID,Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),"
+              "Block Dim,Mix Block Dim,Input Shapes,Input Data Types,Input Formats,Output Shapes,Output Data Types,"
+              "Output Formats,Context ID,aicore_time(us),aic_total_cycles,aic_mac_fp16_ratio,aic_mac_int8_ratio,"
+              "aic_cube_fops,aic_vector_fops,aiv_time(us),aiv_total_cycles,aiv_vec_fp32_ratio,aiv_vec_fp16_ratio,"
+              "aiv_vec_int32_ratio,aiv_vec_misc_ratio,aiv_cube_fops,aiv_vector_fops",
+    # no PMU columns (aic_metrics off)
+    "no_pmu": "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),"
+              "Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,Input Data Types,Input Formats,"
+              "Output Shapes,Output Data Types,Output Formats,Context ID",
+    # cut after Accelerator Core: no start times, nothing can be joined
+    "core_only": "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core",
+}
+
+# Cells by column; missing ones take the row's "*" default.
+KERNEL_ROWS = [
+    {"*": "0", "Step Id": "5", "Name": "aclnnOther_Other_Other", "Type": "Other", "Accelerator Core": "AI_CORE",
+     "Start Time(us)": "20.125", "Duration(us)": "1.0", "Input Shapes": "1"},
+    {"*": "0", "Step Id": "5", "Model ID": "4294967295", "Task ID": "11", "Stream ID": "2",
+     "Name": "aclnnMm_MatMulCommon_MatMulV2", "Type": "MatMulV2", "OP State": "dynamic", "Accelerator Core": "AI_CORE",
+     "Start Time(us)": "20.125", "Duration(us)": "100.25", "Block Dim": "20", "HF32 Eligible": "NO",
+     "Input Shapes": "8192,512;512,512", "Input Data Types": "DT_BF16;DT_BF16", "Input Formats": "ND;ND",
+     "Output Shapes": "8192,512", "Output Data Types": "DT_BF16", "Output Formats": "ND", "Context ID": "N/A",
+     "aicore_time(us)": "95.0", "aic_mac_time(us)": "80.5", "aic_mte2_time(us)": "90.0", "aiv_time(us)": "0"},
+    {"*": "0", "Step Id": "5", "Model ID": "4294967295", "Task ID": "12", "Stream ID": "2",
+     "Name": "aclnnAdd_AddAiCore_Add", "Type": "Add", "OP State": "dynamic", "Accelerator Core": "AI_VECTOR_CORE",
+     "Start Time(us)": "130", "Duration(us)": "10.0", "Block Dim": "40", "HF32 Eligible": "NO",
+     "Input Shapes": "4096;4096", "Input Data Types": "FLOAT;FLOAT", "Input Formats": "ND;ND",
+     "Output Shapes": "4096", "Output Data Types": "FLOAT", "Output Formats": "ND", "Context ID": "N/A",
+     "aiv_time(us)": "8.5", "aiv_vec_time(us)": "6.0"},
+    {"*": "0", "Step Id": "6", "Model ID": "4294967295", "Task ID": "15", "Stream ID": "2",
+     "Name": "aclnnInplaceZero_ZerosLikeAiCore_ZerosLike", "Type": "ZerosLikeDecoy", "Accelerator Core": "AI_VECTOR_CORE",
+     "Start Time(us)": "1020.001", "Duration(us)": "6.0", "Input Shapes": "33554432", "Context ID": "N/A"},
+    {"*": "N/A", "Step Id": "5", "Model ID": "4294967295", "Name": "hcom_allReduce__123_0_1", "Type": "hcom_allReduce_",
+     "Accelerator Core": "HCCL", "Start Time(us)": "300", "Duration(us)": "50.5", "Wait Time(us)": "0"},
+]
+
+
+def kernel_details_csv(variant: str) -> str:
+    """kernel_details.csv text as torch_npu writes it (``variant`` is a KERNEL_HEADERS key)."""
+    header = KERNEL_HEADERS[variant].split(",")
+    lines = [",".join(header)]
+    for row in KERNEL_ROWS:
+        cells = []
+        for col in header:
+            value = row.get(col, row["*"])
+            if col == "Start Time(us)":
+                value = _ts(value)
+                value = value if variant == "legacy" else f'"{value}\t"'
+            elif col in ("Input Shapes", "Output Shapes") and value != "N/A":
+                value = f'"""{value}"""'
+            cells.append(value)
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+MEMORY_RECORD = (
+    "Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),Total Active(MB),Stream Ptr,Device Type\n"
+    f"APP,{_ts('5')}\t,3000.0,4000.0,3000.0,,NPU:0\n"
+    f"PTA,{_ts('10.5')}\t,1.5,4.0,1.5,187651324469440,NPU:0\n"
+    f"GE,{_ts('11')}\t,7.0,8.0,7.0,,NPU:0\n"
+    f"PTA,{_ts('20.25')}\t,2.25,4.0,2.25,187651324469440,NPU:0\n"
+)
+PROFILER_INFO = {"config": {"common_config": {"record_shapes": True}, "experimental_config": {"_profiler_level": "Level1"}},
+                 "torch_npu_version": "2.1.0.post8", "cann_version": "8.0.RC2", "rank_id": 3}
+PROFILER_METADATA = {"ENV_VARIABLES": {"HCCL_BUFFSIZE": "200"},
+                     "parallel_group_info": {"123": {"group_name": "dp", "group_rank": 0, "global_ranks": [0, 1]}}}
+
+
+@pytest.fixture
+def npu_trace_events() -> list[dict]:
+    """A fresh copy of the literal trace_view.json events above, for tests that alter them."""
+    return _npu_trace()
+
+
+@pytest.fixture
+def ascend_pt(tmp_path):
+    """``ascend_pt(name="x_ascend_pt", kernels="new", omit=(), events=None) -> Path`` of the
+    literal export above.
+
+    ``kernels`` picks the kernel_details.csv header (a KERNEL_HEADERS key); ``omit`` names files
+    to leave out (kernel_details.csv, memory_record.csv, profiler_info_0.json, profiler_metadata.json);
+    ``events`` replaces the trace_view.json events.
+    """
+
+    def build(name: str = "x_ascend_pt", kernels: str = "new", omit: tuple[str, ...] = (),
+              events: list[dict] | None = None) -> Path:
+        root = tmp_path / name
+        out = root / "ASCEND_PROFILER_OUTPUT"
+        out.mkdir(parents=True)
+        files = {
+            out / "trace_view.json": json.dumps(_npu_trace() if events is None else events),
+            out / "kernel_details.csv": kernel_details_csv(kernels),
+            out / "memory_record.csv": MEMORY_RECORD,
+            root / "profiler_info_0.json": json.dumps(PROFILER_INFO),
+            root / "profiler_metadata.json": json.dumps(PROFILER_METADATA),
+        }
+        for path, text in files.items():
+            if path.name not in omit:
+                path.write_text(text, encoding="utf-8")
+        return root
+
+    return build

@@ -1,0 +1,203 @@
+"""The overall breakdown on small profiles written literally, with numbers worked out by hand."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcmp import intervals as iv
+from perfcmp.breakdown import Analyzer
+from perfcmp.categories import load_rules
+from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, RunInfo, Step, table
+
+RULES = load_rules()
+
+
+def make_profile(host_rows, device_rows, steps=(), comm_tasks=None, timeline=None, memory=None):
+    """host_rows: (name, tid, start, dur, parent); device_rows: (name, kind, stream, start, dur, launch, group)."""
+    host = table("host", name=[r[0] for r in host_rows], cat=["cpu_op"] * len(host_rows), pid=[1] * len(host_rows),
+                 tid=[r[1] for r in host_rows], start_us=[r[2] for r in host_rows], dur_us=[r[3] for r in host_rows],
+                 parent=[r[4] for r in host_rows])
+    if len(host_rows):
+        host["backward"] = host["name"].str.contains("Backward")
+    device = table("device", name=[r[0] for r in device_rows], kind=[r[1] for r in device_rows],
+                   stream=[r[2] for r in device_rows], start_us=[r[3] for r in device_rows],
+                   dur_us=[r[4] for r in device_rows], launch=[r[5] for r in device_rows],
+                   group=[r[6] for r in device_rows])
+    profile = Profile(RunInfo("x", DeviceKind.GPU, "test"), list(steps), host, device,
+                      comm_tasks if comm_tasks is not None else table("comm_tasks"),
+                      memory if memory is not None else table("memory"),
+                      timeline if timeline is not None else table("timeline"))
+    profile.check()
+    return profile
+
+
+HOST = [
+    ("aten::mm", 1, 0.0, 100.0, -1),            # 0
+    ("cudaLaunchKernel", 1, 10.0, 2.0, 0),      # 1 launches the gemm
+    ("aten::add", 1, 100.0, 50.0, -1),          # 2 starts where aten::mm ends: a sibling
+    ("cudaLaunchKernel", 1, 110.0, 2.0, 2),     # 3 launches the elementwise kernel
+]
+DEVICE = [
+    ("sm80_xmma_gemm_f16", COMPUTE, 7, 20.0, 40.0, 1, ""),         # [20, 60)
+    ("elementwise_kernel", COMPUTE, 8, 40.0, 40.0, 3, ""),         # [40, 80) on another stream
+    ("ncclDevKernel_AllReduce", COMM, 20, 70.0, 50.0, -1, "pg0"),  # [70, 120)
+    ("Memcpy HtoD", SDMA, 7, 130.0, 10.0, -1, ""),                 # [130, 140)
+    ("cast_kernel", COMPUTE, 7, 150.0, 10.0, -1, ""),              # [150, 160), no launcher
+]
+
+
+def test_breakdown_by_hand():
+    b = Analyzer(make_profile(HOST, DEVICE), RULES).breakdown()
+    b.check()
+    # window: first device start 20 -> last end 160
+    assert b.window_us == (20.0, 160.0) and b.e2e_us == 140.0
+    # computing = |[20,80) ∪ [150,160)| = 60 + 10
+    assert b.computing_us == 70.0
+    # uncovered = |[70,120) − [20,80)| = |[80,120)| = 40
+    assert b.uncovered_us == 40.0
+    assert b.free_us == 30.0
+    assert b.value("free.sdma") == 10.0 and b.value("free.free") == 20.0
+    # shares: [20,40) gemm alone 20; [40,60) both, 10 each; [60,80) elementwise alone 20
+    assert b.value("computing.matmul.matmul_cube") == 30.0
+    assert b.value("computing.vector.vector_notrans") == 30.0
+    assert b.value("computing.vector.vector_trans") == 10.0  # "cast" is a trans kernel
+    assert b.value("computing.vector") == 40.0
+    assert b.value("computing.other") == 0.0
+    rows = {r.key: r for r in b.rows}
+    assert rows["computing"].count == 3 and rows["computing.matmul"].count == 1
+    assert rows["comm.group:pg0"].dur_us == 40.0
+    assert rows["comm.group:pg0.wait"].dur_us == 0.0 and rows["comm.group:pg0.transmit"].dur_us == 40.0
+
+
+def test_window_clips_everything():
+    b = Analyzer(make_profile(HOST, DEVICE), RULES).breakdown((50.0, 100.0))
+    b.check()
+    # compute [50,80) = 30; comm [70,100) − compute = [80,100) = 20; free 0
+    assert (b.e2e_us, b.computing_us, b.uncovered_us, b.free_us) == (50.0, 30.0, 20.0, 0.0)
+    # [50,60) both kernels: 5 each; [60,80) elementwise 20
+    assert b.value("computing.matmul.matmul_cube") == 5.0
+    assert b.value("computing.vector.vector_notrans") == 25.0
+
+
+def test_backward_conv_and_flash_attention_categories():
+    host = [
+        ("autograd::engine::evaluate_function: ConvolutionBackward0", 2, 0.0, 50.0, -1),  # 0
+        ("aten::convolution_backward", 2, 1.0, 40.0, 0),                                   # 1
+        ("cudaLaunchKernel", 2, 2.0, 1.0, 1),                                              # 2
+        ("cudaLaunchKernel", 2, 4.0, 1.0, 1),                                              # 3
+        ("aten::_scaled_dot_product_flash_attention", 1, 100.0, 30.0, -1),                 # 4
+        ("cudaLaunchKernel", 1, 101.0, 1.0, 4),                                            # 5
+    ]
+    device = [
+        ("cudnn_wgrad_kernel", COMPUTE, 7, 10.0, 5.0, 2, ""),
+        ("bn_bw_kernel", COMPUTE, 7, 15.0, 3.0, 3, ""),
+        ("flash_fwd_kernel", COMPUTE, 7, 110.0, 7.0, 5, ""),
+    ]
+    b = Analyzer(make_profile(host, device), RULES).breakdown()
+    b.check()
+    assert b.value("computing.conv_bwd.conv_bwd_cube") == 5.0   # "wgrad" is a cube kernel
+    assert b.value("computing.conv_bwd.conv_bwd_vector") == 3.0
+    assert b.value("computing.fa_fwd.fa_fwd_vector") == 7.0     # launched under the FA op, no cube name
+
+
+def test_npu_timeline_lane_is_computing_and_uncovered_parts_go_to_other():
+    # The profiler's own Computing lane [0,10) ∪ [20,30); one task covers only [0,10).
+    timeline = table("timeline", lane=["compute", "compute", "free"], start_us=[0.0, 20.0, 10.0], dur_us=[10.0, 10.0, 10.0])
+    device = [("MatMulV2", COMPUTE, 2, 0.0, 10.0, -1, "")]
+    p = make_profile([], device, timeline=timeline)
+    p.device["op_type"] = "MatMulV2"
+    b = Analyzer(p, RULES).breakdown()
+    b.check()
+    assert (b.e2e_us, b.computing_us, b.free_us) == (30.0, 20.0, 10.0)
+    assert b.value("computing.matmul.matmul_cube") == 10.0  # op type fallback: matmul, cube
+    assert b.value("computing.other") == 10.0
+
+
+def test_wait_and_transmit_from_the_least_waiting_plane():
+    device = [("hcom_allReduce_1", COMM, -1, 0.0, 100.0, -1, "dp: Communication")]
+    tasks = table("comm_tasks",
+                  name=["Notify_Wait", "Memcpy", "Notify_Wait", "Notify_Wait", "RDMASend", "RDMASend", "Notify_Wait"],
+                  group=["dp: Communication"] * 7, plane=[0, 0, 0, 1, 1, 1, 1],
+                  start_us=[0.0, 30.0, 60.0, 0.0, 20.0, 30.0, 40.0], dur_us=[30.0, 30.0, 10.0, 15.0, 10.0, 10.0, 50.0])
+    # plane 0 waits 30 + 10 = 40, plane 1 waits 15 + 50 = 65: plane 0 is chosen -> wait 40
+    p = make_profile([], device, comm_tasks=tasks)
+    b = Analyzer(p, RULES).breakdown()
+    b.check()
+    assert b.value("comm.group:dp: Communication.wait") == 40.0
+    assert b.value("comm.group:dp: Communication.transmit") == 60.0
+
+
+def test_rdma_notify_wait_is_transfer_not_wait():
+    # plane 0 alone: RDMASend, RDMASend, Notify_Wait -> that wait follows "RR": not waiting
+    device = [("hcom_send_1", COMM, -1, 0.0, 50.0, -1, "g")]
+    tasks = table("comm_tasks", name=["RDMASend", "RDMASend", "Notify_Wait", "Notify_Wait"], group=["g"] * 4,
+                  plane=[0, 0, 0, 0], start_us=[0.0, 5.0, 10.0, 30.0], dur_us=[5.0, 5.0, 20.0, 5.0])
+    b = Analyzer(make_profile([], device, comm_tasks=tasks), RULES).breakdown()
+    # only the last wait counts (preceded by "RN"... i.e. R, N)
+    assert b.value("comm.group:g.wait") == 5.0
+
+
+def test_pairwise_group_overlap():
+    device = [("a", COMM, 1, 0.0, 10.0, -1, "A"), ("b", COMM, 2, 5.0, 10.0, -1, "B")]
+    b = Analyzer(make_profile([], device), RULES).breakdown()
+    b.check()
+    assert b.uncovered_us == 15.0
+    assert b.value("comm.overlapped.A & B") == 5.0 and b.value("comm.overlapped") == 5.0
+
+
+def test_step_windows_partition_the_device_timeline():
+    steps = [Step(1, 0.0, 100.0), Step(2, 100.0, 200.0)]
+    p = make_profile(HOST, DEVICE, steps=steps)
+    # gemm launched at 10 (step 1); elementwise at 110 (step 2); the rest have no launcher and
+    # run after step 2 started, so they drain into it.
+    p.device["step_id"] = [1, 2, 2, 2, 2]
+    a = Analyzer(p, RULES)
+    windows = a.step_windows()
+    assert windows == {1: (20.0, 40.0), 2: (40.0, 160.0)}
+    parts = [a.breakdown(w) for w in windows.values()]
+    assert sum(b.e2e_us for b in parts) == a.breakdown().e2e_us
+    assert sum(b.computing_us for b in parts) == a.breakdown().computing_us
+
+
+def test_memory_peaks_in_window():
+    memory = table("memory", ts_us=[10.0, 50.0, 150.0], allocated_bytes=[100.0, 300.0, 200.0], reserved_bytes=[512.0, 512.0, 1024.0])
+    a = Analyzer(make_profile(HOST, DEVICE, memory=memory), RULES)
+    whole = a.breakdown()
+    assert (whole.peak_allocated_bytes, whole.peak_reserved_bytes) == (300.0, 1024.0)
+    part = a.breakdown((20.0, 100.0))
+    assert (part.peak_allocated_bytes, part.peak_reserved_bytes) == (300.0, 512.0)
+
+
+def test_host_only_profile_uses_outermost_ops():
+    host = [
+        ("ProfilerStep#3", 1, 0.0, 100.0, -1),
+        ("aten::mm", 1, 10.0, 20.0, 0),
+        ("aten::addmm", 1, 12.0, 5.0, 1),   # inside aten::mm: not counted twice
+        ("aten::relu", 1, 40.0, 10.0, 0),
+    ]
+    p = make_profile(host, [], steps=[Step(3, 0.0, 100.0)])
+    p.host.loc[0, "cat"] = "user_annotation"
+    a = Analyzer(p, RULES)
+    b = a.breakdown()
+    b.check()
+    assert b.basis == "host"
+    assert (b.e2e_us, b.computing_us, b.free_us) == (100.0, 30.0, 70.0)
+    assert b.value("computing.matmul.matmul_cube") == 20.0
+    assert b.value("computing.vector.vector_notrans") == 10.0
+    assert a.step_windows() == {3: (0.0, 100.0)}
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_invariants_on_random_profiles(seed):
+    rng = np.random.default_rng(seed)
+    n = 60
+    kinds = rng.choice([COMPUTE, COMPUTE, COMM, SDMA], n)
+    start = rng.uniform(0, 1000, n)
+    dur = rng.exponential(20, n)
+    groups = np.where(kinds == COMM, rng.choice(["g1", "g2"], n), "")
+    device = [(f"k{i}", kinds[i], int(rng.integers(0, 3)), start[i], dur[i], -1, groups[i]) for i in range(n)]
+    b = Analyzer(make_profile([], device), RULES).breakdown()
+    b.check()
+    compute = kinds == COMPUTE
+    assert b.computing_us == pytest.approx(iv.length(iv.union(start[compute], start[compute] + dur[compute])))
+    assert b.e2e_us == pytest.approx((start + dur).max() - start.min())

@@ -1,0 +1,292 @@
+"""NPU reader (torch_npu text export): the literal ``x_ascend_pt`` built by the ``ascend_pt``
+fixture (conftest.py draws its timeline), plus the shared reference samples.
+
+Times are µs after T = 1731900000000000, the start of ProfilerStep#5, the earliest event.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perfcmp.readers import load_profile
+from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA, DeviceKind
+
+MB = 1048576
+DEVICE_NAMES = ["aclnnMm_MatMulCommon_MatMulV2", "aclnnAdd_AddAiCore_Add", "MEMCPY_ASYNC", "EVENT_WAIT_SQE",
+                "aclnnInplaceZero_ZerosLikeAiCore_ZerosLike", "hcom_allReduce__123_0_1"]
+# host rows: 0 ProfilerStep#5, 1 aten::mm, 2 aten::add_, 3 c10d::allreduce_, 4 ProfilerStep#6, 5 aten::zero_
+# flows start at 12.25 (in aten::mm), 41.5 (aten::add_), 61 (c10d::allreduce_), 1011 (aten::zero_)
+DEVICE_LAUNCH = [1, 2, -1, -1, 5, 3]
+
+
+def warning_count(profile, phrase: str) -> int:
+    found = [w.count for w in profile.warnings if phrase in w.message]
+    assert len(found) <= 1, profile.warnings
+    return found[0] if found else 0
+
+
+def same(values, expected) -> bool:
+    """Lists equal, NaN matching NaN."""
+    return len(values) == len(expected) and all(
+        (isinstance(e, float) and math.isnan(e) and math.isnan(v)) or v == e for v, e in zip(values, expected))
+
+
+NAN = float("nan")
+
+
+def test_full_export_host_and_steps(ascend_pt):
+    profile = load_profile(str(ascend_pt()))
+    profile.check()
+    host = profile.host
+    # only cpu_op rows: the enqueue event and the CANN AscendCL call are not host rows
+    assert host["name"].tolist() == ["ProfilerStep#5", "aten::mm", "aten::add_", "c10d::allreduce_",
+                                     "ProfilerStep#6", "aten::zero_"]
+    assert host["parent"].tolist() == [-1, 0, 0, 0, -1, 4]  # step 6 starts where step 5 ends: a sibling
+    assert host["depth"].tolist() == [0, 1, 1, 1, 0, 1]
+    assert host["start_us"].tolist() == [0.0, 10.0, 40.0, 60.0, 1000.0, 1010.0]
+    assert host["dur_us"].tolist() == [1000.0, 20.5, 10.0, 15.0, 500.0, 5.0]
+    assert host.loc[1, "input_shapes"] == "[[8192,512],[512,512]]"
+    assert host.loc[1, "input_types"] == '["c10::BFloat16","c10::BFloat16"]'
+    assert [(s.step_id, s.start_us, s.end_us) for s in profile.steps] == [(5, 0.0, 1000.0), (6, 1000.0, 1500.0)]
+    assert profile.info.origin_ns == 1731900000000000000
+    assert profile.info.device is DeviceKind.NPU
+    assert profile.info.rank == 3
+    assert profile.info.metadata == {"torch npu version": "2.1.0.post8", "cann version": "8.0.RC2",
+                                     "profiler level": "Level1"}
+
+
+def test_full_export_device_tasks(ascend_pt):
+    device = load_profile(str(ascend_pt())).device
+    assert device["name"].tolist() == DEVICE_NAMES
+    assert device["kind"].tolist() == [COMPUTE, COMPUTE, SDMA, OTHER, COMPUTE, COMM]
+    assert device["start_us"].tolist() == [20.125, 130.0, 200.0, 210.0, 1020.0, 300.0]
+    assert device["dur_us"].tolist() == [100.25, 10.0, 4.0, 2.0, 6.0, 50.5]
+    assert device["stream"].tolist() == [2, 2, 2, 2, 2, -1]
+    # async_npu flows: each task -> the cpu_op enclosing its flow's start
+    assert device["launch"].tolist() == DEVICE_LAUNCH
+    # launched at 10, 40 (step 5); unlinked tasks at 200, 210 by their own start (step 5);
+    # aten::zero_ at 1010 (step 6); the allreduce launched at 60 (step 5)
+    assert device["step_id"].tolist() == [5, 5, 5, 5, 6, 5]
+    assert device["group"].tolist() == ["", "", "", "", "", "dp: Communication"]
+
+
+def test_kernel_details_join_by_exact_start_and_name(ascend_pt):
+    profile = load_profile(str(ascend_pt()))
+    device = profile.device
+    # row 0 joins the MatMulV2 row, not the decoy with the same start but another name;
+    # row 4 has a row 1 ns later (1020.001, Type ZerosLikeDecoy): no join, the type comes from the name
+    assert device["op_type"].tolist() == ["MatMulV2", "Add", "", "", "ZerosLike", "hcom_allReduce_"]
+    assert device["input_shapes"].tolist() == ["8192,512;512,512", "4096;4096", "", "", "", ""]
+    # Accelerator Core replaces the trace's Task Type ("Other" for row 0) where a row joined
+    assert device["task_type"].tolist() == ["AI_CORE", "AI_VECTOR_CORE", "Other", "EVENT_WAIT_SQE",
+                                            "AI_VECTOR_CORE", "HCCL"]
+    # aclnnMm: aic_mac 80.5; pmu = max(aic_mac 80.5, aic_mte2 90) + aiv 0 = 90
+    # aclnnAdd: aic_mac 0; pmu = max(0, 0) + aiv 8.5 = 8.5; the HCCL row's N/A cells stay NaN
+    assert same(device["mac_us"].tolist(), [80.5, 0.0, NAN, NAN, NAN, NAN])
+    assert same(device["pmu_compute_us"].tolist(), [90.0, 8.5, NAN, NAN, NAN, NAN])
+    assert warning_count(profile, "no kernel_details.csv row") == 1  # the ZerosLike task
+    assert warning_count(profile, "no launching op") == 2  # MEMCPY_ASYNC and EVENT_WAIT_SQE
+
+
+def test_full_export_comm_tasks_timeline_and_memory(ascend_pt):
+    profile = load_profile(str(ascend_pt()))
+    comm = profile.comm_tasks
+    assert comm["name"].tolist() == ["Notify_Wait", "Memcpy", "Reduce_Inline"]
+    assert comm["group"].tolist() == ["dp: Communication"] * 3
+    assert comm["plane"].tolist() == [0, 0, 1]
+    assert comm["start_us"].tolist() == [300.0, 320.0, 301.0]
+    assert comm["dur_us"].tolist() == [20.0, 30.5, 10.0]
+    assert comm["transport"].tolist() == ["SDMA", "SDMA", "RDMA"]
+    timeline = profile.timeline
+    assert timeline["lane"].tolist() == ["compute", "free", "compute", "comm", "comm_uncovered", "compute"]
+    assert timeline["start_us"].tolist() == [20.125, 120.375, 130.0, 300.0, 300.0, 1020.0]
+    assert timeline["dur_us"].tolist() == [100.25, 9.625, 10.0, 50.5, 50.5, 6.0]
+    memory = profile.memory
+    # PTA rows only (APP at 5 and GE at 11 are other components); MB * 1048576
+    assert memory["ts_us"].tolist() == [10.5, 20.25]
+    assert memory["allocated_bytes"].tolist() == [1.5 * MB, 2.25 * MB] == [1572864.0, 2359296.0]
+    assert memory["reserved_bytes"].tolist() == [4 * MB, 4 * MB] == [4194304.0, 4194304.0]
+
+
+def test_all_three_entry_levels(ascend_pt):
+    root = ascend_pt()
+    full = load_profile(str(root))
+    output = load_profile(str(root / "ASCEND_PROFILER_OUTPUT"))
+    trace = load_profile(str(root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"))
+    for profile in (full, output, trace):
+        profile.check()
+        assert profile.host["name"].tolist() == full.host["name"].tolist()
+        assert profile.device["name"].tolist() == DEVICE_NAMES
+        assert profile.device["launch"].tolist() == DEVICE_LAUNCH
+        assert profile.comm_tasks["plane"].tolist() == [0, 0, 1]
+        assert len(profile.timeline) == 6
+    assert output.info.source == str(root / "ASCEND_PROFILER_OUTPUT")
+    # the output dir: CSVs beside the trace are read; profiler_info/metadata live one level up
+    assert output.device["op_type"].tolist()[:2] == ["MatMulV2", "Add"]
+    assert output.device["input_shapes"].tolist()[0] == "8192,512;512,512"
+    assert len(output.memory) == 2
+    assert output.info.rank is None
+    assert output.device["group"].tolist()[5] == "Group 123 Communication"
+    assert warning_count(output, "profiler_info") == 1
+    assert warning_count(output, "profiler_metadata.json not found") == 1
+
+
+def test_trace_view_file_alone_reads_no_side_files(ascend_pt):
+    trace = load_profile(str(ascend_pt() / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"))
+    device = trace.device
+    # kernel_details.csv is beside it but not read: no shapes, PMU or core types
+    assert device["op_type"].tolist() == ["MatMulV2", "Add", "", "", "ZerosLike", ""]
+    assert device["input_shapes"].tolist() == [""] * 6
+    assert device["task_type"].tolist()[0] == "Other"
+    assert device["mac_us"].isna().all()
+    assert device["group"].tolist()[5] == "Group 123 Communication"  # no profiler_metadata.json
+    assert trace.memory.empty
+    assert trace.info.rank is None and trace.info.metadata == {}
+    assert not [w for w in trace.warnings if "not found" in w.message]
+
+
+@pytest.mark.parametrize("variant, mac, pmu", [
+    ("new", [80.5, 0.0], [90.0, 8.5]),
+    # the legacy header has only aicore_time / aiv_time, no aic_mac / aic_mte2: not measured
+    ("legacy", [NAN, NAN], [NAN, NAN]),
+    ("no_pmu", [NAN, NAN], [NAN, NAN]),
+])
+def test_kernel_details_header_variants(ascend_pt, variant, mac, pmu):
+    profile = load_profile(str(ascend_pt(kernels=variant)))
+    profile.check()
+    device = profile.device
+    assert device["op_type"].tolist() == ["MatMulV2", "Add", "", "", "ZerosLike", "hcom_allReduce_"]
+    assert device["input_shapes"].tolist()[:2] == ["8192,512;512,512", "4096;4096"]
+    assert device["task_type"].tolist()[:2] == ["AI_CORE", "AI_VECTOR_CORE"]
+    assert same(device["mac_us"].tolist()[:2], mac)
+    assert same(device["pmu_compute_us"].tolist()[:2], pmu)
+    assert warning_count(profile, "no kernel_details.csv row") == 1
+
+
+def test_kernel_details_cut_after_accelerator_core_is_ignored_with_a_warning(ascend_pt):
+    # no Start Time(us): nothing can be joined; the read goes on with types from task names
+    profile = load_profile(str(ascend_pt(kernels="core_only")))
+    profile.check()
+    assert warning_count(profile, "kernel_details.csv ignored") == 1
+    assert profile.device["op_type"].tolist() == ["MatMulV2", "Add", "", "", "ZerosLike", ""]
+    assert profile.device["task_type"].tolist()[0] == "Other"
+
+
+@pytest.mark.parametrize("missing", ["kernel_details.csv", "memory_record.csv", "profiler_info_0.json",
+                                     "profiler_metadata.json"])
+def test_a_missing_optional_file_is_a_warning(ascend_pt, missing):
+    profile = load_profile(str(ascend_pt(omit=(missing,))))
+    profile.check()
+    stem = missing.split("_0")[0].split(".")[0]  # profiler_info_0.json is looked up as profiler_info*.json
+    assert [w for w in profile.warnings if stem in w.message and "not found" in w.message], profile.warnings
+    assert profile.device["name"].tolist() == DEVICE_NAMES
+    assert profile.device["launch"].tolist() == DEVICE_LAUNCH
+    if missing == "kernel_details.csv":
+        assert profile.device["input_shapes"].tolist()[0] == ""
+        assert profile.device["op_type"].tolist()[0] == "MatMulV2"  # from the task name
+    if missing == "memory_record.csv":
+        assert profile.memory.empty
+    if missing == "profiler_info_0.json":
+        assert profile.info.rank is None and profile.info.metadata == {}
+    if missing == "profiler_metadata.json":
+        assert profile.device["group"].tolist()[5] == "Group 123 Communication"
+        assert set(profile.comm_tasks["group"]) == {"Group 123 Communication"}
+
+
+def test_memory_record_without_pta_rows_uses_every_row(ascend_pt):
+    root = ascend_pt()
+    (root / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv").write_text(
+        "Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),Total Active(MB),Stream Ptr,Device Type\n"
+        "APP,1731900000000005.000\t,3000.0,4000.0,3000.0,,NPU:0\n"
+        "GE,1731900000000011.500\t,0.5,8.0,7.0,,NPU:0\n")
+    memory = load_profile(str(root)).memory
+    assert memory["ts_us"].tolist() == [5.0, 11.5]
+    assert memory["allocated_bytes"].tolist() == [3000 * MB, 0.5 * MB] == [3145728000.0, 524288.0]
+    assert memory["reserved_bytes"].tolist() == [4000 * MB, 8 * MB]
+
+
+def test_flow_start_binds_to_the_innermost_enclosing_cpu_op(ascend_pt, npu_trace_events):
+    # an op inside aten::mm around the flow start (12.25): it becomes the launcher
+    inner = {"ph": "X", "name": "aten::matmul_inner", "pid": 100, "tid": 1, "ts": "1731900000000012.000",
+             "dur": 1.0, "cat": "cpu_op", "args": {}}
+    profile = load_profile(str(ascend_pt(events=npu_trace_events + [inner])))
+    host = profile.host
+    assert host["name"].tolist()[:3] == ["ProfilerStep#5", "aten::mm", "aten::matmul_inner"]
+    assert host["parent"].tolist()[2] == 1
+    # every later row moves down by one
+    assert profile.device["launch"].tolist() == [2, 3, -1, -1, 6, 4]
+
+
+def test_op_type_from_task_names_without_kernel_details(ascend_pt, npu_trace_events):
+    names = {"aclnnMatmul_MatMulV3Common_MatMulV3": "MatMulV3", "Add105": "Add", "trans_Cast_5": "Cast",
+             "Conv2DBackpropFilter6_MemSet": "MemSet", "Conv2D1": "Conv2D"}
+    tasks = [{"name": n, "pid": 300, "tid": 2, "ts": f"17319000000020{i:02d}.000", "dur": 1.0, "ph": "X",
+              "args": {"Task Type": "AI_CORE", "Stream Id": 2}} for i, n in enumerate(names)]
+    profile = load_profile(str(ascend_pt(events=npu_trace_events + tasks, omit=("kernel_details.csv",))))
+    device = profile.device
+    got = dict(zip(device["name"], device["op_type"]))
+    assert {n: got[n] for n in names} == names
+    assert got["aclnnMm_MatMulCommon_MatMulV2"] == "MatMulV2"
+
+
+def test_bad_durations_are_counted_once(ascend_pt, npu_trace_events):
+    for e in npu_trace_events:
+        if e.get("name") == "hcom_allReduce__123_0_1":
+            e["dur"] = -1.0
+        if e.get("name") == "aclnnAdd_AddAiCore_Add":
+            e["dur"] = "NaN"
+        if e.get("name") == "Reduce_Inline":
+            del e["dur"]
+    profile = load_profile(str(ascend_pt(events=npu_trace_events)))
+    profile.check()
+    assert warning_count(profile, "device tasks with a missing, NaN or negative duration") == 1
+    assert warning_count(profile, "communication ops with a missing, NaN or negative duration") == 1
+    assert warning_count(profile, "communication tasks with a missing, NaN or negative duration") == 1
+    assert profile.device["name"].tolist() == [n for n in DEVICE_NAMES if n not in
+                                               ("aclnnAdd_AddAiCore_Add", "hcom_allReduce__123_0_1")]
+    assert profile.comm_tasks["name"].tolist() == ["Notify_Wait", "Memcpy"]
+
+
+# --- the reference samples -------------------------------------------------------------------
+# Counts below were taken from the files with a plain json/csv script: X events with cat cpu_op;
+# X events of the "Ascend Hardware" pid; HCCL X events per thread name; Overlap Analysis X
+# events; async_npu 'f' events; PTA rows of memory_record.csv.
+
+
+def test_real_sample_reads(samples_dir):
+    profile = load_profile(str(samples_dir / "npu" / "real_sample_ascend_pt"))
+    profile.check()
+    assert len(profile.host) == 711
+    assert len(profile.device) == 276
+    # 274 tasks are reached by an async_npu flow; the two MEMCPY_ASYNC tasks are transfers
+    assert int((profile.device["launch"] >= 0).sum()) == 274
+    assert profile.device["kind"].value_counts().to_dict() == {COMPUTE: 274, SDMA: 2}
+    assert [s.step_id for s in profile.steps] == [1]
+    assert len(profile.timeline) == 547  # 274 Computing + 273 Free
+    assert profile.comm_tasks.empty and profile.memory.empty
+    # its only file is trace_view.json: each missing side file is a warning
+    for name in ("kernel_details.csv", "memory_record.csv", "profiler_info"):
+        assert [w for w in profile.warnings if name in w.message and "not found" in w.message]
+
+
+def test_synthetic_full_sample_reads(samples_dir):
+    profile = load_profile(str(samples_dir / "npu" / "synthetic_full_ascend_pt"))
+    profile.check()
+    assert len(profile.host) == 384
+    device = profile.device
+    assert len(device) == 198 + 3  # Ascend Hardware tasks + collective ops of the group thread
+    assert (device["launch"] >= 0).all()  # 201 async_npu flows
+    comm = device[device["kind"] == COMM]
+    assert comm["name"].tolist() == ["hcom_allReduce__371_0_1", "hcom_allReduce__371_1_1", "hcom_allReduce__371_2_1"]
+    assert set(comm["group"]) == {"dp: Communication"}  # profiler_metadata.json: 10467936316148399371 -> dp
+    assert len(profile.comm_tasks) == 264
+    assert profile.comm_tasks["plane"].value_counts().to_dict() == {0: 132, 1: 132}
+    assert len(profile.timeline) == 398
+    assert [s.step_id for s in profile.steps] == [2, 3, 4]
+    assert len(profile.memory) == 216  # PTA rows; PTA+GE and APP are other components
+    assert profile.memory["allocated_bytes"].max() == pytest.approx(8658.466666 * MB)
+    assert (device.loc[device["kind"] == COMPUTE, "op_type"] != "").all()
+    assert profile.info.rank == 0
+    assert profile.warnings == []

@@ -1,0 +1,112 @@
+"""Renderers and the result model on a comparison of two literal profiles."""
+
+import hashlib
+
+import openpyxl
+import pandas as pd
+import pytest
+
+from perfcmp.options import CompareOptions
+from perfcmp.pipeline import compare_profiles
+from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, Step, table
+from perfcmp.render import console, xlsx
+from perfcmp.result import ComparisonResult
+
+
+def profile(source, gemm_us, comm_us, warnings=()):
+    """One launch op, a gemm, a vector kernel, a collective and a copy; two steps."""
+    host = table("host", name=["ProfilerStep#1", "aten::mm", "cudaLaunchKernel", "ProfilerStep#2"],
+                 cat=["user_annotation", "cpu_op", "runtime", "user_annotation"], pid=[1] * 4, tid=[1] * 4,
+                 start_us=[0.0, 1.0, 2.0, 500.0], dur_us=[500.0, 10.0, 1.0, 500.0], parent=[-1, 0, 1, -1])
+    device = table("device", name=["ampere_sgemm", "vec_kernel", "ncclDevKernel_AllReduce", "Memcpy DtoH"],
+                   kind=[COMPUTE, COMPUTE, COMM, SDMA], stream=[7, 7, 20, 7],
+                   start_us=[10.0, 10.0 + gemm_us, 10.0 + gemm_us, 600.0],
+                   dur_us=[gemm_us, 100.0, comm_us, 50.0], launch=[2, -1, -1, -1], step_id=[1, 2, 2, 2],
+                   group=["", "", "Process group 0 (default_pg)", ""])
+    p = Profile(RunInfo(source, DeviceKind.GPU, "test"), [Step(1, 0.0, 500.0), Step(2, 500.0, 1000.0)], host, device,
+                table("comm_tasks"), table("memory"), table("timeline"), list(warnings))
+    p.check()
+    return p
+
+
+@pytest.fixture(scope="module")
+def result():
+    base = profile("base.json", gemm_us=200.0, comm_us=150.0)
+    comp = profile("new.json", gemm_us=300.0, comm_us=150.0, warnings=[ReadWarning("new.json", "odd thing", 3)])
+    return compare_profiles(base, comp, CompareOptions("base.json", "new.json"))
+
+
+def test_overall_numbers(result):
+    # base: window [10, 650): compute [10,310) = 300; comm [210,360) − compute = [310,360) = 50
+    b, c = result.base, result.comparison
+    assert (b.e2e_us, b.computing_us, b.uncovered_us, b.free_us) == (640.0, 300.0, 50.0, 290.0)
+    # comparison: compute [10,410) = 400; comm [310,460) − compute = 50; window [10,650)
+    assert (c.e2e_us, c.computing_us, c.uncovered_us, c.free_us) == (640.0, 400.0, 50.0, 190.0)
+    rows = {r.key: r for r in result.overall}
+    assert rows["computing.matmul.matmul_cube"].base_us == 200.0
+    assert rows["computing.matmul.matmul_cube"].comp_us == 300.0
+    assert rows["computing.matmul.matmul_cube"].ratio == 1.5
+    assert rows["free.sdma"].base_us == 50.0
+    assert "computing.fa_fwd" not in rows  # zero on both sides: dropped
+
+
+def test_headline_and_table(result):
+    text = console.render(result)
+    assert "E2E 0.640 ms → 0.640 ms (±0.0 %): computing +0.100 ms, uncovered communication ±0.000 ms, free −0.100 ms" in text
+    lines = text.splitlines()
+    base_row = next(line for line in lines if line.startswith("| Base (GPU)"))
+    assert "0.200ms(1)" in base_row and "0.300ms" in base_row and "0.640ms" in base_row
+    assert any(line.startswith("| Comparison (GPU)") for line in lines)
+    assert "  comparison: odd thing (×3)" in lines
+
+
+def test_json_round_trip_and_version_guard(result):
+    data = result.to_json()
+    again = ComparisonResult.from_json(data)
+    assert again == result
+    assert again.to_json() == data
+    future = data.replace(b'"format_version": 1', b'"format_version": 99')
+    with pytest.raises(Exception, match="newer than this perfcmp reads"):
+        ComparisonResult.from_json(future)
+
+
+def test_workbook_layout(result, tmp_path):
+    path = tmp_path / "out.xlsx"
+    xlsx.write(result, str(path))
+    wb = openpyxl.load_workbook(path)
+    assert wb.sheetnames == ["OverallMetrics", "StepMetrics", "Warnings"]
+    ws = wb["OverallMetrics"]
+    assert ws["B1"].value == "Base Profiling: base.json" and ws["E1"].value == "Comparison Profiling: new.json"
+    assert {str(r) for r in ws.merged_cells.ranges} == {"B1:D1", "E1:G1"}
+    headers = [c.value for c in ws[3]]
+    assert headers == ["Index", "Duration(ms)", "Duration Ratio", "Number", "Duration(ms)", "Duration Ratio",
+                       "Number", "Diff Duration(ms)", "Diff Ratio"]
+    labels = {ws.cell(row=r, column=1).value: r for r in range(4, ws.max_row + 1)}
+    top = labels["Computing Time"]
+    assert ws.cell(row=top, column=1).fill.fgColor.rgb.endswith("00BFFF")
+    matmul = labels["\tMatmul"]
+    assert ws.cell(row=matmul, column=1).fill.fgColor.rgb.endswith("87CEFA")
+    assert ws.cell(row=matmul, column=1).alignment.indent == 1
+    free_child = labels["\tFree"]
+    assert ws.cell(row=free_child, column=1).fill.fgColor.rgb in (None, "00000000")
+    # worse (ratio > 1) in red, better not
+    leaf = labels["\t\tMatmul (Cube)"]
+    assert ws.cell(row=leaf, column=9).value == 1.5
+    assert ws.cell(row=leaf, column=9).fill.fgColor.rgb.endswith("FF0000")
+    assert ws.cell(row=leaf, column=9).number_format == "0.00%"
+    assert ws.cell(row=leaf, column=2).value == pytest.approx(0.2) and ws.cell(row=leaf, column=2).number_format == "#,##0.000"
+    # numeric cells only: no "INF" or "/" strings anywhere below the header
+    for row in ws.iter_rows(min_row=4, min_col=2):
+        assert all(c.value is None or isinstance(c.value, (int, float)) for c in row)
+    frame = pd.read_excel(path, sheet_name="OverallMetrics", header=2)
+    assert list(frame.columns)[:2] == ["Index", "Duration(ms)"]
+    steps = pd.read_excel(path, sheet_name="StepMetrics", header=2)
+    assert steps["Step Index"].tolist() == [1, 2]
+
+
+def test_workbook_bytes_are_deterministic(result, tmp_path):
+    digests = set()
+    for name in ("a.xlsx", "b.xlsx"):
+        xlsx.write(result, str(tmp_path / name))
+        digests.add(hashlib.sha256((tmp_path / name).read_bytes()).hexdigest())
+    assert len(digests) == 1
