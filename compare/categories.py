@@ -16,6 +16,7 @@ import pandas as pd
 
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.hosttree import propagate_down
+from perfcmp.readers.textmatch import contains, per_unique
 
 # (key, label, level) in sheet order; leaves roll up into the nearest level-1 row above them.
 COMPUTE_ROWS: tuple[tuple[str, str, int], ...] = (
@@ -103,11 +104,8 @@ def host_op_class(host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndar
 
     Returns (class name per row or "", row of that classifying op or -1).
     """
-    names = host["name"].astype(str)
-    own = np.full(len(host), "", dtype=object)
-    for cls in reversed(OP_CLASSES):  # earlier classes win, so they are written last
-        hit = names.str.contains(rules.op_patterns[cls]).to_numpy() & (host["cat"] != "python_function").to_numpy()
-        own[hit] = cls
+    own = per_unique(host["name"], lambda n: next((c for c in OP_CLASSES if rules.op_patterns[c].search(n)), ""))
+    own[(host["cat"] == "python_function").to_numpy()] = ""
     parent = host["parent"].to_numpy()
     cls_row = propagate_down(parent, np.where(own != "", np.arange(len(host)) + 1, 0)) - 1
     cls = np.where(cls_row >= 0, own[np.clip(cls_row, 0, None)], "")
@@ -117,70 +115,91 @@ def host_op_class(host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndar
 def categorise(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules, host_mode: bool = False) -> np.ndarray:
     """The leaf category key of each compute task (``device`` rows; see the rules file).
 
+    The rules run once per distinct combination of the facts they read (kernel name, op type,
+    core type, whether the cube unit was measured busy, the launching op's class and
+    direction), not once per kernel: a trace repeats a few hundred combinations many times.
+
     ``host_mode``: the tasks are host ops standing in for kernels (a CPU-only trace), so an op
     of a class counts as cube and nothing else does.
     """
     n = len(tasks)
-    out = np.full(n, "", dtype=object)
     if n == 0:
-        return out
-    name = tasks["name"].astype(str).str.lower()
-    op_type = tasks["op_type"].astype(str).str.lower()
-    cube = _is_cube(tasks, name, op_type, rules)
+        return np.empty(0, dtype=object)
+    cls, backward = _launch_class(tasks, host, rules)
+    mac = tasks["mac_us"].to_numpy()
+    mac_state = np.where(np.isfinite(mac), np.where(mac > 0, 2, 1), 0)  # unmeasured / idle / busy
+    facts = [tasks["name"].to_numpy(dtype=object), tasks["op_type"].to_numpy(dtype=object),
+             tasks["task_type"].to_numpy(dtype=object), mac_state, cls, backward]
+    codes, combos = _combinations(facts)
+    decided = np.array([_category(*combo, rules=rules, host_mode=host_mode) for combo in combos], dtype=object)
+    return decided[codes]
 
-    cls, cls_row = host_op_class(host, rules) if len(host) else (np.empty(0, dtype=object), np.empty(0, dtype=np.int64))
+
+def _combinations(columns: list[np.ndarray]) -> tuple[np.ndarray, list[tuple]]:
+    """Codes of each row's combination of values, and the distinct combinations themselves."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    uniques = []
+    for col in columns:
+        code, values = pd.factorize(col, use_na_sentinel=False)
+        key = key * max(len(values), 1) + code
+        uniques.append((code, values))
+    row_codes, distinct = pd.factorize(key)
+    first = np.zeros(len(distinct), dtype=np.int64)
+    first[row_codes[::-1]] = np.arange(len(key))[::-1]  # a representative row per combination
+    combos = [tuple(values[code[r]] for code, values in uniques) for r in first.tolist()]
+    return row_codes, combos
+
+
+def _category(name: str, op_type: str, core: str, mac_state: int, cls: str, backward: bool,
+              rules: Rules, host_mode: bool) -> str:
+    """The ordered rules of kernel_categories.toml, for one combination of facts."""
+    lname, ltype = str(name).lower(), str(op_type).lower()
+    if rules.page_attention.search(ltype):
+        return "page_attention"
+    prefix, infix = rules.tensor_move
+    if lname.startswith(prefix) and infix in lname:
+        return "sdma_tensor_move"
+    if lname in rules.mc2:
+        return MC2_PREFIX + str(name)
+    if host_mode:
+        cube = bool(cls)
+    elif mac_state:
+        cube = mac_state == 2
+    elif ltype:
+        cube = bool(rules.cube_op_types.search(ltype)) or str(core).lower() in rules.cube_cores
+    else:
+        cube = bool(rules.cube_kernels.search(lname))
+    unit = "_cube" if cube else "_vector"
+    if cls:
+        return "matmul" + unit if cls == "matmul" else cls + ("_bwd" if backward else "_fwd") + unit
+    if ltype:
+        for c in OP_CLASSES:
+            if rules.kernel_patterns[c].search(ltype):
+                return "matmul_cube" if c == "matmul" else c + ("_bwd" if rules.backward.search(ltype) else "_fwd") + "_cube"
+    if cube:
+        return "cube"
+    return "vector_trans" if rules.trans.search(lname) else "vector_notrans"
+
+
+def _launch_class(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
+    """Per task: the class of the op around its launch ("" if none) and whether it is backward."""
+    n = len(tasks)
+    cls = np.full(n, "", dtype=object)
+    backward = np.zeros(n, dtype=bool)
     launch = tasks["launch"].to_numpy()
     linked = launch >= 0
-    task_cls = np.full(n, "", dtype=object)
-    task_cls_row = np.full(n, -1, dtype=np.int64)
-    task_cls[linked] = cls[launch[linked]]
-    task_cls_row[linked] = cls_row[launch[linked]]
-    if host_mode:
-        cube = task_cls != ""
-    backward = np.zeros(n, dtype=bool)
-    has_op = task_cls_row >= 0
-    if has_op.any():
-        op_rows = task_cls_row[has_op]
-        op_names = host["name"].to_numpy()[op_rows].astype(str)
-        backward[has_op] = host["backward"].to_numpy()[op_rows] | pd.Series(op_names).str.contains(rules.backward).to_numpy()
-
-    def assign(mask: np.ndarray, value) -> None:
-        free = mask & (out == "")
-        out[free] = value[free] if isinstance(value, np.ndarray) else value
-
-    assign(op_type.str.contains(rules.page_attention).to_numpy(), "page_attention")
-    prefix, contains = rules.tensor_move
-    assign((name.str.startswith(prefix) & name.str.contains(contains, regex=False)).to_numpy(), "sdma_tensor_move")
-    is_mc2 = name.isin(rules.mc2).to_numpy()
-    assign(is_mc2, np.array([MC2_PREFIX + s for s in tasks["name"].astype(str)], dtype=object))
-    suffix = np.where(cube, "_cube", "_vector")
-    direction = np.where(backward, "_bwd", "_fwd")
-    for c in OP_CLASSES:
-        mask = task_cls == c
-        assign(mask, _class_key(c, direction, suffix))
-    type_bwd = op_type.str.contains(rules.backward).to_numpy()
-    for c in OP_CLASSES:
-        mask = op_type.str.contains(rules.kernel_patterns[c]).to_numpy() & (op_type != "").to_numpy()
-        assign(mask, _class_key(c, np.where(type_bwd, "_bwd", "_fwd"), np.full(n, "_cube")))
-    assign(cube, "cube")
-    assign(name.str.contains(rules.trans).to_numpy(), "vector_trans")
-    assign(np.ones(n, dtype=bool), "vector_notrans")
-    return out
-
-
-def _class_key(cls: str, direction: np.ndarray, suffix: np.ndarray) -> np.ndarray:
-    if cls == "matmul":  # the peer's Matmul row has no forward/backward split
-        return np.char.add("matmul", suffix.astype(str)).astype(object)
-    return np.char.add(np.char.add(cls, direction.astype(str)), suffix.astype(str)).astype(object)
-
-
-def _is_cube(tasks: pd.DataFrame, name: pd.Series, op_type: pd.Series, rules: Rules) -> np.ndarray:
-    mac = tasks["mac_us"].to_numpy()
-    measured = np.isfinite(mac)
-    by_type = (op_type.str.contains(rules.cube_op_types) | tasks["task_type"].astype(str).str.lower().isin(rules.cube_cores)).to_numpy()
-    by_name = name.str.contains(rules.cube_kernels).to_numpy()
-    has_type = (op_type != "").to_numpy()
-    return np.where(measured, mac > 0, np.where(has_type, by_type, by_name))
+    if len(host) == 0 or not linked.any():
+        return cls, backward
+    host_cls, cls_row = host_op_class(host, rules)
+    rows = cls_row[launch[linked]]
+    cls[linked] = host_cls[launch[linked]]
+    has_op = rows >= 0
+    op_rows = rows[has_op]
+    marked = host["backward"].to_numpy()[op_rows] | contains(host["name"].to_numpy()[op_rows], rules.backward)
+    sub = np.zeros(int(linked.sum()), dtype=bool)
+    sub[has_op] = marked
+    backward[linked] = sub
+    return cls, backward
 
 
 def parent_of(leaf: str) -> str | None:

@@ -38,6 +38,8 @@ def compare(
     categories: Optional[str] = typer.Option(None, "--categories", help="A kernel_categories.toml replacing the shipped one."),
     gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat",
                                                help="Flow category linking GPU launches to kernels (default: ac2g, async_cpu_to_gpu)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="1: read the sides one after the other; 2: in parallel. "
+                                       "Default: parallel for inputs over 16 MB on a multi-core machine."),
 ) -> int:
     """Compare -d (new) against -bp (baseline): console summary and an xlsx workbook."""
     from perfcmp.output import check_destination, write_atomically
@@ -47,7 +49,7 @@ def compare(
     formats = tuple(f.strip() for f in output_format.split(",") if f.strip())
     options = CompareOptions(base_path=benchmark_profiling_path, comp_path=profiling_path, output=output_path,
                              base_step=base_step, comp_step=comparison_step, categories=categories,
-                             gpu_flow_cat=gpu_flow_cat, formats=formats)
+                             gpu_flow_cat=gpu_flow_cat, formats=formats, jobs=jobs)
     if "xlsx" in options.formats:
         check_destination(options.output)
     result = run(options)

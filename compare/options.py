@@ -23,6 +23,7 @@ class CompareOptions:
         gpu_flow_cat: the one flow category linking GPU launches to kernels, when a trace uses
             a non-standard one (the peer's ``--gpu_flow_cat``).
         formats: which outputs to produce.
+        jobs: processes to read the two sides with (1 or 2); None decides from input size.
     """
 
     base_path: str
@@ -33,6 +34,7 @@ class CompareOptions:
     categories: str | None = None
     gpu_flow_cat: str | None = None
     formats: tuple[str, ...] = field(default=FORMATS)
+    jobs: int | None = None
 
     def __post_init__(self) -> None:
         if (self.base_step is None) != (self.comp_step is None):
@@ -43,6 +45,8 @@ class CompareOptions:
         unknown = set(self.formats) - set(FORMATS)
         if unknown:
             raise UsageError(f"unknown output format(s) {', '.join(sorted(unknown))}; expected {', '.join(FORMATS)}")
+        if self.jobs is not None and self.jobs not in (1, 2):
+            raise UsageError(f"--jobs {self.jobs}: expected 1 or 2 (one process per side at most)")
         if self.gpu_flow_cat is not None and not (0 < len(self.gpu_flow_cat) <= 64):
             raise UsageError("--gpu_flow_cat must be a flow category name of 1 to 64 characters")
 

@@ -5,6 +5,11 @@ Pure: no printing and no files written; the CLI hands the result to the renderer
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
 from perfcmp import __version__
 from perfcmp.breakdown import Analyzer, Breakdown
 from perfcmp.categories import Rules, load_rules
@@ -17,22 +22,79 @@ from perfcmp.result import ComparisonResult, OverallRow, SideSummary, StepMetric
 ZERO_US = 1e-9  # a row is "absent" on a side when its time is below this (float noise)
 
 
+PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
+
+
 def run(options: CompareOptions) -> ComparisonResult:
+    """Read and analyse both sides; only one profile's tables are ever held by one process.
+
+    With large inputs and a second core, the comparison side is read in a forked worker while
+    this process reads the base: the sides are independent until their small summaries meet.
+    The result is the same either way.
+    """
     rules = load_rules(options.categories)
-    base = load_profile(options.base_path, options.gpu_flow_cat)
-    base.check()
-    comp = load_profile(options.comp_path, options.gpu_flow_cat)
-    comp.check()
-    return compare_profiles(base, comp, options, rules)
+    parallel = options.jobs == 2 if options.jobs else _worth_a_worker(options.base_path, options.comp_path)
+    if not parallel:
+        base = _Side.read(options.base_path, options.base_step, options, rules)
+        comp = _Side.read(options.comp_path, options.comp_step, options, rules)
+        return _result(base, comp, options)
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        later = pool.submit(_Side.read, options.comp_path, options.comp_step, options, rules)
+        try:
+            base = _Side.read(options.base_path, options.base_step, options, rules)
+        except BaseException:
+            later.cancel()
+            raise
+        comp = later.result()
+    return _result(base, comp, options)
+
+
+def _worth_a_worker(*paths: str) -> bool:
+    if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    return sum(_size(p) for p in paths) >= PARALLEL_MIN_BYTES
+
+
+def _size(path: str) -> int:
+    p = Path(path)
+    try:
+        if p.is_file():
+            return p.stat().st_size
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    except OSError:
+        return 0  # the reader will report the problem
 
 
 def compare_profiles(base: Profile, comp: Profile, options: CompareOptions, rules: Rules | None = None) -> ComparisonResult:
     """Compare two already-read profiles (the library entry point; ``run`` reads them first)."""
     rules = rules or load_rules(options.categories)
-    base_side, base_bd, base_steps = _analyse(base, rules, options.base_step, options.base_path)
-    comp_side, comp_bd, comp_steps = _analyse(comp, rules, options.comp_step, options.comp_path)
-    warnings = [WarningRecord(side=side, source=w.source, message=w.message, count=w.count)
-                for side, profile in (("base", base), ("comparison", comp)) for w in profile.warnings]
+    return _result(_Side.of(base, options.base_step, options.base_path, rules),
+                   _Side.of(comp, options.comp_step, options.comp_path, rules), options)
+
+
+class _Side:
+    """What the comparison keeps of one analysed profile (never the profile's tables)."""
+
+    def __init__(self, summary: SideSummary, breakdown: Breakdown, steps: list[StepMetrics], warnings: list) -> None:
+        self.summary, self.breakdown, self.steps, self.warnings = summary, breakdown, steps, warnings
+
+    @classmethod
+    def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules) -> "_Side":
+        profile = load_profile(path, options.gpu_flow_cat)
+        profile.check()
+        return cls.of(profile, step, path, rules)
+
+    @classmethod
+    def of(cls, profile: Profile, step: int | None, path: str, rules: Rules) -> "_Side":
+        summary, breakdown, steps = _analyse(profile, rules, step, path)
+        return cls(summary, breakdown, steps, list(profile.warnings))
+
+
+def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResult:
+    base_side, base_bd, base_steps = base.summary, base.breakdown, base.steps
+    comp_side, comp_bd, comp_steps = comp.summary, comp.breakdown, comp.steps
+    warnings = [WarningRecord(side=name, source=w.source, message=w.message, count=w.count)
+                for name, side in (("base", base), ("comparison", comp)) for w in side.warnings]
     if base_side.basis != comp_side.basis:
         warnings.append(WarningRecord(side="", source="", message=(
             "one side has device activity and the other only host ops: their breakdowns measure different things")))

@@ -13,3 +13,7 @@ $gen npu golden/demo/npu/base_ascend_pt --steps 3 --layers 1 --seed 0
 $gen npu golden/demo/npu/comp_ascend_pt --steps 3 --layers 1 --seed 1 --comm-wait 2
 # GPU vs NPU uses golden/demo/gpu/base.pt.trace.json.gz against golden/demo/npu/base_ascend_pt:
 # the same model and schedule on the two devices.
+# A trace recorded without device activity (the CPU build of torch): host ops only.
+mkdir -p golden/demo/cpu
+$gen gpu golden/demo/cpu/base.pt.trace.json.gz --steps 3 --layers 1 --seed 0 --cpu-only
+$gen gpu golden/demo/cpu/comp.pt.trace.json.gz --steps 3 --layers 1 --seed 1 --cpu-only --scale aten::mm=1.2

@@ -12,6 +12,7 @@ import gzip
 import math
 import sys
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,17 +33,14 @@ class Args(msgspec.Struct, gc=False):
 
     correlation: Number = None
     stream: Number = None
-    device: Number = None
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw(b""))
     input_type: msgspec.Raw = msgspec.field(name="Input type", default=msgspec.Raw(b""))
     call_stack: str | None = msgspec.field(name="Call stack", default=None)
-    fwd_thread: Number = msgspec.field(name="Fwd thread id", default=None)
     # [memory] instant events (GPU)
     total_allocated: Number = msgspec.field(name="Total Allocated", default=None)
     total_reserved: Number = msgspec.field(name="Total Reserved", default=None)
     device_id: Number = msgspec.field(name="Device Id", default=None)
     # communication op metadata (record_param_comms, PyTorch >= 2.1)
-    collective: str | None = msgspec.field(name="Collective name", default=None)
     pg_name: str | None = msgspec.field(name="Process Group Name", default=None)
     pg_desc: str | None = msgspec.field(name="Process Group Description", default=None)
     # metadata events (process_name / thread_name / *_sort_index)
@@ -90,8 +88,20 @@ class KinetoTrace(msgspec.Struct, gc=False):
     schemaVersion: Number = None
 
 
+class _KinetoSkeleton(msgspec.Struct, gc=False):
+    """First pass over a Kineto trace: the header, and each event as an undecoded slice."""
+
+    traceEvents: list[msgspec.Raw] | None = None
+    deviceProperties: list[DeviceProperties] | None = None
+    distributedInfo: DistributedInfo | None = None
+    schemaVersion: Number = None
+
+
 _KINETO_DECODER = msgspec.json.Decoder(KinetoTrace)
 _ARRAY_DECODER = msgspec.json.Decoder(list[Event])
+_SKELETON_DECODER = msgspec.json.Decoder(_KinetoSkeleton)
+_RAW_ARRAY_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+CHUNK_EVENTS = 16384
 
 
 @dataclass
@@ -155,11 +165,68 @@ def decode_events(raw: RawJson, warnings: list[ReadWarning]) -> tuple[list[Event
         raise InputError(f"unexpected JSON structure ({exc}); expected Chrome trace events", raw.path) from None
     except msgspec.DecodeError as exc:
         raise InputError(f"malformed or truncated JSON ({exc}); expected a complete profiler trace", raw.path) from None
+    # Drop this reference to the bytes: what stays alive now is only what msgspec.Raw fields
+    # still point into, and readers release those as soon as they have turned them into text.
+    raw.data = b""
     if raw.first == b"{":
         if decoded.traceEvents is None:
             raise InputError("JSON object has no 'traceEvents' array; expected a PyTorch profiler (Kineto) trace", raw.path)
-        return decoded.traceEvents, decoded
+        events, decoded.traceEvents = decoded.traceEvents, None  # the header must not keep them alive
+        return events, decoded
     return decoded, None
+
+
+def event_chunks(raw: RawJson, warnings: list[ReadWarning], size: int = CHUNK_EVENTS) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
+    """The trace header, and its events decoded ``size`` at a time.
+
+    A first pass cuts the event array into zero-copy slices (``msgspec.Raw``); each run of
+    ``size`` consecutive events is one contiguous span of the original bytes, decoded into
+    typed structs on its own. The reader turns a chunk into columns before the next one is
+    decoded, so only one chunk's Python objects exist at a time, not the whole trace's.
+    """
+    decoder = _SKELETON_DECODER if raw.first == b"{" else _RAW_ARRAY_DECODER
+    try:
+        skeleton = _decode_utf8_tolerant(decoder, raw, warnings)
+    except msgspec.ValidationError as exc:
+        raise InputError(f"unexpected JSON structure ({exc}); expected Chrome trace events", raw.path) from None
+    except msgspec.DecodeError as exc:
+        raise InputError(f"malformed or truncated JSON ({exc}); expected a complete profiler trace", raw.path) from None
+    header = None
+    if raw.first == b"{":
+        if skeleton.traceEvents is None:
+            raise InputError("JSON object has no 'traceEvents' array; expected a PyTorch profiler (Kineto) trace", raw.path)
+        header = KinetoTrace(deviceProperties=skeleton.deviceProperties, distributedInfo=skeleton.distributedInfo,
+                             schemaVersion=skeleton.schemaVersion)
+        slices = skeleton.traceEvents
+    else:
+        slices = skeleton
+    return header, _chunks(raw, slices, warnings, size)
+
+
+def _chunks(raw: RawJson, slices: list[msgspec.Raw], warnings: list[ReadWarning], size: int) -> Iterator[list[Event]]:
+    data = raw.data
+    base = _address(data)
+    for first in range(0, len(slices), size):
+        last = min(first + size, len(slices)) - 1
+        start = _address(slices[first]) - base
+        end = _address(slices[last]) - base + len(slices[last])
+        if 0 <= start <= end <= len(data):
+            body = bytearray(end - start + 2)  # one copy of the span, wrapped as an array
+            body[0], body[-1] = 0x5B, 0x5D  # "[", "]"
+            body[1:-1] = memoryview(data)[start:end]
+        else:  # slices that are copies (never seen with bytes input): join them instead
+            body = b"[" + b",".join(slices[first:last + 1]) + b"]"
+        try:
+            yield _decode_utf8_tolerant(_ARRAY_DECODER, RawJson(raw.path, body, b"["), warnings)
+        except msgspec.ValidationError as exc:
+            where = f"in events {first + 1}-{last + 1}"
+            raise InputError(f"unexpected value {where} ({exc}); expected Chrome trace events", raw.path) from None
+    raw.data = b""
+
+
+def _address(buffer) -> int:
+    """Memory address of a bytes-like object's first byte."""
+    return np.frombuffer(memoryview(buffer), dtype=np.uint8).ctypes.data
 
 
 def _decode_utf8_tolerant(decoder: msgspec.json.Decoder, raw: RawJson, warnings: list[ReadWarning]):
@@ -171,7 +238,8 @@ def _decode_utf8_tolerant(decoder: msgspec.json.Decoder, raw: RawJson, warnings:
         text = raw.data.decode("utf-8", errors="replace")
         bad = text.count("\ufffd") - raw.data.count("\xef\xbf\xbd".encode("latin-1"))
         warnings.append(ReadWarning(raw.path, "non-UTF-8 bytes replaced by U+FFFD", max(bad, 1)))
-        return decoder.decode(text.encode("utf-8"))
+        raw.data = text.encode("utf-8")  # later passes slice the repaired bytes
+        return decoder.decode(raw.data)
 
 
 # --- columns ---------------------------------------------------------------------------------
@@ -184,7 +252,7 @@ def times_ns(values: list[Number]) -> np.ndarray:
     nanosecond, and sub-microsecond kernels make that difference visible. Missing values -> -1
     is not used; callers filter ``None`` first.
     """
-    if not any(isinstance(v, str) for v in values):
+    if str not in set(map(type, values)):
         # Whole µs and fraction apart: the product 1.7e15 µs * 1000 is beyond float64's exact
         # integers and would only resolve 256 ns, even for integer timestamps.
         micro = np.asarray(values, dtype=np.float64)
@@ -225,6 +293,10 @@ def _float(value: Number) -> float:
 
 def ints(values: list[Number], missing: int = -1) -> np.ndarray:
     """Integer ids that may be written as numbers or strings (missing or unparsable -> ``missing``)."""
+    try:  # the common case: every value an int or missing
+        return np.fromiter((missing if v is None else v for v in values), dtype=np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        pass
     out = np.full(len(values), missing, dtype=np.int64)
     for i, v in enumerate(values):
         if v is None:

@@ -9,9 +9,18 @@ import pandas as pd
 
 from perfcmp.readers.hosttree import nest, order_host, propagate_down
 from perfcmp.readers.model import ReadWarning, Step, table
+from perfcmp.readers.textmatch import per_unique
 
 STEP_NAME = re.compile(r"ProfilerStep#(\d+)")
 BACKWARD_ROOT = "autograd::engine::evaluate_function"
+
+
+def merge_warnings(warnings: list[ReadWarning]) -> list[ReadWarning]:
+    """One warning per (source, message), counts added, in first-seen order."""
+    merged: dict[tuple[str, str], int] = {}
+    for w in warnings:
+        merged[(w.source, w.message)] = merged.get((w.source, w.message), 0) + w.count
+    return [ReadWarning(source, message, count) for (source, message), count in merged.items()]
 
 
 def valid_durations(dur: np.ndarray, source: str, what: str, warnings: list[ReadWarning]) -> np.ndarray:
@@ -36,25 +45,26 @@ def build_host(columns: dict[str, object], backward_tids: set, source: str, warn
     host["depth"] = depth
     if misnested:
         warnings.append(ReadWarning(source, "host events that start inside another event but end after it (nested under it)", misnested))
-    names = host["name"].astype(str)
-    own = (
-        names.str.startswith(BACKWARD_ROOT).to_numpy()
-        | names.str.contains("backward", case=False, regex=False).to_numpy()
-        | host["tid"].isin(backward_tids).to_numpy()
-    )
+    own = per_unique(host["name"], lambda n: n.startswith(BACKWARD_ROOT) or "backward" in n.lower(), dtype=bool)
+    if backward_tids:
+        own |= host["tid"].isin(backward_tids).to_numpy()
     host["backward"] = propagate_down(parent, own.astype(bool))
     return host, order
 
 
+def _step_number(name: str) -> int:
+    match = STEP_NAME.search(name)
+    return int(match.group(1)) if match else -1
+
+
 def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning]) -> list[Step]:
     """``ProfilerStep#N`` host events as steps; repeated ids are merged into one span."""
-    names = host["name"].astype(str)
-    ids = names.str.extract(STEP_NAME, expand=False)
-    rows = host[ids.notna().to_numpy()]
+    ids = per_unique(host["name"], _step_number, dtype=np.int64)
+    rows = host[ids >= 0]
     if rows.empty:
         return []
     spans = pd.DataFrame({
-        "step_id": ids[ids.notna()].astype(np.int64).to_numpy(),
+        "step_id": ids[ids >= 0],
         "start": rows["start_us"].to_numpy(),
         "end": (rows["start_us"] + rows["dur_us"]).to_numpy(),
     })

@@ -20,6 +20,9 @@ class PerfcmpError(Exception):
         self.message = message
         self.path = path
 
+    def __reduce__(self):  # keep the path when an error crosses a process boundary
+        return (type(self), (self.message, self.path))
+
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
 

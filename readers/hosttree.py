@@ -17,7 +17,14 @@ def thread_label(pid: object, tid: object) -> str:
 
 
 def thread_labels(host: pd.DataFrame) -> np.ndarray:
-    return np.array([thread_label(p, t) for p, t in zip(host["pid"].tolist(), host["tid"].tolist())], dtype=object)
+    """``thread_label`` of every row, formatted once per distinct (pid, tid)."""
+    if len(host) == 0:
+        return np.empty(0, dtype=object)
+    pid_code, pids = pd.factorize(host["pid"].to_numpy(dtype=object))
+    tid_code, tids = pd.factorize(host["tid"].to_numpy(dtype=object))
+    codes, pairs = pd.factorize(pid_code.astype(np.int64) * len(tids) + tid_code)
+    labels = np.array([thread_label(pids[p // len(tids)], tids[p % len(tids)]) for p in pairs], dtype=object)
+    return labels[codes]
 
 
 def order_host(host: pd.DataFrame) -> np.ndarray:
@@ -99,12 +106,20 @@ def enclosing(host: pd.DataFrame, parent: np.ndarray, thread_keys: list[str], ts
 def propagate_down(parent: np.ndarray, own: np.ndarray) -> np.ndarray:
     """Inherit a flag or label from the nearest ancestor-or-self that has one.
 
-    ``own`` holds a value per row, with 0/""/False meaning "none"; because parents precede
-    children, one forward pass suffices.
+    ``own`` holds a value per row, with 0/""/False meaning "none". Pointer jumping: each row
+    points at itself if it has a value, else at its parent; pointers to valueless rows jump
+    to where those point, so every pass doubles the distance covered (log(depth) passes).
     """
-    out = own.copy()
     empty = own.dtype.type()
-    for i, p in enumerate(parent.tolist()):
-        if p >= 0 and out[i] == empty:
-            out[i] = out[p]
+    has = own != empty
+    ptr = np.where(has, np.arange(len(own)), parent)
+    while True:
+        pending = np.flatnonzero(ptr >= 0)
+        pending = pending[~has[ptr[pending]]]
+        if pending.size == 0:
+            break
+        ptr[pending] = ptr[ptr[pending]]
+    out = np.full(len(own), empty, dtype=own.dtype)
+    found = ptr >= 0
+    out[found] = own[ptr[found]]
     return out

@@ -10,16 +10,16 @@ its flow), never by timestamp equality. NCCL/RCCL kernels are communication.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import (
+    Args,
     Event,
     KinetoTrace,
     RawJson,
-    decode_events,
+    event_chunks,
     floats,
     ints,
     name_text,
@@ -27,10 +27,11 @@ from perfcmp.readers.chrome import (
     thread_key,
     times_ns,
 )
-from perfcmp.readers.common import assign_steps, build_host, steps_from_host, valid_durations
+from perfcmp.readers.common import assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, table
+from perfcmp.readers.textmatch import per_unique, shared
 
 HOST_CATS = {"cpu_op": "cpu_op", "operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime",
@@ -42,96 +43,130 @@ COMM_KERNEL_PREFIXES = ("nccl", "rccl")
 
 
 def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) -> Profile:
-    """Read a decoded-to-bytes Kineto trace. ``shown_as`` is the path as the user gave it."""
+    """Read a Kineto trace's bytes. ``shown_as`` is the path as the user gave it."""
     warnings: list[ReadWarning] = []
-    events, header = decode_events(raw, warnings)
-    groups = _partition(events, flow_cats)
-    if not groups["host"] and not groups["device"]:
+    header, chunks = event_chunks(raw, warnings)
+    columns = _Columns(flow_cats)
+    for chunk in chunks:
+        columns.add(chunk)
+    groups = columns.finish()
+    if not len(groups["host"]["ts_ns"]) and not len(groups["device"]["ts_ns"]):
         raise InputError("trace has no host or device events; expected a PyTorch profiler trace", shown_as)
-    origin = _origin_ns(groups)
-    if groups["untimed"]:
-        warnings.append(ReadWarning(shown_as, "events without a timestamp skipped", groups["untimed"]))
-    host, host_links = _host_table(groups["host"], groups["fwdbwd_tids"], origin, shown_as, warnings)
-    device = _device_table(groups["device"], groups["flows"], host, host_links, origin, shown_as, warnings)
+    if columns.untimed:
+        warnings.append(ReadWarning(shown_as, "events without a timestamp skipped", columns.untimed))
+    # The earliest timestamp becomes the origin; every time in the model is relative to it.
+    origin = min((int(g["ts_ns"].min()) for g in groups.values() if len(g["ts_ns"])), default=0)
+    host, links = _host_table(groups["host"], origin, columns.fwdbwd_tids, shown_as, warnings)
+    device = _device_table(groups["device"], groups["flow"], host, links, origin, shown_as, warnings)
     steps = steps_from_host(host[host["cat"] != "python_function"], shown_as, warnings)
     device["step_id"] = assign_steps(device, host, steps)
-    memory = _memory_table(groups["memory"], origin)
     if device.empty:
         warnings.append(ReadWarning(shown_as, "trace has no device kernels (CPU-only recording): time breakdown comes from host ops"))
-    profile = Profile(
+    return Profile(
         info=_run_info(header, shown_as, origin),
         steps=steps, host=host, device=device,
-        comm_tasks=table("comm_tasks"), memory=memory, timeline=table("timeline"),
-        warnings=warnings,
+        comm_tasks=table("comm_tasks"), memory=_memory_table(groups["memory"], origin), timeline=table("timeline"),
+        warnings=merge_warnings(warnings),
     )
-    return profile
 
 
-def _partition(events: list[Event], flow_cats: tuple[str, ...]) -> dict:
-    """Split events by role in one pass over the list (comprehensions, no per-event objects)."""
-    host, device, memory, flows, fwdbwd_tids = [], [], [], [], set()
-    untimed = 0
-    for e in events:
-        ph = e.ph
-        if e.ts is None:
-            untimed += ph in ("X", "i", "I")
-            continue
-        if ph == "X":
-            cat = (e.cat or "").lower()
-            if cat in HOST_CATS:
-                host.append(e)
-            elif cat in DEVICE_CATS:
-                device.append(e)
-        elif ph in ("s", "f", "t"):
-            cat = (e.cat or "").lower()
-            if cat in flow_cats:
-                flows.append(e)
-            elif cat == "fwdbwd" and ph == "f":
-                fwdbwd_tids.add(thread_key(e.tid))
-        elif ph in ("i", "I") and e.name == "[memory]":
-            memory.append(e)
-    return {"host": host, "device": device, "memory": memory, "flows": flows,
-            "fwdbwd_tids": fwdbwd_tids, "untimed": untimed}
+class _Columns:
+    """Turns chunks of decoded events into per-role column arrays, one chunk at a time."""
+
+    def __init__(self, flow_cats: tuple[str, ...]) -> None:
+        self.flow_cats = flow_cats
+        self.parts: dict[str, list[dict[str, np.ndarray]]] = {"host": [], "device": [], "memory": [], "flow": []}
+        self.fwdbwd_tids: set = set()
+        self.untimed = 0
+
+    def add(self, events: list[Event]) -> None:
+        host, device, memory, flow = [], [], [], []
+        for e in events:
+            ph = e.ph
+            if e.ts is None:
+                self.untimed += ph in ("X", "i", "I")
+                continue
+            if ph == "X":
+                cat = (e.cat or "").lower()
+                if cat in HOST_CATS:
+                    host.append(e)
+                elif cat in DEVICE_CATS:
+                    device.append(e)
+            elif ph in ("s", "f", "t"):
+                cat = (e.cat or "").lower()
+                if cat in self.flow_cats:
+                    flow.append(e)
+                elif cat == "fwdbwd" and ph == "f":
+                    self.fwdbwd_tids.add(thread_key(e.tid))
+            elif ph in ("i", "I") and e.name == "[memory]":
+                memory.append(e)
+        args = [e.args or _NO_ARGS for e in host]
+        self.parts["host"].append({
+            **_common(host),
+            "cat": shared([HOST_CATS[(e.cat or "").lower()] for e in host]),
+            "input_shapes": _raw_texts([a.input_dims for a in args]),
+            "input_types": _raw_texts([a.input_type for a in args]),
+            "call_stack": shared([a.call_stack or "" for a in args]),
+            "correlation": ints([a.correlation for a in args]),
+            "process_group": shared([_process_group(a) for a in args]),
+        })
+        args = [e.args or _NO_ARGS for e in device]
+        self.parts["device"].append({
+            **_common(device),
+            "task_type": shared([DEVICE_CATS[(e.cat or "").lower()] for e in device]),
+            "stream": ints([a.stream if a.stream is not None else e.tid for a, e in zip(args, device)]),
+            "correlation": ints([a.correlation for a in args]),
+        })
+        args = [e.args or _NO_ARGS for e in memory]
+        self.parts["memory"].append({
+            "ts_ns": times_ns([e.ts for e in memory]),
+            "device_id": ints([a.device_id for a in args]),
+            "allocated": floats([a.total_allocated for a in args]),
+            "reserved": floats([a.total_reserved for a in args]),
+        })
+        self.parts["flow"].append({
+            **_common(flow, with_dur=False),
+            "ph": shared([e.ph for e in flow]),
+            "id": shared(["" if e.id is None else str(e.id) for e in flow]),
+        })
+
+    def finish(self) -> dict[str, dict[str, np.ndarray]]:
+        out = {}
+        for role, parts in self.parts.items():
+            keys = parts[0].keys() if parts else ("ts_ns",)
+            out[role] = {k: np.concatenate([p[k] for p in parts]) if parts else np.empty(0, dtype=np.int64) for k in keys}
+        self.parts = {}
+        return out
 
 
-def _origin_ns(groups: dict) -> int:
-    """The earliest timestamp, so every time in the model is relative and precise."""
-    firsts = []
-    for key in ("host", "device", "memory"):
-        ts = [e.ts for e in groups[key]]
-        if ts:
-            firsts.append(int(times_ns(ts).min()))
-    return min(firsts) if firsts else 0
+_NO_ARGS = Args()
 
 
-def _rel_us(events: list[Event], origin: int) -> np.ndarray:
-    """Event starts in µs relative to the profile origin (events without ``ts`` were dropped)."""
-    return (times_ns([e.ts for e in events]) - origin) / 1000.0
+def _common(events: list[Event], with_dur: bool = True) -> dict[str, np.ndarray]:
+    cols = {
+        "name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events]),
+        "pid": per_unique([e.pid for e in events], thread_key),
+        "tid": per_unique([e.tid for e in events], thread_key),
+        "ts_ns": times_ns([e.ts for e in events]),
+    }
+    if with_dur:
+        cols["dur_us"] = floats([e.dur for e in events])
+    return cols
 
 
-def _host_table(events: list[Event], backward_tids: set, origin: int, source: str,
+def _raw_texts(raws: list) -> np.ndarray:
+    """msgspec.Raw values as compact text, converted once per distinct value."""
+    return per_unique([bytes(r) for r in raws], lambda b: raw_text(b))
+
+
+def _host_table(cols: dict[str, np.ndarray], origin: int, backward_tids: set, source: str,
                 warnings: list[ReadWarning]) -> tuple[pd.DataFrame, "HostLinks"]:
     """The host table, plus per-row correlation ids and process-group labels used for linking."""
-    start = _rel_us(events, origin)
-    dur = floats([e.dur for e in events])
-    ok = valid_durations(dur, source, "host events", warnings)
-    events = [e for e, keep in zip(events, ok.tolist()) if keep]
-    args = [e.args for e in events]
-    columns = {
-        "name": [name_text(e.name) for e in events],
-        "cat": [HOST_CATS[(e.cat or "").lower()] for e in events],
-        "pid": [thread_key(e.pid) for e in events],
-        "tid": [thread_key(e.tid) for e in events],
-        "start_us": start[ok],
-        "dur_us": dur[ok],
-        "input_shapes": [raw_text(a.input_dims) if a else "" for a in args],
-        "input_types": [raw_text(a.input_type) if a else "" for a in args],
-        "call_stack": [(a.call_stack or "") if a else "" for a in args],
-    }
+    ok = valid_durations(cols["dur_us"], source, "host events", warnings)
+    columns = {k: cols[k][ok] for k in ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types", "call_stack")}
+    columns["start_us"] = (cols["ts_ns"][ok] - origin) / 1000.0
     host, order = build_host(columns, backward_tids, source, warnings)
-    links = HostLinks(correlation=ints([a.correlation if a else None for a in args])[order],
-                      process_group=np.array([_process_group(a) for a in args], dtype=object)[order])
-    return host, links
+    return host, HostLinks(cols["correlation"][ok][order], cols["process_group"][ok][order])
 
 
 @dataclass(frozen=True)
@@ -142,39 +177,33 @@ class HostLinks:
     process_group: np.ndarray  # object, "" when absent
 
 
-def _process_group(args) -> str:
-    if args is None or (args.pg_name is None and args.pg_desc is None):
+def _process_group(args: Args) -> str:
+    if args.pg_name is None and args.pg_desc is None:
         return ""
     name, desc = args.pg_name or "", args.pg_desc or ""
     return f"Process group {name} ({desc})" if desc and name else f"Process group {name or desc}"
 
 
-def _device_table(events: list[Event], flows: list[Event], host: pd.DataFrame, links: HostLinks,
+def _device_table(cols: dict[str, np.ndarray], flows: dict[str, np.ndarray], host: pd.DataFrame, links: HostLinks,
                   origin: int, source: str, warnings: list[ReadWarning]) -> pd.DataFrame:
-    start = _rel_us(events, origin)
-    dur = floats([e.dur for e in events])
-    ok = valid_durations(dur, source, "device events", warnings) & np.isfinite(start)
-    events = [e for e, keep in zip(events, ok.tolist()) if keep]
-    start, dur = start[ok], dur[ok]
-    names = [name_text(e.name) for e in events]
-    task_type = [DEVICE_CATS[(e.cat or "").lower()] for e in events]
-    is_comm = np.array([n.lower().startswith(COMM_KERNEL_PREFIXES) for n in names], dtype=bool)
-    is_kernel = np.array([t == "kernel" for t in task_type], dtype=bool)
-    kind = np.where(is_comm, COMM, np.where(is_kernel, COMPUTE, SDMA))
-    stream = ints([e.args.stream if e.args and e.args.stream is not None else e.tid for e in events])
-    correlation = ints([e.args.correlation if e.args else None for e in events])
-    launch = _link_by_correlation(correlation, links.correlation, host)
+    ok = valid_durations(cols["dur_us"], source, "device events", warnings)
+    cols = {k: v[ok] for k, v in cols.items()}
+    names = cols["name"]
+    is_comm = per_unique(names, lambda n: n.lower().startswith(COMM_KERNEL_PREFIXES), dtype=bool)
+    kind = np.where(is_comm, COMM, np.where(cols["task_type"] == "kernel", COMPUTE, SDMA))
+    launch = _link_by_correlation(cols["correlation"], links.correlation, host)
     missing = launch < 0
-    if missing.any() and flows:
-        launch[missing] = _link_by_flow([events[i] for i in np.flatnonzero(missing)], start[missing], flows, host, origin)
+    if missing.any() and len(flows["ts_ns"]):
+        launch[missing] = _link_by_flow({k: v[missing] for k, v in cols.items()}, flows, host, origin)
     unlinked = int(((launch < 0) & (kind != SDMA)).sum())
     if unlinked:
         warnings.append(ReadWarning(source, "device kernels with no launching host event (no matching correlation id or flow)", unlinked))
-    group = np.full(len(events), "", dtype=object)
+    stream = cols["stream"]
+    group = np.full(len(names), "", dtype=object)
     if is_comm.any():
         group[is_comm] = _comm_groups(launch[is_comm], stream[is_comm], host, links.process_group)
-    return table("device", name=names, kind=kind, stream=stream, start_us=start, dur_us=dur,
-                 launch=launch, task_type=task_type, group=group)
+    return table("device", name=names, kind=kind, stream=stream, start_us=(cols["ts_ns"] - origin) / 1000.0,
+                 dur_us=cols["dur_us"], launch=launch, task_type=cols["task_type"], group=group)
 
 
 def _link_by_correlation(correlation: np.ndarray, host_corr: np.ndarray, host: pd.DataFrame) -> np.ndarray:
@@ -194,29 +223,25 @@ def _link_by_correlation(correlation: np.ndarray, host_corr: np.ndarray, host: p
     return out
 
 
-def _link_by_flow(kernels: list[Event], kernel_start: np.ndarray, flows: list[Event], host: pd.DataFrame, origin: int) -> np.ndarray:
+def _link_by_flow(kernels: dict[str, np.ndarray], flows: dict[str, np.ndarray], host: pd.DataFrame, origin: int) -> np.ndarray:
     """Follow flow arrows: the 'f' end sits on the kernel, the 's' end inside the launching call."""
-    starts = {}
-    for e in flows:
-        if e.ph == "s" and e.id is not None:
-            starts[str(e.id)] = e
-    ends = {}
-    for e in flows:
-        if e.ph in ("f", "t") and e.id is not None and str(e.id) in starts:
-            key = (thread_key(e.pid), thread_key(e.tid), int(times_ns([e.ts])[0]))
-            ends[key] = starts[str(e.id)]
-    sources = []
-    for k in kernels:
-        key = (thread_key(k.pid), thread_key(k.tid), int(times_ns([k.ts])[0]))
-        sources.append(ends.get(key))
-    out = np.full(len(kernels), -1, dtype=np.int64)
-    idx = [i for i, s in enumerate(sources) if s is not None]
-    if not idx:
+    ph, ids = flows["ph"], flows["id"]
+    begins = {i: k for k, i in enumerate(ids.tolist()) if ph[k] == "s" and i}
+    arrow_of_end = {}
+    for k in np.flatnonzero(np.isin(ph, ("f", "t"))).tolist():
+        b = begins.get(ids[k])
+        if b is not None:
+            arrow_of_end[(flows["pid"][k], flows["tid"][k], int(flows["ts_ns"][k]))] = b
+    out = np.full(len(kernels["ts_ns"]), -1, dtype=np.int64)
+    found = [(i, arrow_of_end.get((p, t, int(ts))))
+             for i, (p, t, ts) in enumerate(zip(kernels["pid"].tolist(), kernels["tid"].tolist(), kernels["ts_ns"].tolist()))]
+    found = [(i, b) for i, b in found if b is not None]
+    if not found:
         return out
-    src = [sources[i] for i in idx]
-    thread_keys = [thread_label(thread_key(s.pid), thread_key(s.tid)) for s in src]
-    ts = (times_ns([s.ts for s in src]) - origin) / 1000.0
-    out[idx] = enclosing(host, host["parent"].to_numpy(), thread_keys, ts)
+    idx = np.array([i for i, _ in found])
+    src = np.array([b for _, b in found])
+    keys = [thread_label(p, t) for p, t in zip(flows["pid"][src].tolist(), flows["tid"][src].tolist())]
+    out[idx] = enclosing(host, host["parent"].to_numpy(), keys, (flows["ts_ns"][src] - origin) / 1000.0)
     return out
 
 
@@ -233,14 +258,13 @@ def _comm_groups(launch: np.ndarray, stream: np.ndarray, host: pd.DataFrame, hos
     return np.array(labels, dtype=object)
 
 
-def _memory_table(events: list[Event], origin: int) -> pd.DataFrame:
-    """Device allocator totals from ``[memory]`` instants (host-memory samples are skipped)."""
-    keep = [e for e in events if e.args is not None and _device_id(e.args.device_id) >= 0]
-    if not keep:
+def _memory_table(cols: dict[str, np.ndarray], origin: int) -> pd.DataFrame:
+    """Device allocator totals from ``[memory]`` instants (host-memory samples, Device Id -1, are skipped)."""
+    if not len(cols["ts_ns"]):
         return table("memory")
-    return table("memory", ts_us=_rel_us(keep, origin),
-                 allocated_bytes=floats([e.args.total_allocated for e in keep]),
-                 reserved_bytes=floats([e.args.total_reserved for e in keep]))
+    keep = cols["device_id"] >= 0
+    return table("memory", ts_us=(cols["ts_ns"][keep] - origin) / 1000.0,
+                 allocated_bytes=cols["allocated"][keep], reserved_bytes=cols["reserved"][keep])
 
 
 def _device_id(value) -> int:
@@ -267,9 +291,3 @@ def _run_info(header: KinetoTrace | None, shown_as: str, origin: int) -> RunInfo
             meta["schema version"] = str(header.schemaVersion)
     return RunInfo(source=shown_as, device=DeviceKind.GPU, producer="PyTorch profiler (Kineto)",
                    device_name=device_name, rank=rank, origin_ns=origin, metadata=meta)
-
-
-def read_path(path: Path, shown_as: str) -> Profile:  # pragma: no cover - convenience for scripts
-    from perfcmp.readers.chrome import read_bytes, sniff_json
-
-    return read(sniff_json(read_bytes(path, shown_as), shown_as), shown_as)

@@ -66,7 +66,7 @@ def small_gpu_trace(write_kineto):
 
 
 # The literal torch_npu export built by ``ascend_pt``. Times are µs after T = 1731900000000000,
-# the earliest event (ProfilerStep#5), so relative times are the digits after "173190000000".
+# the earliest event (ProfilerStep#5): "1731900000000020.125" is 20.125 in the model.
 #
 #   Python (pid 100, tid 1)   ProfilerStep#5 [0, 1000)  > aten::mm [10, 30.5), aten::add_ [40, 50),
 #                                                         c10d::allreduce_ [60, 75)
@@ -267,3 +267,11 @@ def ascend_pt(tmp_path):
         return root
 
     return build
+
+
+# --- golden cases ------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite the expected files of golden/cases instead of comparing with them")

@@ -3,10 +3,11 @@
 Each folder ``golden/cases/<case>/`` holds ``case.json``::
 
     {"args": ["compare", "-d", "golden/demo/...", "-bp", "...", "-o", "{tmp}/out.xlsx"],
-     "exit_code": 0, "workbook": "{tmp}/out.xlsx"}
+     "exit_code": 0, "workbook": "{tmp}/out.xlsx", "cwd": "{tmp}"}
 
-The command runs in-process from the repository root; ``{tmp}`` is a fresh temporary
-directory. Compared with the expected files beside ``case.json``: ``stdout.txt``,
+The command runs in-process from ``cwd`` (default: the repository root); ``{tmp}`` is a
+fresh temporary directory and ``{root}`` the repository. Outputs are normalised: those two
+paths become placeholders and a generated workbook name's timestamp becomes ``<time>``. Compared with the expected files beside ``case.json``: ``stdout.txt``,
 ``stderr.txt`` (a missing file means "expect empty") and ``workbook.txt`` (a canonical text
 dump of the xlsx). On a mismatch the test writes ``<file>.got`` next to the expected file;
 ``pytest --update-golden`` rewrites the expected files instead.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from pathlib import Path
 
 import openpyxl
@@ -74,15 +76,22 @@ def _check(expected: Path, got: str, update: bool) -> str | None:
 def test_golden(case: Path, tmp_path, capsys, monkeypatch, request):
     spec = json.loads((case / "case.json").read_text())
     tmp = str(tmp_path)
-    args = [a.replace("{tmp}", tmp) for a in spec["args"]]
-    monkeypatch.chdir(ROOT)
-    code = main(args)
+
+    def fill(text: str) -> str:
+        return text.replace("{tmp}", tmp).replace("{root}", str(ROOT))
+
+    def normalise(text: str) -> str:
+        text = text.replace(tmp, "{tmp}").replace(str(ROOT), "{root}")
+        return re.sub(r"(performance_comparison_result_)\d{14}(_\d+)?", r"\1<time>", text)
+
+    monkeypatch.chdir(fill(spec.get("cwd", "{root}")))
+    code = main([fill(a) for a in spec["args"]])
     out, err = capsys.readouterr()
     update = request.config.getoption("--update-golden")
-    problems = [_check(case / "stdout.txt", out.replace(tmp, "{tmp}"), update),
-                _check(case / "stderr.txt", err.replace(tmp, "{tmp}"), update)]
+    problems = [_check(case / "stdout.txt", normalise(out), update),
+                _check(case / "stderr.txt", normalise(err), update)]
     if spec.get("workbook"):
-        workbook = spec["workbook"].replace("{tmp}", tmp)
+        workbook = fill(spec["workbook"])
         assert os.path.exists(workbook), "the workbook was not written"
         problems.append(_check(case / "workbook.txt", dump_workbook(workbook), update))
     assert code == spec.get("exit_code", 0), err

@@ -6,7 +6,6 @@ event), which is what the model stores.
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -114,8 +113,11 @@ HOST_DUR = [100, 40, 20, 5, 10, 4, 10, 3, 100, 30, 5, 10, 3, 2, 30, 5]
 DEVICE_LAUNCH = [3, 5, 7, 10, 12, 13]
 
 
-def messages(profile) -> dict[str, int]:
-    return {w.message: w.count for w in profile.warnings}
+def read(path, **kwargs):
+    """load_profile, then the model's invariants: every profile a test reads must pass check()."""
+    profile = load_profile(str(path), **kwargs)
+    profile.check()
+    return profile
 
 
 def warning_count(profile, phrase: str) -> int:
@@ -141,8 +143,7 @@ def main_trace(request, write_kineto, tmp_path) -> tuple[str, str]:
 
 def test_host_nesting_is_per_thread_and_half_open(main_trace):
     path, source = main_trace
-    profile = load_profile(path)
-    profile.check()
+    profile = read(path)
     host = profile.host
     assert profile.info.source == source
     assert profile.info.device is DeviceKind.GPU
@@ -160,15 +161,15 @@ def test_host_nesting_is_per_thread_and_half_open(main_trace):
 
 
 def test_json_gz_and_json_read_the_same(write_kineto):
-    plain = load_profile(str(write_kineto(MAIN_EVENTS, "a.json")))
-    packed = load_profile(str(write_kineto(MAIN_EVENTS, "b.json.gz")))
+    plain = read(write_kineto(MAIN_EVENTS, "a.json"))
+    packed = read(write_kineto(MAIN_EVENTS, "b.json.gz"))
     for name in ("host", "device", "memory"):
         pd.testing.assert_frame_equal(getattr(plain, name), getattr(packed, name))
     assert plain.steps == packed.steps
 
 
 def test_kernel_links_to_its_runtime_call_by_correlation_not_by_timestamp(write_kineto):
-    profile = load_profile(str(write_kineto(MAIN_EVENTS)))
+    profile = read(write_kineto(MAIN_EVENTS))
     device, host = profile.device, profile.host
     assert device["launch"].tolist() == DEVICE_LAUNCH
     # the decoy launch (row 15) starts at the same µs as row 3 but on thread 20: never chosen
@@ -180,7 +181,7 @@ def test_kernel_links_to_its_runtime_call_by_correlation_not_by_timestamp(write_
 
 
 def test_kinds_task_types_streams_and_process_group(write_kineto):
-    device = load_profile(str(write_kineto(MAIN_EVENTS))).device
+    device = read(write_kineto(MAIN_EVENTS)).device
     assert device["name"].tolist() == ["gemm_kernel", "relu_kernel", "Memcpy HtoD (Pageable -> Device)",
                                        "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "add_kernel", "Memset (Device)"]
     assert device["kind"].tolist() == [COMPUTE, COMPUTE, SDMA, COMM, COMPUTE, SDMA]
@@ -194,13 +195,13 @@ def test_kinds_task_types_streams_and_process_group(write_kineto):
 
 def test_nccl_kernel_without_process_group_is_labelled_by_stream(write_kineto):
     events = [e for e in MAIN_EVENTS if e.get("name") != "record_param_comms"]
-    device = load_profile(str(write_kineto(events))).device
+    device = read(write_kineto(events)).device
     assert device.loc[3, "kind"] == COMM
     assert device.loc[3, "group"] == "Stream 13"
 
 
 def test_steps_and_step_of_each_task_from_its_launch(write_kineto):
-    profile = load_profile(str(write_kineto(MAIN_EVENTS)))
+    profile = read(write_kineto(MAIN_EVENTS))
     assert [(s.step_id, s.start_us, s.end_us) for s in profile.steps] == [(3, 0.0, 100.0), (4, 100.0, 200.0)]
     # launches at 20, 36, 52 are in step 3 [0, 100); the memcpy runs at 105 but was launched at 52;
     # launches at 115, 152, 156 are in step 4 [100, 200)
@@ -208,7 +209,7 @@ def test_steps_and_step_of_each_task_from_its_launch(write_kineto):
 
 
 def test_memory_instants_device_ids_and_bytes(write_kineto):
-    memory = load_profile(str(write_kineto(MAIN_EVENTS))).memory
+    memory = read(write_kineto(MAIN_EVENTS)).memory
     # Device Id -1 (host memory, at T+13) is skipped; totals are already bytes
     assert memory["ts_us"].tolist() == [12.0, 170.0]
     assert memory["allocated_bytes"].tolist() == [1048576.0, 524288.0]
@@ -218,7 +219,7 @@ def test_memory_instants_device_ids_and_bytes(write_kineto):
 def test_run_info_from_the_trace_header(write_kineto):
     path = write_kineto(MAIN_EVENTS, deviceProperties=[{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
                         distributedInfo={"backend": "nccl", "rank": 1, "world_size": 2})
-    info = load_profile(str(path)).info
+    info = read(path).info
     assert info.device_name == "NVIDIA A100-SXM4-80GB"
     assert info.rank == 1
     assert info.metadata == {"distributed backend": "nccl", "world size": "2", "schema version": "1"}
@@ -243,8 +244,7 @@ def _main_flows(cat):
 def test_ac2g_flows_link_kernels_without_correlation(write_kineto):
     # the decoy thread 20 also has a launch starting at T+20, where flow 7 starts on thread 10
     events = _without_correlation(MAIN_EVENTS) + _main_flows("ac2g")
-    profile = load_profile(str(write_kineto(events)))
-    profile.check()
+    profile = read(write_kineto(events))
     assert profile.device["launch"].tolist() == DEVICE_LAUNCH
     assert profile.device["group"].tolist()[3] == "Process group 0 (default_pg)"
     assert warning_count(profile, "no launching host event") == 0
@@ -254,7 +254,7 @@ def test_flow_start_binds_to_the_innermost_event_on_its_own_thread(write_kineto)
     # flow 7 starts at T+22, inside launch row 3 [20, 25) on thread 10 and inside the decoy
     # launch [20, 25) on thread 20: the innermost event on the flow's own thread is row 3
     events = _without_correlation(MAIN_EVENTS) + flow(7, 22, 10, 30, 7)
-    device = load_profile(str(write_kineto(events))).device
+    device = read(write_kineto(events)).device
     assert device["launch"].tolist() == [3, -1, -1, -1, -1, -1]
 
 
@@ -278,8 +278,7 @@ def test_old_style_async_cpu_to_gpu_flows_with_integer_ts(write_kineto):
         {"ph": "s", "id": 2, "pid": 1, "tid": 10, "ts": T + 40, "cat": "async_cpu_to_gpu", "name": "launch"},
         {"ph": "f", "id": 2, "pid": 0, "tid": "stream 7", "ts": T + 60, "cat": "async_cpu_to_gpu", "name": "launch", "bp": "e"},
     ]
-    profile = load_profile(str(write_kineto(events)))
-    profile.check()
+    profile = read(write_kineto(events))
     # host rows: 0 ProfilerStep#1, 1 aten::mm, 2 cudaLaunchKernel, 3 cudaMemcpyAsync, 4 decoy (tid 20)
     assert profile.host["name"].tolist() == ["ProfilerStep#1", "aten::mm", "cudaLaunchKernel", "cudaMemcpyAsync",
                                              "cudaLaunchKernel"]
@@ -297,9 +296,8 @@ def test_string_timestamps_read_like_numbers(write_kineto):
     for i, e in enumerate(events):
         if i % 2:
             e["ts"] = f"{e['ts']}.000"
-    mixed = load_profile(str(write_kineto(events, "mixed.json")))
-    mixed.check()
-    plain = load_profile(str(write_kineto(MAIN_EVENTS, "plain.json")))
+    mixed = read(write_kineto(events, "mixed.json"))
+    plain = read(write_kineto(MAIN_EVENTS, "plain.json"))
     for name in ("host", "device", "memory"):
         pd.testing.assert_frame_equal(getattr(mixed, name), getattr(plain, name))
 
@@ -307,15 +305,14 @@ def test_string_timestamps_read_like_numbers(write_kineto):
 def test_gpu_flow_cat_replaces_the_default_flow_categories(write_kineto):
     events = _without_correlation(MAIN_EVENTS) + _main_flows("mycat")
     path = str(write_kineto(events))
-    default = load_profile(path)
+    default = read(path)
     assert default.device["launch"].tolist() == [-1] * 6
     # memcpy and memset are not counted as unlinked kernels: 6 - 2 = 4
     assert warning_count(default, "no launching host event") == 4
-    custom = load_profile(path, gpu_flow_cat="mycat")
-    custom.check()
+    custom = read(path, gpu_flow_cat="mycat")
     assert custom.device["launch"].tolist() == DEVICE_LAUNCH
     # and with a custom category the standard ac2g flows are no longer followed
-    ac2g = load_profile(str(write_kineto(_without_correlation(MAIN_EVENTS) + _main_flows("ac2g"), "ac2g.json")),
+    ac2g = read(write_kineto(_without_correlation(MAIN_EVENTS) + _main_flows("ac2g"), "ac2g.json"),
                         gpu_flow_cat="mycat")
     assert ac2g.device["launch"].tolist() == [-1] * 6
 
@@ -334,8 +331,7 @@ def test_bad_durations_and_orphan_kernels_are_counted_warnings(write_kineto):
         kernel("negative_kernel", 70, -1, 1),
         {"ph": "X", "cat": "kernel", "name": "no_dur_kernel", "pid": 0, "tid": 7, "ts": T + 80, "args": {"stream": 7}},
     ]
-    profile = load_profile(str(write_kineto(events)))
-    profile.check()
+    profile = read(write_kineto(events))
     assert profile.host["name"].tolist() == ["ProfilerStep#1", "aten::ok", "cudaLaunchKernel"]
     assert profile.device["name"].tolist() == ["ok_kernel", "orphan_kernel"]
     assert profile.device["launch"].tolist() == [2, -1]
@@ -348,8 +344,7 @@ def test_bad_durations_and_orphan_kernels_are_counted_warnings(write_kineto):
 def test_non_utf8_bytes_in_a_name_are_replaced_and_counted(write_kineto, tmp_path):
     path = write_kineto(MAIN_EVENTS[:6] + [kernel("KNAME", 30, 10, 7)])
     path.write_bytes(path.read_bytes().replace(b"KNAME", b"caf\xe9_kernel"))  # a Latin-1 byte
-    profile = load_profile(str(path))
-    profile.check()
+    profile = read(path)
     assert profile.device["name"].tolist() == ["caf\ufffd_kernel"]
     assert profile.device["launch"].tolist() == [3]
     assert warning_count(profile, "non-UTF-8") == 1
@@ -357,8 +352,7 @@ def test_non_utf8_bytes_in_a_name_are_replaced_and_counted(write_kineto, tmp_pat
 
 def test_trace_without_device_kernels_reads_with_a_warning(write_kineto):
     events = [X("user_annotation", "ProfilerStep#7", 0, 50), op("aten::add", 5, 10), op("aten::mul", 20, 10)]
-    profile = load_profile(str(write_kineto(events)))
-    profile.check()
+    profile = read(write_kineto(events))
     assert profile.device.empty and len(profile.host) == 3
     assert [s.step_id for s in profile.steps] == [7]
     assert warning_count(profile, "no device kernels") == 1
@@ -373,8 +367,7 @@ def test_sub_microsecond_precision_of_string_timestamps(write_kineto):
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "1704161511420307.000", "dur": 0.5,
          "args": {"stream": 7, "correlation": 1}},
     ]
-    profile = load_profile(str(write_kineto(events)))
-    profile.check()
+    profile = read(write_kineto(events))
     assert profile.info.origin_ns == 1704161511420306491
     # .491 -> 0, .492 -> 0.001, .493 -> 0.002 (b [0.001, 0.002) ends where the launch starts:
     # the launch is a sibling of b inside a [0, 0.003)), 307.000 - 306.491 = 0.509
@@ -391,21 +384,20 @@ def test_float_timestamps_at_epoch_scale_stay_exact_relative(write_kineto):
         {"ph": "X", "cat": "cpu_op", "name": "aten::b", "pid": 1, "tid": 1, "ts": 1704161511420306.25, "dur": 1},
         {"ph": "X", "cat": "cpu_op", "name": "aten::c", "pid": 1, "tid": 1, "ts": 1704161511420307, "dur": 1},
     ]
-    host = load_profile(str(write_kineto(events))).host
+    host = read(write_kineto(events)).host
     assert host["start_us"].tolist() == [0.0, 0.25, 1.0]
 
 
 @pytest.mark.parametrize("name", GPU_SAMPLES or ["(no samples)"])
 def test_every_gpu_sample_reads_and_passes_check(name, samples_dir):
-    profile = load_profile(str(samples_dir / "gpu" / name))
-    profile.check()
+    profile = read(samples_dir / "gpu" / name)
     assert profile.info.device is DeviceKind.GPU
     assert len(profile.host) > 0
 
 
 def test_alexnet_sample_integer_timestamps_stay_integers(samples_dir):
     # alexnet writes integer µs since the epoch: every relative start must be a whole number
-    profile = load_profile(str(samples_dir / "gpu" / "alexnet.pt.trace.json.gz"))
+    profile = read(samples_dir / "gpu" / "alexnet.pt.trace.json.gz")
     for frame in (profile.host, profile.device):
         start = frame["start_us"].to_numpy()
         assert np.array_equal(start, np.round(start))
@@ -413,7 +405,7 @@ def test_alexnet_sample_integer_timestamps_stay_integers(samples_dir):
 
 
 def test_nccl_sample_comm_kernels_carry_the_process_group(samples_dir):
-    profile = load_profile(str(samples_dir / "gpu" / "nccl_data.pt.trace.json.gz"))
+    profile = read(samples_dir / "gpu" / "nccl_data.pt.trace.json.gz")
     comm = profile.device[profile.device["kind"] == COMM]
     assert len(comm) > 0
     assert comm["name"].str.startswith("nccl").all()

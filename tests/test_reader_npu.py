@@ -21,6 +21,13 @@ DEVICE_NAMES = ["aclnnMm_MatMulCommon_MatMulV2", "aclnnAdd_AddAiCore_Add", "MEMC
 DEVICE_LAUNCH = [1, 2, -1, -1, 5, 3]
 
 
+def read(path, **kwargs):
+    """load_profile, then the model's invariants: every profile a test reads must pass check()."""
+    profile = load_profile(str(path), **kwargs)
+    profile.check()
+    return profile
+
+
 def warning_count(profile, phrase: str) -> int:
     found = [w.count for w in profile.warnings if phrase in w.message]
     assert len(found) <= 1, profile.warnings
@@ -37,8 +44,7 @@ NAN = float("nan")
 
 
 def test_full_export_host_and_steps(ascend_pt):
-    profile = load_profile(str(ascend_pt()))
-    profile.check()
+    profile = read(ascend_pt())
     host = profile.host
     # only cpu_op rows: the enqueue event and the CANN AscendCL call are not host rows
     assert host["name"].tolist() == ["ProfilerStep#5", "aten::mm", "aten::add_", "c10d::allreduce_",
@@ -58,7 +64,7 @@ def test_full_export_host_and_steps(ascend_pt):
 
 
 def test_full_export_device_tasks(ascend_pt):
-    device = load_profile(str(ascend_pt())).device
+    device = read(ascend_pt()).device
     assert device["name"].tolist() == DEVICE_NAMES
     assert device["kind"].tolist() == [COMPUTE, COMPUTE, SDMA, OTHER, COMPUTE, COMM]
     assert device["start_us"].tolist() == [20.125, 130.0, 200.0, 210.0, 1020.0, 300.0]
@@ -73,7 +79,7 @@ def test_full_export_device_tasks(ascend_pt):
 
 
 def test_kernel_details_join_by_exact_start_and_name(ascend_pt):
-    profile = load_profile(str(ascend_pt()))
+    profile = read(ascend_pt())
     device = profile.device
     # row 0 joins the MatMulV2 row, not the decoy with the same start but another name;
     # row 4 has a row 1 ns later (1020.001, Type ZerosLikeDecoy): no join, the type comes from the name
@@ -91,7 +97,7 @@ def test_kernel_details_join_by_exact_start_and_name(ascend_pt):
 
 
 def test_full_export_comm_tasks_timeline_and_memory(ascend_pt):
-    profile = load_profile(str(ascend_pt()))
+    profile = read(ascend_pt())
     comm = profile.comm_tasks
     assert comm["name"].tolist() == ["Notify_Wait", "Memcpy", "Reduce_Inline"]
     assert comm["group"].tolist() == ["dp: Communication"] * 3
@@ -112,11 +118,10 @@ def test_full_export_comm_tasks_timeline_and_memory(ascend_pt):
 
 def test_all_three_entry_levels(ascend_pt):
     root = ascend_pt()
-    full = load_profile(str(root))
-    output = load_profile(str(root / "ASCEND_PROFILER_OUTPUT"))
-    trace = load_profile(str(root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"))
+    full = read(root)
+    output = read(root / "ASCEND_PROFILER_OUTPUT")
+    trace = read(root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
     for profile in (full, output, trace):
-        profile.check()
         assert profile.host["name"].tolist() == full.host["name"].tolist()
         assert profile.device["name"].tolist() == DEVICE_NAMES
         assert profile.device["launch"].tolist() == DEVICE_LAUNCH
@@ -134,7 +139,7 @@ def test_all_three_entry_levels(ascend_pt):
 
 
 def test_trace_view_file_alone_reads_no_side_files(ascend_pt):
-    trace = load_profile(str(ascend_pt() / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"))
+    trace = read(ascend_pt() / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
     device = trace.device
     # kernel_details.csv is beside it but not read: no shapes, PMU or core types
     assert device["op_type"].tolist() == ["MatMulV2", "Add", "", "", "ZerosLike", ""]
@@ -154,8 +159,7 @@ def test_trace_view_file_alone_reads_no_side_files(ascend_pt):
     ("no_pmu", [NAN, NAN], [NAN, NAN]),
 ])
 def test_kernel_details_header_variants(ascend_pt, variant, mac, pmu):
-    profile = load_profile(str(ascend_pt(kernels=variant)))
-    profile.check()
+    profile = read(ascend_pt(kernels=variant))
     device = profile.device
     assert device["op_type"].tolist() == ["MatMulV2", "Add", "", "", "ZerosLike", "hcom_allReduce_"]
     assert device["input_shapes"].tolist()[:2] == ["8192,512;512,512", "4096;4096"]
@@ -167,8 +171,7 @@ def test_kernel_details_header_variants(ascend_pt, variant, mac, pmu):
 
 def test_kernel_details_cut_after_accelerator_core_is_ignored_with_a_warning(ascend_pt):
     # no Start Time(us): nothing can be joined; the read goes on with types from task names
-    profile = load_profile(str(ascend_pt(kernels="core_only")))
-    profile.check()
+    profile = read(ascend_pt(kernels="core_only"))
     assert warning_count(profile, "kernel_details.csv ignored") == 1
     assert profile.device["op_type"].tolist() == ["MatMulV2", "Add", "", "", "ZerosLike", ""]
     assert profile.device["task_type"].tolist()[0] == "Other"
@@ -177,8 +180,7 @@ def test_kernel_details_cut_after_accelerator_core_is_ignored_with_a_warning(asc
 @pytest.mark.parametrize("missing", ["kernel_details.csv", "memory_record.csv", "profiler_info_0.json",
                                      "profiler_metadata.json"])
 def test_a_missing_optional_file_is_a_warning(ascend_pt, missing):
-    profile = load_profile(str(ascend_pt(omit=(missing,))))
-    profile.check()
+    profile = read(ascend_pt(omit=(missing,)))
     stem = missing.split("_0")[0].split(".")[0]  # profiler_info_0.json is looked up as profiler_info*.json
     assert [w for w in profile.warnings if stem in w.message and "not found" in w.message], profile.warnings
     assert profile.device["name"].tolist() == DEVICE_NAMES
@@ -201,7 +203,7 @@ def test_memory_record_without_pta_rows_uses_every_row(ascend_pt):
         "Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),Total Active(MB),Stream Ptr,Device Type\n"
         "APP,1731900000000005.000\t,3000.0,4000.0,3000.0,,NPU:0\n"
         "GE,1731900000000011.500\t,0.5,8.0,7.0,,NPU:0\n")
-    memory = load_profile(str(root)).memory
+    memory = read(root).memory
     assert memory["ts_us"].tolist() == [5.0, 11.5]
     assert memory["allocated_bytes"].tolist() == [3000 * MB, 0.5 * MB] == [3145728000.0, 524288.0]
     assert memory["reserved_bytes"].tolist() == [4000 * MB, 8 * MB]
@@ -211,7 +213,7 @@ def test_flow_start_binds_to_the_innermost_enclosing_cpu_op(ascend_pt, npu_trace
     # an op inside aten::mm around the flow start (12.25): it becomes the launcher
     inner = {"ph": "X", "name": "aten::matmul_inner", "pid": 100, "tid": 1, "ts": "1731900000000012.000",
              "dur": 1.0, "cat": "cpu_op", "args": {}}
-    profile = load_profile(str(ascend_pt(events=npu_trace_events + [inner])))
+    profile = read(ascend_pt(events=npu_trace_events + [inner]))
     host = profile.host
     assert host["name"].tolist()[:3] == ["ProfilerStep#5", "aten::mm", "aten::matmul_inner"]
     assert host["parent"].tolist()[2] == 1
@@ -224,7 +226,7 @@ def test_op_type_from_task_names_without_kernel_details(ascend_pt, npu_trace_eve
              "Conv2DBackpropFilter6_MemSet": "MemSet", "Conv2D1": "Conv2D"}
     tasks = [{"name": n, "pid": 300, "tid": 2, "ts": f"17319000000020{i:02d}.000", "dur": 1.0, "ph": "X",
               "args": {"Task Type": "AI_CORE", "Stream Id": 2}} for i, n in enumerate(names)]
-    profile = load_profile(str(ascend_pt(events=npu_trace_events + tasks, omit=("kernel_details.csv",))))
+    profile = read(ascend_pt(events=npu_trace_events + tasks, omit=("kernel_details.csv",)))
     device = profile.device
     got = dict(zip(device["name"], device["op_type"]))
     assert {n: got[n] for n in names} == names
@@ -239,8 +241,7 @@ def test_bad_durations_are_counted_once(ascend_pt, npu_trace_events):
             e["dur"] = "NaN"
         if e.get("name") == "Reduce_Inline":
             del e["dur"]
-    profile = load_profile(str(ascend_pt(events=npu_trace_events)))
-    profile.check()
+    profile = read(ascend_pt(events=npu_trace_events))
     assert warning_count(profile, "device tasks with a missing, NaN or negative duration") == 1
     assert warning_count(profile, "communication ops with a missing, NaN or negative duration") == 1
     assert warning_count(profile, "communication tasks with a missing, NaN or negative duration") == 1
@@ -256,8 +257,7 @@ def test_bad_durations_are_counted_once(ascend_pt, npu_trace_events):
 
 
 def test_real_sample_reads(samples_dir):
-    profile = load_profile(str(samples_dir / "npu" / "real_sample_ascend_pt"))
-    profile.check()
+    profile = read(samples_dir / "npu" / "real_sample_ascend_pt")
     assert len(profile.host) == 711
     assert len(profile.device) == 276
     # 274 tasks are reached by an async_npu flow; the two MEMCPY_ASYNC tasks are transfers
@@ -272,8 +272,7 @@ def test_real_sample_reads(samples_dir):
 
 
 def test_synthetic_full_sample_reads(samples_dir):
-    profile = load_profile(str(samples_dir / "npu" / "synthetic_full_ascend_pt"))
-    profile.check()
+    profile = read(samples_dir / "npu" / "synthetic_full_ascend_pt")
     assert len(profile.host) == 384
     device = profile.device
     assert len(device) == 198 + 3  # Ascend Hardware tasks + collective ops of the group thread

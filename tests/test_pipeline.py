@@ -1,0 +1,48 @@
+"""The pipeline end to end on the shipped demo pairs: serial and parallel agree, errors cross
+the process boundary intact, and the demo pairs show their documented differences."""
+
+from pathlib import Path
+
+import pytest
+
+from perfcmp.options import CompareOptions
+from perfcmp.pipeline import run
+from perfcmp.readers.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "golden" / "demo"
+GPU_BASE, GPU_COMP = str(DEMO / "gpu" / "base.pt.trace.json.gz"), str(DEMO / "gpu" / "comp.pt.trace.json.gz")
+NPU_BASE, NPU_COMP = str(DEMO / "npu" / "base_ascend_pt"), str(DEMO / "npu" / "comp_ascend_pt")
+
+
+def test_serial_and_parallel_give_the_same_result():
+    serial = run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1))
+    parallel = run(CompareOptions(GPU_BASE, NPU_COMP, jobs=2))
+    assert serial.to_json() == parallel.to_json()
+
+
+def test_an_error_in_the_worker_keeps_its_path(tmp_path):
+    missing = str(tmp_path / "nope.json")
+    with pytest.raises(InputError) as info:
+        run(CompareOptions(GPU_BASE, missing, jobs=2))
+    assert info.value.path == missing and "no such file" in info.value.message
+
+
+def test_gpu_demo_pair_shows_slower_matmul():
+    result = run(CompareOptions(GPU_BASE, GPU_COMP))
+    rows = {r.key: r for r in result.overall}
+    # the comparison run's GEMMs are 20 % slower: Matmul grows by about that much
+    matmul = rows["computing.matmul"]
+    assert 1.15 < matmul.ratio < 1.25
+    # and it is the largest computing increase among the level-1 categories
+    level1 = [r for r in result.overall if r.level == 1 and r.key.startswith("computing.")]
+    assert max(level1, key=lambda r: r.diff_us).key == "computing.matmul"
+
+
+def test_npu_demo_pair_shows_doubled_communication_wait():
+    result = run(CompareOptions(NPU_BASE, NPU_COMP))
+    waits = {r.key: r for r in result.overall if r.key.endswith(".wait")}
+    assert len(waits) == 1
+    (wait,) = waits.values()
+    assert 1.8 < wait.ratio < 2.2
+    assert result.comparison.uncovered_us > result.base.uncovered_us
