@@ -5,13 +5,14 @@ Pure: no printing and no files written; the CLI hands the result to the renderer
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from perfcmp import __version__
-from perfcmp.breakdown import Analyzer, Breakdown
+from perfcmp.breakdown import Analyzer, Breakdown, MetricRow
 from perfcmp.categories import Rules, load_rules
 from perfcmp.options import CompareOptions
 from perfcmp.readers import load_profile
@@ -19,7 +20,8 @@ from perfcmp.readers.errors import UsageError
 from perfcmp.readers.model import Profile
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary, StepMetrics, StepRow, WarningRecord, ratio
 
-ZERO_US = 1e-9  # a row is "absent" on a side when its time is below this (float noise)
+ZERO_US = 1e-9
+GROUP_PREFIX = "comm.group:"  # a row is "absent" on a side when its time is below this (float noise)
 
 
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
@@ -140,6 +142,7 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str) -> tup
 def overall_rows(base: Breakdown, comp: Breakdown) -> list[OverallRow]:
     """Line both sides' rows up by key, in sheet order; rows zero on both sides are dropped
     (level-0 rows always stay, so the four headline rows are always there)."""
+    base, comp = _pair_single_groups(base, comp)
     base_rows = {r.key: r for r in base.rows}
     comp_rows = {r.key: r for r in comp.rows}
     out = []
@@ -158,6 +161,26 @@ def overall_rows(base: Breakdown, comp: Breakdown) -> list[OverallRow]:
             diff_us=comp_us - base_us, ratio=ratio(comp_us, base_us),
         ))
     return out
+
+
+def _pair_single_groups(base: Breakdown, comp: Breakdown) -> tuple[Breakdown, Breakdown]:
+    """When each side has exactly one communication group under different names (a GPU
+    process group against an NPU HCCL group, or two ranks' group ids), they are the same
+    group: put them on one row, labelled with both names."""
+    def group(b: Breakdown) -> list[MetricRow]:
+        return [r for r in b.rows if r.level == 1 and r.key.startswith(GROUP_PREFIX)]
+
+    mine, theirs = group(base), group(comp)
+    if len(mine) != 1 or len(theirs) != 1 or mine[0].key == theirs[0].key:
+        return base, comp
+    key, label = mine[0].key, f"{mine[0].label} | {theirs[0].label}"
+
+    def relabel(b: Breakdown, old: str) -> Breakdown:
+        rows = [dataclasses.replace(r, key=key + r.key[len(old):], label=label if r.key == old else r.label)
+                if r.key == old or r.key.startswith(old + ".") else r for r in b.rows]
+        return dataclasses.replace(b, rows=rows)
+
+    return relabel(base, key), relabel(comp, theirs[0].key)
 
 
 def _ordered_keys(base: Breakdown, comp: Breakdown) -> list[str]:

@@ -1,0 +1,59 @@
+"""Real profiler output from ../shared/samples (skipped when that folder is absent).
+
+The reference figures are msprof-analyze 26.2.0's OverallMetrics on the same files (ms),
+recorded by running it side by side: perfcmp must agree within 1 % where both define the
+quantity the same way.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from perfcmp.breakdown import Analyzer
+from perfcmp.categories import load_rules
+from perfcmp.options import CompareOptions
+from perfcmp.pipeline import run
+from perfcmp.readers import load_profile
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="../shared/samples not present")
+
+# sample -> (E2E, Computing, Uncovered Communication, Free), ms, from msprof-analyze
+PEER = {
+    "npu/real_sample_ascend_pt": (11.269917, 1.7882505, 0.0, 9.4816665),
+    "npu/synthetic_full_ascend_pt": (99.983747, 84.184392, 10.455313, 5.344042),
+    "gpu/alexnet.pt.trace.json.gz": (12920.244, 10.63, 0.0, 12909.614),
+    "gpu/nccl_data.pt.trace.json.gz": (660.551005, 115.691, 39.556, 505.304005),
+}
+
+
+@pytest.mark.parametrize("sample", sorted(PEER))
+def test_overall_agrees_with_the_peer(sample):
+    b = Analyzer(load_profile(str(SAMPLES / sample)), load_rules()).breakdown()
+    b.check()
+    got = (b.e2e_us / 1000, b.computing_us / 1000, b.uncovered_us / 1000, b.free_us / 1000)
+    for name, mine, theirs in zip(("E2E", "Computing", "Uncovered", "Free"), got, PEER[sample]):
+        assert mine == pytest.approx(theirs, rel=0.01, abs=1e-6), name
+
+
+def test_npu_synthetic_wait_and_transmit_agree_with_the_peer():
+    b = Analyzer(load_profile(str(SAMPLES / "npu/synthetic_full_ascend_pt")), load_rules()).breakdown()
+    assert b.value("comm.group:dp: Communication.wait") / 1000 == pytest.approx(3.738556, rel=0.01)
+    assert b.value("comm.group:dp: Communication.transmit") / 1000 == pytest.approx(6.716757, rel=0.01)
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in (SAMPLES / "gpu").glob("*.gz")) if SAMPLES.is_dir() else [])
+def test_every_gpu_sample_compares_and_keeps_the_invariants(sample):
+    path = str(SAMPLES / "gpu" / sample)
+    analyzer = Analyzer(load_profile(path), load_rules())
+    analyzer.breakdown().check()
+    for window in analyzer.step_windows().values():
+        analyzer.breakdown(window).check()
+    result = run(CompareOptions(path, path))
+    assert all(r.ratio == 1.0 for r in result.overall)
+
+
+def test_real_gpu_against_real_npu():
+    result = run(CompareOptions(str(SAMPLES / "gpu/alexnet.pt.trace.json.gz"), str(SAMPLES / "npu/real_sample_ascend_pt")))
+    assert (result.base.device, result.comparison.device) == ("GPU", "NPU")
+    assert result.comparison.e2e_us / 1000 == pytest.approx(11.269917, rel=1e-6)
