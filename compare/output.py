@@ -48,7 +48,7 @@ def write_atomically(output: str | None, write: Callable[[str], None], now: dt.d
         if explicit:
             os.replace(tmp, output)
             return output
-        return _link_unique(tmp, directory, now or dt.datetime.now(dt.timezone.utc))
+        return _link_unique(tmp, directory, now or dt.datetime.now(dt.UTC))
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

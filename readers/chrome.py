@@ -9,7 +9,6 @@ device properties, profiler INFO lines).
 from __future__ import annotations
 
 import gzip
-import math
 import sys
 import zlib
 from collections.abc import Iterator
@@ -97,7 +96,6 @@ class _KinetoSkeleton(msgspec.Struct, gc=False):
     schemaVersion: Number = None
 
 
-_KINETO_DECODER = msgspec.json.Decoder(KinetoTrace)
 _ARRAY_DECODER = msgspec.json.Decoder(list[Event])
 _SKELETON_DECODER = msgspec.json.Decoder(_KinetoSkeleton)
 _RAW_ARRAY_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
@@ -154,26 +152,6 @@ def sniff_json(data: bytes, shown_as: str) -> RawJson:
     if head[:1] not in (b"{", b"["):
         raise InputError("not JSON (does not start with '{' or '['); expected a profiler trace", shown_as)
     return RawJson(shown_as, data, head[:1])
-
-
-def decode_events(raw: RawJson, warnings: list[ReadWarning]) -> tuple[list[Event], KinetoTrace | None]:
-    """Decode the trace events (and the Kineto header for object traces)."""
-    decoder = _KINETO_DECODER if raw.first == b"{" else _ARRAY_DECODER
-    try:
-        decoded = _decode_utf8_tolerant(decoder, raw, warnings)
-    except msgspec.ValidationError as exc:
-        raise InputError(f"unexpected JSON structure ({exc}); expected Chrome trace events", raw.path) from None
-    except msgspec.DecodeError as exc:
-        raise InputError(f"malformed or truncated JSON ({exc}); expected a complete profiler trace", raw.path) from None
-    # Drop this reference to the bytes: what stays alive now is only what msgspec.Raw fields
-    # still point into, and readers release those as soon as they have turned them into text.
-    raw.data = b""
-    if raw.first == b"{":
-        if decoded.traceEvents is None:
-            raise InputError("JSON object has no 'traceEvents' array; expected a PyTorch profiler (Kineto) trace", raw.path)
-        events, decoded.traceEvents = decoded.traceEvents, None  # the header must not keep them alive
-        return events, decoded
-    return decoded, None
 
 
 def event_chunks(raw: RawJson, warnings: list[ReadWarning], size: int = CHUNK_EVENTS) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
@@ -240,93 +218,3 @@ def _decode_utf8_tolerant(decoder: msgspec.json.Decoder, raw: RawJson, warnings:
         warnings.append(ReadWarning(raw.path, "non-UTF-8 bytes replaced by U+FFFD", max(bad, 1)))
         raw.data = text.encode("utf-8")  # later passes slice the repaired bytes
         return decoder.decode(raw.data)
-
-
-# --- columns ---------------------------------------------------------------------------------
-
-
-def times_ns(values: list[Number]) -> np.ndarray:
-    """Timestamps (µs as int, float or decimal string) to exact int64 nanoseconds.
-
-    Strings are parsed digit by digit: a float64 cannot hold "1704161511420306.491" to the
-    nanosecond, and sub-microsecond kernels make that difference visible. Missing values -> -1
-    is not used; callers filter ``None`` first.
-    """
-    if str not in set(map(type, values)):
-        # Whole µs and fraction apart: the product 1.7e15 µs * 1000 is beyond float64's exact
-        # integers and would only resolve 256 ns, even for integer timestamps.
-        micro = np.asarray(values, dtype=np.float64)
-        whole = np.floor(micro)
-        return whole.astype(np.int64) * 1000 + np.rint((micro - whole) * 1000.0).astype(np.int64)
-    return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
-
-
-def _ns(value: Number) -> int:
-    if isinstance(value, str):
-        text = value.strip()
-        negative = text.startswith("-")
-        whole, _, frac = text.lstrip("+-").partition(".")
-        ns = int(whole or "0") * 1000 + int((frac + "000")[:3])
-        return -ns if negative else ns
-    if isinstance(value, int):
-        return value * 1000
-    whole = math.floor(value)
-    return int(whole) * 1000 + round((value - whole) * 1000.0)
-
-
-def floats(values: list[Number]) -> np.ndarray:
-    """Numbers that may be ints, floats, strings or missing, as float64 (missing -> NaN)."""
-    try:
-        return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
-    except ValueError:
-        return np.fromiter((_float(v) for v in values), dtype=np.float64, count=len(values))
-
-
-def _float(value: Number) -> float:
-    if value is None:
-        return np.nan
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        return np.nan
-
-
-def ints(values: list[Number], missing: int = -1) -> np.ndarray:
-    """Integer ids that may be written as numbers or strings (missing or unparsable -> ``missing``)."""
-    try:  # the common case: every value an int or missing
-        return np.fromiter((missing if v is None else v for v in values), dtype=np.int64, count=len(values))
-    except (TypeError, ValueError, OverflowError):
-        pass
-    out = np.full(len(values), missing, dtype=np.int64)
-    for i, v in enumerate(values):
-        if v is None:
-            continue
-        try:
-            out[i] = int(v) if not isinstance(v, str) else int(v.strip())
-        except (ValueError, OverflowError):
-            try:
-                out[i] = int(float(v))
-            except (ValueError, OverflowError):
-                pass
-    return out
-
-
-def raw_text(raw: msgspec.Raw) -> str:
-    """A raw JSON value as compact text (``""`` when absent or null)."""
-    if not raw:
-        return ""
-    text = bytes(raw).decode("utf-8", errors="replace")
-    return "" if text == "null" else text.replace(" ", "")
-
-
-def name_text(value: str | int | float | None) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
-
-
-def thread_key(value: Number) -> object:
-    """pid/tid as a hashable, comparable key: ints stay ints, everything else becomes a string."""
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return "" if value is None else str(value)

@@ -16,7 +16,7 @@ import pandas as pd
 
 def per_unique(values, fn: Callable[[str], object], dtype=object) -> np.ndarray:
     """``fn`` applied to each distinct string of ``values``, spread back to every row."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
     mapped = np.array([fn(u) for u in uniques], dtype=dtype)
     return mapped[codes] if len(mapped) else np.empty(0, dtype=dtype)
 
@@ -38,5 +38,14 @@ def shared(values) -> np.ndarray:
     Trace decoders create a new string per event; a table column of 100k copies of a few
     hundred names costs megabytes that sharing gives back.
     """
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
     return np.asarray(uniques, dtype=object)[codes] if len(uniques) else np.empty(0, dtype=object)
+
+
+def _objects(values) -> np.ndarray:
+    """A 1-d object array of ``values`` (tuples stay tuples instead of becoming a 2-d array)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values.astype(object, copy=False)
+    if isinstance(values, pd.Series):
+        return values.to_numpy(dtype=object)
+    return np.fromiter(values, dtype=object, count=len(values))

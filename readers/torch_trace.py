@@ -14,19 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.chrome import (
-    Args,
-    Event,
-    KinetoTrace,
-    RawJson,
-    event_chunks,
-    floats,
-    ints,
-    name_text,
-    raw_text,
-    thread_key,
-    times_ns,
-)
+from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, event_chunks
+from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, floats, host_columns, ints, thread_key, times_ns
 from perfcmp.readers.common import assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
@@ -47,8 +36,11 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     warnings: list[ReadWarning] = []
     header, chunks = event_chunks(raw, warnings)
     columns = _Columns(flow_cats)
-    for chunk in chunks:
-        columns.add(chunk)
+    try:
+        for chunk in chunks:
+            columns.add(chunk)
+    except ValueError as exc:  # a timestamp that is not a number
+        raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
     groups = columns.finish()
     if not len(groups["host"]["ts_ns"]) and not len(groups["device"]["ts_ns"]):
         raise InputError("trace has no host or device events; expected a PyTorch profiler trace", shown_as)
@@ -100,63 +92,32 @@ class _Columns:
                     self.fwdbwd_tids.add(thread_key(e.tid))
             elif ph in ("i", "I") and e.name == "[memory]":
                 memory.append(e)
-        args = [e.args or _NO_ARGS for e in host]
+        args = [e.args or NO_ARGS for e in host]
         self.parts["host"].append({
-            **_common(host),
-            "cat": shared([HOST_CATS[(e.cat or "").lower()] for e in host]),
-            "input_shapes": _raw_texts([a.input_dims for a in args]),
-            "input_types": _raw_texts([a.input_type for a in args]),
-            "call_stack": shared([a.call_stack or "" for a in args]),
+            **host_columns(host, HOST_CATS),
             "correlation": ints([a.correlation for a in args]),
             "process_group": shared([_process_group(a) for a in args]),
         })
-        args = [e.args or _NO_ARGS for e in device]
+        args = [e.args or NO_ARGS for e in device]
         self.parts["device"].append({
-            **_common(device),
+            **common_columns(device),
             "task_type": shared([DEVICE_CATS[(e.cat or "").lower()] for e in device]),
             "stream": ints([a.stream if a.stream is not None else e.tid for a, e in zip(args, device)]),
             "correlation": ints([a.correlation for a in args]),
         })
-        args = [e.args or _NO_ARGS for e in memory]
+        args = [e.args or NO_ARGS for e in memory]
         self.parts["memory"].append({
             "ts_ns": times_ns([e.ts for e in memory]),
             "device_id": ints([a.device_id for a in args]),
             "allocated": floats([a.total_allocated for a in args]),
             "reserved": floats([a.total_reserved for a in args]),
         })
-        self.parts["flow"].append({
-            **_common(flow, with_dur=False),
-            "ph": shared([e.ph for e in flow]),
-            "id": shared(["" if e.id is None else str(e.id) for e in flow]),
-        })
+        self.parts["flow"].append(flow_columns(flow))
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
-        out = {}
-        for role, parts in self.parts.items():
-            keys = parts[0].keys() if parts else ("ts_ns",)
-            out[role] = {k: np.concatenate([p[k] for p in parts]) if parts else np.empty(0, dtype=np.int64) for k in keys}
+        out = {role: concat(parts) for role, parts in self.parts.items()}
         self.parts = {}
         return out
-
-
-_NO_ARGS = Args()
-
-
-def _common(events: list[Event], with_dur: bool = True) -> dict[str, np.ndarray]:
-    cols = {
-        "name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events]),
-        "pid": per_unique([e.pid for e in events], thread_key),
-        "tid": per_unique([e.tid for e in events], thread_key),
-        "ts_ns": times_ns([e.ts for e in events]),
-    }
-    if with_dur:
-        cols["dur_us"] = floats([e.dur for e in events])
-    return cols
-
-
-def _raw_texts(raws: list) -> np.ndarray:
-    """msgspec.Raw values as compact text, converted once per distinct value."""
-    return per_unique([bytes(r) for r in raws], lambda b: raw_text(b))
 
 
 def _host_table(cols: dict[str, np.ndarray], origin: int, backward_tids: set, source: str,

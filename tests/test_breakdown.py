@@ -1,7 +1,6 @@
 """The overall breakdown on small profiles written literally, with numbers worked out by hand."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from perfcmp import intervals as iv

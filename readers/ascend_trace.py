@@ -1,0 +1,276 @@
+"""torch_npu ``trace_view.json`` -> the NPU profile's tables.
+
+The file is a JSON array whose processes are told apart by ``process_name`` metadata:
+``Python`` (framework ops, ``ProfilerStep#N``), ``CANN`` (AscendCL calls), ``Ascend Hardware``
+(device tasks, one thread per stream), ``HCCL`` (a ``Group <id> Communication`` thread of
+collective ops followed by its ``Plane k`` task threads) and ``Overlap Analysis`` (the
+profiler's own Computing / Communication / Free partition). Metadata may come anywhere in the
+array, so events are first turned into columns chunk by chunk and given their roles at the end.
+Device tasks are linked to the op that launched them through ``async_npu`` flows.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from perfcmp.readers.chrome import Event, RawJson, event_chunks
+from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, host_columns, ints, thread_key
+from perfcmp.readers.common import assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
+from perfcmp.readers.errors import InputError
+from perfcmp.readers.hosttree import enclosing, thread_label
+from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA, Profile, ReadWarning, RunInfo, table
+from perfcmp.readers.textmatch import per_unique, shared
+
+HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
+LAUNCH_FLOW_CAT = "async_npu"
+HARDWARE, HCCL_ROLES, OVERLAP = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis"
+SDMA_TASKS = {"SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC"}
+SYNC_TASKS = {"EVENT_WAIT_SQE", "EVENT_RECORD_SQE", "NOTIFY_WAIT_SQE", "NOTIFY_RECORD_SQE",
+              "PROFILING_ENABLE", "PROFILING_DISABLE", "WRITE_VALUE_SQE", "CAPTURE_WAIT", "CAPTURE_RECORD"}
+OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
+                 "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
+GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")
+
+
+class AscendTrace:
+    """trace_view.json as columns: ``host``, ``other`` (every other complete event), ``flow``."""
+
+    def __init__(self, raw: RawJson, shown_as: str, warnings: list[ReadWarning], group_names: dict[str, str]) -> None:
+        self.shown_as, self.warnings = shown_as, warnings
+        self.process_role: dict[object, str] = {}
+        self.thread_names: dict[tuple, str] = {}
+        self.sort_index: dict[tuple, float] = {}
+        parts: dict[str, list] = {"host": [], "other": [], "flow": []}
+        _, chunks = event_chunks(raw, warnings)
+        seen = 0
+        try:
+            for chunk in chunks:
+                seen += len(chunk)
+                self._add(chunk, parts)
+        except ValueError as exc:  # a timestamp that is not a number
+            raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
+        if not seen:
+            raise InputError("trace has no events; expected torch_npu trace events", shown_as)
+        if not self.process_role:
+            raise InputError("JSON array without torch_npu process metadata (process_name Python / Ascend Hardware); "
+                             "expected an Ascend trace_view.json", shown_as)
+        self.host, self.other, self.flow = (concat(parts[k]) for k in ("host", "other", "flow"))
+        self.role = per_unique(self.other.get("pid", np.empty(0, dtype=object)), lambda p: self.process_role.get(p, ""))
+        self.comm_threads = _hccl_threads(self.process_role, self.thread_names, self.sort_index, group_names)
+        used = np.isin(self.role, (HARDWARE, OVERLAP) + HCCL_ROLES)
+        starts = [a for a in (self.host["ts_ns"], self.other["ts_ns"][used] if used.size else self.other["ts_ns"]) if a.size]
+        self.origin = min(int(a.min()) for a in starts) if starts else 0
+
+    def _add(self, events: list[Event], parts: dict[str, list]) -> None:
+        host, other, flow = [], [], []
+        for e in events:
+            ph = e.ph
+            if ph == "M":
+                self._metadata(e)
+            elif e.ts is None:
+                continue
+            elif ph == "X":
+                (host if (e.cat or "") in HOST_CATS else other).append(e)
+            elif ph in ("s", "f") and e.cat == LAUNCH_FLOW_CAT:
+                flow.append(e)
+        args = [e.args or NO_ARGS for e in other]
+        parts["host"].append(host_columns(host, HOST_CATS))
+        parts["other"].append({
+            **common_columns(other),
+            "task_type": shared([a.task_type or "" for a in args]),
+            "stream": ints([a.stream_id if a.stream_id is not None else e.tid for a, e in zip(args, other)]),
+            "transport": shared([a.transport or "" for a in args]),
+        })
+        parts["flow"].append(flow_columns(flow))
+
+    def _metadata(self, e: Event) -> None:
+        if e.args is None:
+            return
+        key = (thread_key(e.pid), thread_key(e.tid))
+        if e.name == "process_name" and e.args.name:
+            self.process_role[key[0]] = e.args.name
+        elif e.name == "thread_name" and e.args.name:
+            self.thread_names[key] = e.args.name
+        elif e.name == "thread_sort_index" and e.args.sort_index is not None:
+            self.sort_index[key] = float(e.args.sort_index)
+
+    # --- tables ---------------------------------------------------------------------------
+
+    def to_profile(self, info: RunInfo, kernels: pd.DataFrame | None, memory: pd.DataFrame | None) -> Profile:
+        host = self._host_table()
+        device = self._device_table(host, kernels)
+        steps = steps_from_host(host[host["cat"] == "cpu_op"], self.shown_as, self.warnings)
+        device["step_id"] = assign_steps(device, host, steps)
+        return Profile(info=info, steps=steps, host=host, device=device,
+                       comm_tasks=self._comm_task_table(), memory=self._memory_table(memory),
+                       timeline=self._timeline_table(), warnings=merge_warnings(self.warnings))
+
+    def _rel_us(self, ts_ns: np.ndarray) -> np.ndarray:
+        return (ts_ns - self.origin) / 1000.0
+
+    def _rows(self, mask: np.ndarray, what: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The ``other`` events under ``mask`` whose duration is usable, and which rows those are."""
+        ok = mask.copy()
+        ok[mask] = valid_durations(self.other["dur_us"][mask], self.shown_as, what, self.warnings)
+        return {k: v[ok] for k, v in self.other.items()}, ok
+
+    def _host_table(self) -> pd.DataFrame:
+        cols = self.host
+        if "dur_us" not in cols:
+            return build_host({}, set(), self.shown_as, self.warnings)[0]
+        ok = valid_durations(cols["dur_us"], self.shown_as, "host events", self.warnings)
+        columns = {k: cols[k][ok] for k in ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types", "call_stack")}
+        columns["start_us"] = self._rel_us(cols["ts_ns"][ok])
+        return build_host(columns, set(), self.shown_as, self.warnings)[0]
+
+    def _plane(self) -> np.ndarray:
+        """Per ``other`` row: its HCCL plane number, -1 for a collective op, -2 outside HCCL."""
+        pairs = [(p, t) for p, t in zip(self.other.get("pid", []), self.other.get("tid", []))]
+        return per_unique(pairs, lambda pt: self.comm_threads.get(pt, ("", -2))[1], dtype=np.int64) if pairs else np.empty(0, dtype=np.int64)
+
+    def _group(self, cols: dict[str, np.ndarray]) -> np.ndarray:
+        pairs = list(zip(cols["pid"], cols["tid"]))
+        return per_unique(pairs, lambda pt: self.comm_threads.get(pt, ("", -2))[0]) if pairs else np.empty(0, dtype=object)
+
+    def _device_table(self, host: pd.DataFrame, kernels: pd.DataFrame | None) -> pd.DataFrame:
+        if "dur_us" not in self.other:
+            return table("device")
+        in_hccl = np.isin(self.role, HCCL_ROLES)
+        hw, _ = self._rows(self.role == HARDWARE, "device tasks")
+        ops, _ = self._rows(in_hccl & (self._plane() == -1), "communication ops")
+        n_hw, n_ops = len(hw["ts_ns"]), len(ops["ts_ns"])
+        cols = {k: np.concatenate([hw[k], ops[k]]) for k in ("name", "pid", "tid", "ts_ns", "dur_us", "stream")}
+        names = cols["name"]
+        task_type = np.concatenate([hw["task_type"], np.full(n_ops, "HCCL", dtype=object)])
+        kind = np.concatenate([per_unique(list(zip(hw["name"], hw["task_type"])), lambda nt: _task_kind(*nt)) if n_hw else
+                               np.empty(0, dtype=object), np.full(n_ops, COMM, dtype=object)])
+        group = np.concatenate([np.full(n_hw, "", dtype=object), self._group(ops)])
+        stream = np.concatenate([hw["stream"], np.full(n_ops, -1, dtype=np.int64)])
+        device = table("device", name=names, kind=kind, stream=stream, start_us=self._rel_us(cols["ts_ns"]),
+                       dur_us=cols["dur_us"], task_type=task_type, group=group,
+                       launch=self._launches(cols, host))
+        # Without kernel_details.csv the op type is still written in the task name
+        # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the CSV, when it matches, overrides it.
+        device["op_type"] = np.where(kind == COMPUTE, per_unique(names, _op_type_from_name), "")
+        if kernels is not None:
+            self._join_kernel_details(device, cols["ts_ns"], kernels)
+        return device
+
+    def _launches(self, tasks: dict[str, np.ndarray], host: pd.DataFrame) -> np.ndarray:
+        """Follow ``async_npu`` flows: 'f' sits on the task's start, 's' inside the launching op."""
+        n = len(tasks["ts_ns"])
+        out = np.full(n, -1, dtype=np.int64)
+        flow = self.flow
+        if n == 0 or not len(flow["ts_ns"]):
+            return out
+        frame = pd.DataFrame({k: flow[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})
+        begins = frame[frame["ph"] == "s"].drop_duplicates("id")
+        ends = frame[frame["ph"] == "f"].drop_duplicates(["pid", "tid", "ts_ns"])
+        arrows = ends.merge(begins, on="id", suffixes=("", "_s"))
+        found = pd.DataFrame({"pid": tasks["pid"], "tid": tasks["tid"], "ts_ns": tasks["ts_ns"], "row": np.arange(n)}).merge(
+            arrows, on=["pid", "tid", "ts_ns"], how="inner")
+        if len(found):
+            keys = [thread_label(p, t) for p, t in zip(found["pid_s"].tolist(), found["tid_s"].tolist())]
+            out[found["row"].to_numpy()] = enclosing(host, host["parent"].to_numpy(), keys,
+                                                    self._rel_us(found["ts_ns_s"].to_numpy(dtype=np.int64)))
+        unlinked = int((out < 0).sum())
+        if unlinked and len(host):
+            self.warnings.append(ReadWarning(self.shown_as, "device tasks with no launching op (no async_npu flow)", unlinked))
+        return out
+
+    def _join_kernel_details(self, device: pd.DataFrame, start_ns: np.ndarray, kernels: pd.DataFrame) -> None:
+        """Attach kernel_details.csv facts to the trace task with the same start and name."""
+        left = pd.DataFrame({"start_ns": start_ns, "name": device["name"].to_numpy(), "row": np.arange(len(device))})
+        right = kernels.drop_duplicates(["start_ns", "name"])
+        hit = left.merge(right, on=["start_ns", "name"], how="inner")
+        rows = hit["row"].to_numpy()
+        for col in ("op_type", "input_shapes", "mac_us", "pmu_compute_us"):
+            values = device[col].to_numpy().copy()
+            found = hit[col].to_numpy()
+            keep = (found != "") if values.dtype == object else np.ones(len(found), dtype=bool)
+            values[rows[keep]] = found[keep]
+            device[col] = values
+        cores = hit["core"].to_numpy(dtype=object)
+        task = device["task_type"].to_numpy().copy()
+        task[rows] = np.where(cores != "", cores, task[rows])
+        device["task_type"] = task
+        compute_rows = int((device["kind"] == COMPUTE).sum())
+        missed = compute_rows - int((device["kind"].to_numpy()[rows] == COMPUTE).sum())
+        if missed:
+            self.warnings.append(ReadWarning(self.shown_as, "device tasks with no kernel_details.csv row at the same start "
+                                             "(kernel_details from another run?): kernel types guessed from names", missed))
+
+    def _comm_task_table(self) -> pd.DataFrame:
+        if "dur_us" not in self.other:
+            return table("comm_tasks")
+        plane = self._plane()
+        # plane tasks only: the collective ops were checked (and counted) in _device_table
+        tasks, keep = self._rows(np.isin(self.role, HCCL_ROLES) & (plane >= 0), "communication tasks")
+        return table("comm_tasks", name=tasks["name"], group=self._group(tasks), plane=plane[keep],
+                     start_us=self._rel_us(tasks["ts_ns"]), dur_us=tasks["dur_us"], transport=tasks["transport"])
+
+    def _timeline_table(self) -> pd.DataFrame:
+        if "dur_us" not in self.other:
+            return table("timeline")
+        lanes = per_unique(self.other["name"], lambda n: OVERLAP_LANES.get(n, ""))
+        rows, _ = self._rows((self.role == OVERLAP) & (lanes != ""), "overlap analysis events")
+        return table("timeline", lane=per_unique(rows["name"], OVERLAP_LANES.get), start_us=self._rel_us(rows["ts_ns"]),
+                     dur_us=rows["dur_us"])
+
+    def _memory_table(self, memory: pd.DataFrame | None) -> pd.DataFrame:
+        if memory is None or memory.empty:
+            return table("memory")
+        ts = np.where(memory["ts_ns"] >= 0, (memory["ts_ns"] - self.origin) / 1000.0, np.nan)
+        return table("memory", ts_us=ts, allocated_bytes=memory["allocated_bytes"].to_numpy(),
+                     reserved_bytes=memory["reserved_bytes"].to_numpy())
+
+
+def _op_type_from_name(name: str) -> str:
+    """The op type torch_npu puts last in a task name, without an instance-number suffix.
+
+    Only a one-word legacy name carries an instance number glued on ("Add105" -> "Add"); in an
+    aclnn name the last token is the type itself, digits included ("..._MatMulV2" -> "MatMulV2").
+    """
+    tokens = [t for t in str(name).split("_") if t and not t.isdigit()]
+    if not tokens:
+        return ""
+    return tokens[-1] if len(tokens) > 1 else tokens[0].rstrip("0123456789")
+
+
+def _task_kind(name: str, task_type: str) -> str:
+    upper = str(task_type).upper()
+    if upper in SDMA_TASKS or str(name).upper() in SDMA_TASKS:
+        return SDMA
+    if upper in SYNC_TASKS:
+        return OTHER
+    if str(name).lower().startswith("hcom_") or upper in ("HCCL", "COMMUNICATION"):
+        return COMM
+    return COMPUTE
+
+
+def _hccl_threads(process_role: dict, thread_names: dict, sort_index: dict, group_names: dict[str, str]) -> dict:
+    """(pid, tid) of each HCCL thread -> (group label, plane number; -1 for the op thread).
+
+    Threads are walked in sort order: a ``Group <id> Communication`` thread opens a group and
+    the plane threads after it belong to it.
+    """
+    out: dict[tuple, tuple[str, int]] = {}
+    pids = [pid for pid, name in process_role.items() if name in HCCL_ROLES]
+    for pid in pids:
+        threads = sorted((k for k in thread_names if k[0] == pid), key=lambda k: (sort_index.get(k, 0.0), str(k[1])))
+        label, plane = "", 0
+        for key in threads:
+            name = thread_names[key]
+            match = GROUP_THREAD.search(name)
+            if match or "Communication" in name:
+                group_id = match.group(1) if match else name
+                pg = group_names.get(group_id)
+                label, plane = (f"{pg}: Communication" if pg else name), 0
+                out[key] = (label, -1)
+            else:
+                out[key] = (label or name, plane)
+                plane += 1
+    return out
