@@ -46,7 +46,7 @@ CLI::
     python benchmarks/gen_traces.py npu OUT_DIR_ascend_pt --steps 3 --layers 2
     python benchmarks/gen_traces.py gpu big.pt.trace.json --target-mb 35
     python benchmarks/gen_traces.py describe gpu --steps 3 --layers 2
-    python benchmarks/gen_traces.py selfcheck --dir /tmp/gt [--big]
+    python benchmarks/gen_traces.py selfcheck --dir scratch [--big]
 
 Only the Python standard library is used.
 """
