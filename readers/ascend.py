@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.readers.ascend_csv import read_json_file, read_kernel_details, read_memory_record
+from perfcmp.readers.ascend_csv import read_json_file, read_kernel_details, read_memory_record, read_operator_memory
 from perfcmp.readers.ascend_trace import AscendTrace
 from perfcmp.readers.chrome import RawJson, read_bytes, sniff_json
 from perfcmp.readers.errors import InputError
@@ -45,6 +45,13 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
             kernels = read_kernel_details(output_dir / "kernel_details.csv", _shown(shown_as, output_dir, info_dir, "kernel_details.csv"), warnings)
     except InputError as exc:
         warnings.append(ReadWarning(shown_as, f"kernel_details.csv ignored: {exc.message}"))
+    operator_memory = None
+    try:
+        if (output_dir / "operator_memory.csv").is_file():
+            operator_memory = read_operator_memory(output_dir / "operator_memory.csv",
+                                                   _shown(shown_as, output_dir, info_dir, "operator_memory.csv"))
+    except InputError as exc:
+        warnings.append(ReadWarning(shown_as, f"operator_memory.csv ignored: {exc.message}"))
     try:
         if (output_dir / "memory_record.csv").is_file():
             memory = read_memory_record(output_dir / "memory_record.csv", _shown(shown_as, output_dir, info_dir, "memory_record.csv"))
@@ -53,7 +60,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     if not (info_dir / "profiler_metadata.json").is_file() and any(plane < 0 for _, plane in trace.comm_threads.values()):
         warnings.append(ReadWarning(shown_as, "profiler_metadata.json not found: communication groups named by their HCCL group ids"))
     info = _run_info(info_dir, shown_as, trace.origin, warnings)
-    return trace.to_profile(info, kernels, memory)
+    return trace.to_profile(info, kernels, memory, operator_memory)
 
 
 def read_trace_only(raw: RawJson, shown_as: str) -> Profile:

@@ -34,6 +34,12 @@ KERNEL_COLUMNS = {
     "aiv_time(us)": "aiv_us",
     "aicore_time(us)": "aicore_us",
 }
+OPERATOR_MEMORY_COLUMNS = {
+    "Name": "name",
+    "Size(KB)": "size_kb",
+    "Allocation Time(us)": "alloc",
+    "Release Time(us)": "release",
+}
 MEMORY_COLUMNS = {
     "Component": "component",
     "Timestamp(us)": "ts",
@@ -129,6 +135,21 @@ def read_memory_record(path: Path, shown_as: str) -> pd.DataFrame:
         "allocated_bytes": _num(raw, "allocated_mb") * MB,
         "reserved_bytes": _num(raw, "reserved_mb") * MB,
     })
+
+
+def read_operator_memory(path: Path, shown_as: str) -> pd.DataFrame:
+    """operator_memory.csv -> name, bytes, alloc_ns, release_ns (-1: not released in the trace)."""
+    raw = read_csv_columns(path, OPERATOR_MEMORY_COLUMNS, shown_as)
+    for needed in ("name", "size_kb", "alloc"):
+        if needed not in raw.columns:
+            raise InputError("operator_memory.csv lacks Name, Size(KB) or Allocation Time(us)", shown_as)
+    frame = pd.DataFrame({
+        "name": raw["name"].astype(str).str.strip().to_numpy(dtype=object),
+        "bytes": np.nan_to_num(numbers(raw["size_kb"])) * 1024,
+        "alloc_ns": exact_ns(raw["alloc"]),
+        "release_ns": exact_ns(raw["release"]) if "release" in raw else np.full(len(raw), -1, dtype=np.int64),
+    })
+    return frame[frame["alloc_ns"] > 0].reset_index(drop=True)  # time 0 / N/A: not a real allocation
 
 
 def read_json_file(path: Path, shown_as: str) -> object:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from perfcmp.readers.chrome import Event, RawJson, event_chunks
 from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, host_columns, ints, thread_key
-from perfcmp.readers.common import assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
+from perfcmp.readers.common import assign_steps, build_host, forward_links, merge_warnings, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA, Profile, ReadWarning, RunInfo, table
@@ -26,7 +26,7 @@ from perfcmp.readers.textmatch import per_unique, shared
 
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
 LAUNCH_FLOW_CAT = "async_npu"
-HARDWARE, HCCL_ROLES, OVERLAP = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis"
+HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis", "CANN"
 SDMA_TASKS = {"SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC"}
 SYNC_TASKS = {"EVENT_WAIT_SQE", "EVENT_RECORD_SQE", "NOTIFY_WAIT_SQE", "NOTIFY_RECORD_SQE",
               "PROFILING_ENABLE", "PROFILING_DISABLE", "WRITE_VALUE_SQE", "CAPTURE_WAIT", "CAPTURE_RECORD"}
@@ -43,7 +43,7 @@ class AscendTrace:
         self.process_role: dict[object, str] = {}
         self.thread_names: dict[tuple, str] = {}
         self.sort_index: dict[tuple, float] = {}
-        parts: dict[str, list] = {"host": [], "other": [], "flow": []}
+        parts: dict[str, list] = {"host": [], "other": [], "flow": [], "fwdbwd": []}
         _, chunks = event_chunks(raw, warnings)
         seen = 0
         try:
@@ -57,7 +57,7 @@ class AscendTrace:
         if not self.process_role:
             raise InputError("JSON array without torch_npu process metadata (process_name Python / Ascend Hardware); "
                              "expected an Ascend trace_view.json", shown_as)
-        self.host, self.other, self.flow = (concat(parts[k]) for k in ("host", "other", "flow"))
+        self.host, self.other, self.flow, self.fwdbwd = (concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd"))
         self.role = per_unique(self.other.get("pid", np.empty(0, dtype=object)), lambda p: self.process_role.get(p, ""))
         self.comm_threads = _hccl_threads(self.process_role, self.thread_names, self.sort_index, group_names)
         used = np.isin(self.role, (HARDWARE, OVERLAP) + HCCL_ROLES)
@@ -65,7 +65,7 @@ class AscendTrace:
         self.origin = min(int(a.min()) for a in starts) if starts else 0
 
     def _add(self, events: list[Event], parts: dict[str, list]) -> None:
-        host, other, flow = [], [], []
+        host, other, flow, fwdbwd = [], [], [], []
         for e in events:
             ph = e.ph
             if ph == "M":
@@ -76,6 +76,8 @@ class AscendTrace:
                 (host if (e.cat or "") in HOST_CATS else other).append(e)
             elif ph in ("s", "f") and e.cat == LAUNCH_FLOW_CAT:
                 flow.append(e)
+            elif ph in ("s", "f") and e.cat == "fwdbwd":
+                fwdbwd.append(e)
         args = [e.args or NO_ARGS for e in other]
         parts["host"].append(host_columns(host, HOST_CATS))
         parts["other"].append({
@@ -85,6 +87,7 @@ class AscendTrace:
             "transport": shared([a.transport or "" for a in args]),
         })
         parts["flow"].append(flow_columns(flow))
+        parts["fwdbwd"].append(flow_columns(fwdbwd))
 
     def _metadata(self, e: Event) -> None:
         if e.args is None:
@@ -99,14 +102,30 @@ class AscendTrace:
 
     # --- tables ---------------------------------------------------------------------------
 
-    def to_profile(self, info: RunInfo, kernels: pd.DataFrame | None, memory: pd.DataFrame | None) -> Profile:
+    def to_profile(self, info: RunInfo, kernels: pd.DataFrame | None, memory: pd.DataFrame | None,
+                   operator_memory: pd.DataFrame | None = None) -> Profile:
         host = self._host_table()
         device = self._device_table(host, kernels)
         steps = steps_from_host(host[host["cat"] == "cpu_op"], self.shown_as, self.warnings)
         device["step_id"] = assign_steps(device, host, steps)
         return Profile(info=info, steps=steps, host=host, device=device,
                        comm_tasks=self._comm_task_table(), memory=self._memory_table(memory),
-                       timeline=self._timeline_table(), warnings=merge_warnings(self.warnings))
+                       timeline=self._timeline_table(), warnings=merge_warnings(self.warnings),
+                       allocations=self._allocation_table(host, operator_memory))
+
+    def _allocation_table(self, host: pd.DataFrame, blocks: pd.DataFrame | None) -> pd.DataFrame:
+        """operator_memory.csv blocks, each owned by the innermost op of the same name around its
+        allocation (any thread: the file does not say which), else the innermost op around it."""
+        if blocks is None or blocks.empty:
+            return table("allocations")
+        alloc = self._rel_us(blocks["alloc_ns"].to_numpy())
+        release = np.where(blocks["release_ns"] > 0, self._rel_us(blocks["release_ns"].to_numpy()), np.nan)
+        ops = host[(host["cat"] == "cpu_op").to_numpy()]
+        owner = _same_name_around(ops, alloc, blocks["name"].to_numpy())
+        unnamed = owner < 0
+        owner[unnamed] = _any_op_around(host, ops, alloc[unnamed])
+        return table("allocations", op=owner, name=blocks["name"].to_numpy(), bytes=blocks["bytes"].to_numpy(),
+                     alloc_us=alloc, release_us=release)
 
     def _rel_us(self, ts_ns: np.ndarray) -> np.ndarray:
         return (ts_ns - self.origin) / 1000.0
@@ -118,13 +137,27 @@ class AscendTrace:
         return {k: v[ok] for k, v in self.other.items()}, ok
 
     def _host_table(self) -> pd.DataFrame:
-        cols = self.host
-        if "dur_us" not in cols:
+        """Framework ops from the Python process, plus the CANN process's AscendCL calls as runtime
+        API rows (they nest on their own pid, apart from the ops)."""
+        names = ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types", "call_stack")
+        parts = []
+        if "dur_us" in self.host:
+            ok = valid_durations(self.host["dur_us"], self.shown_as, "host events", self.warnings)
+            parts.append({**{k: self.host[k][ok] for k in names}, "ts_ns": self.host["ts_ns"][ok]})
+        if "dur_us" in self.other:
+            cann, _ = self._rows(self.role == CANN, "CANN API events")
+            n = len(cann["ts_ns"])
+            blank = np.full(n, "", dtype=object)
+            parts.append({"name": cann["name"], "cat": np.full(n, "runtime", dtype=object), "pid": cann["pid"],
+                          "tid": cann["tid"], "dur_us": cann["dur_us"], "input_shapes": blank, "input_types": blank,
+                          "call_stack": blank, "ts_ns": cann["ts_ns"]})
+        if not parts:
             return build_host({}, set(), self.shown_as, self.warnings)[0]
-        ok = valid_durations(cols["dur_us"], self.shown_as, "host events", self.warnings)
-        columns = {k: cols[k][ok] for k in ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types", "call_stack")}
-        columns["start_us"] = self._rel_us(cols["ts_ns"][ok])
-        return build_host(columns, set(), self.shown_as, self.warnings)[0]
+        columns = concat(parts)
+        columns["start_us"] = self._rel_us(columns.pop("ts_ns"))
+        host = build_host(columns, set(), self.shown_as, self.warnings)[0]
+        host["forward"] = forward_links(host, self.fwdbwd, self.origin)
+        return host
 
     def _plane(self) -> np.ndarray:
         """Per ``other`` row: its HCCL plane number, -1 for a collective op, -2 outside HCCL."""
@@ -226,6 +259,41 @@ class AscendTrace:
         ts = np.where(memory["ts_ns"] >= 0, (memory["ts_ns"] - self.origin) / 1000.0, np.nan)
         return table("memory", ts_us=ts, allocated_bytes=memory["allocated_bytes"].to_numpy(),
                      reserved_bytes=memory["reserved_bytes"].to_numpy())
+
+
+def _same_name_around(ops: pd.DataFrame, when: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """Host row of the latest-starting op with the block's own name whose span holds its time
+    (ops of one name rarely nest, so that op is the only candidate); -1 when it does not."""
+    out = np.full(len(when), -1, dtype=np.int64)
+    frame = pd.DataFrame({"name": ops["name"].to_numpy(), "start": ops["start_us"].to_numpy(),
+                          "end": (ops["start_us"] + ops["dur_us"]).to_numpy(), "row": ops.index.to_numpy()})
+    by_name = {name: group.sort_values(["start", "row"]) for name, group in frame.groupby("name", sort=False)}
+    queries = pd.Series(np.arange(len(when))).groupby(pd.Series(names), sort=False)
+    for name, idx in queries:
+        group = by_name.get(name)
+        if group is None:
+            continue
+        idx = idx.to_numpy()
+        k = np.searchsorted(group["start"].to_numpy(), when[idx], side="right") - 1
+        ok = k >= 0
+        inside = np.zeros(len(idx), dtype=bool)
+        inside[ok] = group["end"].to_numpy()[k[ok]] > when[idx][ok]
+        out[idx[inside]] = group["row"].to_numpy()[k[inside]]
+    return out
+
+
+def _any_op_around(host: pd.DataFrame, ops: pd.DataFrame, when: np.ndarray) -> np.ndarray:
+    """Host row of the innermost op around each time on whichever thread has one (the latest
+    start wins across threads); -1 when no op holds it."""
+    best = np.full(len(when), -1, dtype=np.int64)
+    if not len(when):
+        return best
+    parent = host["parent"].to_numpy()
+    for pid, tid in sorted({(p, t) for p, t in zip(ops["pid"].tolist(), ops["tid"].tolist())}, key=str):
+        found = enclosing(host, parent, [thread_label(pid, tid)] * len(when), when)
+        later = (found >= 0) & ((best < 0) | (host["start_us"].to_numpy()[found] > host["start_us"].to_numpy()[best]))
+        best[later] = found[later]
+    return best
 
 
 def _op_type_from_name(name: str) -> str:

@@ -39,6 +39,8 @@ class Args(msgspec.Struct, gc=False):
     total_allocated: Number = msgspec.field(name="Total Allocated", default=None)
     total_reserved: Number = msgspec.field(name="Total Reserved", default=None)
     device_id: Number = msgspec.field(name="Device Id", default=None)
+    addr: Number = msgspec.field(name="Addr", default=None)
+    bytes: Number = msgspec.field(name="Bytes", default=None)
     # communication op metadata (record_param_comms, PyTorch >= 2.1)
     pg_name: str | None = msgspec.field(name="Process Group Name", default=None)
     pg_desc: str | None = msgspec.field(name="Process Group Description", default=None)

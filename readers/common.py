@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.hosttree import nest, order_host, propagate_down
+from perfcmp.readers.hosttree import enclosing, nest, order_host, propagate_down, thread_label
 from perfcmp.readers.model import ReadWarning, Step, table
 from perfcmp.readers.textmatch import per_unique
 
@@ -97,3 +97,63 @@ def assign_steps(device: pd.DataFrame, host: pd.DataFrame, steps: list[Step]) ->
     drained = (~known) & (idx >= 0)
     out = np.where(inside | drained, ids[np.clip(idx, 0, None)], -1)
     return out.astype(np.int64)
+
+
+def forward_links(host: pd.DataFrame, flows: dict[str, np.ndarray], origin: int) -> np.ndarray:
+    """Per host row: the forward op a ``fwdbwd`` flow links it to (-1 if none).
+
+    The flow starts inside the forward op and ends on the backward op (``autograd::engine::
+    evaluate_function: XBackward0``); both ends bind to the innermost host event around them.
+    """
+    out = np.full(len(host), -1, dtype=np.int64)
+    if not len(flows.get("ts_ns", ())) or host.empty:
+        return out
+    frame = pd.DataFrame({k: flows[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})
+    frame["row"] = enclosing(host, host["parent"].to_numpy(),
+                             [thread_label(p, t) for p, t in zip(frame["pid"].tolist(), frame["tid"].tolist())],
+                             (frame["ts_ns"].to_numpy(dtype=np.int64) - origin) / 1000.0)
+    starts = frame[(frame["ph"] == "s") & (frame["row"] >= 0)].drop_duplicates("id")
+    ends = frame[(frame["ph"] == "f") & (frame["row"] >= 0)].drop_duplicates("id")
+    arrows = ends.merge(starts, on="id", suffixes=("", "_s"))
+    out[arrows["row"].to_numpy()] = arrows["row_s"].to_numpy()
+    return out
+
+
+def allocation_table(memory: dict[str, np.ndarray], host: pd.DataFrame, origin: int, source: str,
+                     warnings: list[ReadWarning]) -> pd.DataFrame:
+    """Pair ``[memory]`` allocation and free events by address into blocks.
+
+    ``memory`` columns: pid, tid, ts_ns, addr, bytes (positive: allocated, negative: freed).
+    A block is owned by the innermost host event around its allocation on the same thread. A
+    free whose size differs from the block's still releases it (the peer drops such blocks
+    silently); a second allocation at a live address closes the first one unreleased.
+    """
+    n = len(memory.get("ts_ns", ()))
+    if n == 0:
+        return table("allocations")
+    order = np.argsort(memory["ts_ns"], kind="stable")
+    ts, addr, size = memory["ts_ns"][order], memory["addr"][order], memory["bytes"][order]
+    open_block: dict[int, int] = {}
+    alloc_at, release, block_bytes = [], [], []
+    mismatched = 0
+    for i, (a, b) in enumerate(zip(addr.tolist(), size.tolist())):
+        if b > 0:
+            if a in open_block:
+                release[open_block[a]] = np.nan
+            open_block[a] = len(alloc_at)
+            alloc_at.append(i)
+            release.append(np.nan)
+            block_bytes.append(b)
+        elif b < 0 and a in open_block:
+            k = open_block.pop(a)
+            release[k] = (ts[i] - origin) / 1000.0
+            mismatched += -b != block_bytes[k]
+    if mismatched:
+        warnings.append(ReadWarning(source, "memory frees whose size differs from the block allocated there", mismatched))
+    idx = order[np.array(alloc_at, dtype=np.int64)] if alloc_at else np.empty(0, dtype=np.int64)
+    when = (memory["ts_ns"][idx] - origin) / 1000.0
+    keys = [thread_label(p, t) for p, t in zip(memory["pid"][idx].tolist(), memory["tid"][idx].tolist())]
+    op = enclosing(host, host["parent"].to_numpy(), keys, when) if len(idx) else np.empty(0, dtype=np.int64)
+    names = np.where(op >= 0, host["name"].to_numpy()[np.clip(op, 0, None)], "") if len(idx) else np.empty(0, dtype=object)
+    return table("allocations", op=op, name=names, bytes=np.array(block_bytes, dtype=np.float64),
+                 alloc_us=when, release_us=np.array(release, dtype=np.float64))

@@ -8,14 +8,16 @@ in float64 even for epoch-based NPU timestamps (1.7e15 µs absolute would only r
 Tables (pandas DataFrames; columns declared once below in ``TABLES``):
 
 ``host``      host-side events, one row each: framework ops (``cpu_op``), user annotations,
-              runtime API calls (``cuda_runtime``/``cuda_driver``/CANN ``AscendCL``), and python
-              functions (``nn.Module`` scopes). ``parent`` is the row of the innermost enclosing
+              runtime API calls (``cuda_runtime``/``cuda_driver``; CANN ``AscendCL`` on NPU), and
+              python functions (``nn.Module`` scopes). ``parent`` is the row of the innermost enclosing
               host event on the same (pid, tid) under half-open containment, -1 at top level.
 ``device``    device tasks: compute kernels, communication ops, memory copies. ``kind`` is one of
               ``DEVICE_KINDS``; ``launch`` is the row in ``host`` of the event that launched it
               (runtime call or framework op), -1 when unknown.
 ``comm_tasks`` NPU HCCL plane tasks (Notify_Wait, Memcpy, Reduce_Inline, ...).
 ``memory``    allocator samples: totals after each allocation/free event.
+``allocations`` device memory blocks with the op that allocated them (GPU ``[memory]`` pairs,
+              NPU operator_memory.csv).
 ``timeline``  the profiler's own overlap analysis when it wrote one (NPU ``Overlap Analysis``):
               ``lane`` in {"compute", "comm", "comm_uncovered", "free"}. Empty for GPU traces.
 """
@@ -60,6 +62,7 @@ TABLES: dict[str, dict[str, str]] = {
         "input_types": "object",
         "call_stack": "object",
         "backward": "bool",  # on the autograd thread, or under a backward op
+        "forward": "int64",  # for a backward op that a fwdbwd flow points at: the forward op's row
     },
     "device": {
         "name": "object",
@@ -88,6 +91,13 @@ TABLES: dict[str, dict[str, str]] = {
         "ts_us": "float64",
         "allocated_bytes": "float64",
         "reserved_bytes": "float64",
+    },
+    "allocations": {  # device memory blocks, each allocated under one host op
+        "op": "int64",  # host row of the innermost op around the allocation, -1 when unknown
+        "name": "object",  # the op's name as the profiler recorded it with the block
+        "bytes": "float64",
+        "alloc_us": "float64",
+        "release_us": "float64",  # NaN: not released within the trace
     },
     "timeline": {
         "lane": "object",
@@ -122,7 +132,7 @@ def _default_column(col: str, dtype: str, n: int) -> np.ndarray:
     if dtype == "bool":
         return np.zeros(n, dtype=bool)
     if dtype == "int64":
-        fill = -1 if col in ("parent", "launch", "step_id", "stream", "plane") else 0
+        fill = -1 if col in ("parent", "launch", "step_id", "stream", "plane", "forward", "op") else 0
         return np.full(n, fill, dtype=np.int64)
     return np.full(n, np.nan, dtype=np.float64)
 
@@ -181,6 +191,7 @@ class Profile:
     memory: pd.DataFrame
     timeline: pd.DataFrame
     warnings: list[ReadWarning] = field(default_factory=list)
+    allocations: pd.DataFrame = field(default_factory=lambda: table("allocations"))
 
     def check(self) -> None:
         """Assert the model's invariants; a failure here is a bug in a reader."""
@@ -199,5 +210,8 @@ class Profile:
         assert np.all((launch >= -1) & (launch < len(self.host))), "device: launch out of range"
         parent = self.host["parent"].to_numpy()
         assert np.all(parent < np.arange(len(parent))), "host: a parent must precede its child"
+        for frame, col in ((self.host, "forward"), (self.allocations, "op")):
+            rows = frame[col].to_numpy()
+            assert np.all((rows >= -1) & (rows < len(self.host))), f"{col}: host row out of range"
         ids = [s.step_id for s in self.steps]
         assert ids == sorted(set(ids)), "steps must be unique and sorted"

@@ -16,7 +16,8 @@ import pandas as pd
 
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, event_chunks
 from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, floats, host_columns, ints, thread_key, times_ns
-from perfcmp.readers.common import assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
+from perfcmp.readers.common import (allocation_table, assign_steps, build_host, forward_links, merge_warnings, steps_from_host,
+                                    valid_durations)
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, table
@@ -54,11 +55,17 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     device["step_id"] = assign_steps(device, host, steps)
     if device.empty:
         warnings.append(ReadWarning(shown_as, "trace has no device kernels (CPU-only recording): time breakdown comes from host ops"))
+    host["forward"] = forward_links(host, groups["fwdbwd"], origin)
+    device_memory = groups["memory"]
+    if len(device_memory["ts_ns"]):
+        keep = device_memory["device_id"] >= 0
+        device_memory = {k: v[keep] for k, v in device_memory.items()}
+    allocations = allocation_table(device_memory, host, origin, shown_as, warnings)
     return Profile(
         info=_run_info(header, shown_as, origin),
         steps=steps, host=host, device=device,
-        comm_tasks=table("comm_tasks"), memory=_memory_table(groups["memory"], origin), timeline=table("timeline"),
-        warnings=merge_warnings(warnings),
+        comm_tasks=table("comm_tasks"), memory=_memory_table(device_memory, origin), timeline=table("timeline"),
+        warnings=merge_warnings(warnings), allocations=allocations,
     )
 
 
@@ -67,12 +74,12 @@ class _Columns:
 
     def __init__(self, flow_cats: tuple[str, ...]) -> None:
         self.flow_cats = flow_cats
-        self.parts: dict[str, list[dict[str, np.ndarray]]] = {"host": [], "device": [], "memory": [], "flow": []}
+        self.parts: dict[str, list[dict[str, np.ndarray]]] = {"host": [], "device": [], "memory": [], "flow": [], "fwdbwd": []}
         self.fwdbwd_tids: set = set()
         self.untimed = 0
 
     def add(self, events: list[Event]) -> None:
-        host, device, memory, flow = [], [], [], []
+        host, device, memory, flow, fwdbwd = [], [], [], [], []
         for e in events:
             ph = e.ph
             if e.ts is None:
@@ -88,8 +95,10 @@ class _Columns:
                 cat = (e.cat or "").lower()
                 if cat in self.flow_cats:
                     flow.append(e)
-                elif cat == "fwdbwd" and ph == "f":
-                    self.fwdbwd_tids.add(thread_key(e.tid))
+                elif cat == "fwdbwd" and ph in ("s", "f"):
+                    fwdbwd.append(e)
+                    if ph == "f":
+                        self.fwdbwd_tids.add(thread_key(e.tid))
             elif ph in ("i", "I") and e.name == "[memory]":
                 memory.append(e)
         args = [e.args or NO_ARGS for e in host]
@@ -107,12 +116,15 @@ class _Columns:
         })
         args = [e.args or NO_ARGS for e in memory]
         self.parts["memory"].append({
-            "ts_ns": times_ns([e.ts for e in memory]),
+            **common_columns(memory, with_dur=False),
             "device_id": ints([a.device_id for a in args]),
+            "addr": ints([a.addr for a in args]),
+            "bytes": floats([a.bytes for a in args]),
             "allocated": floats([a.total_allocated for a in args]),
             "reserved": floats([a.total_reserved for a in args]),
         })
         self.parts["flow"].append(flow_columns(flow))
+        self.parts["fwdbwd"].append(flow_columns(fwdbwd))
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         out = {role: concat(parts) for role, parts in self.parts.items()}
@@ -223,9 +235,8 @@ def _memory_table(cols: dict[str, np.ndarray], origin: int) -> pd.DataFrame:
     """Device allocator totals from ``[memory]`` instants (host-memory samples, Device Id -1, are skipped)."""
     if not len(cols["ts_ns"]):
         return table("memory")
-    keep = cols["device_id"] >= 0
-    return table("memory", ts_us=(cols["ts_ns"][keep] - origin) / 1000.0,
-                 allocated_bytes=cols["allocated"][keep], reserved_bytes=cols["reserved"][keep])
+    return table("memory", ts_us=(cols["ts_ns"] - origin) / 1000.0,
+                 allocated_bytes=cols["allocated"], reserved_bytes=cols["reserved"])
 
 
 def _device_id(value) -> int:

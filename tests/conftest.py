@@ -82,7 +82,7 @@ def small_gpu_trace(write_kineto):
 #     "Plane 1" (tid 2): Reduce_Inline 301 +10
 #   Overlap Analysis (pid 500): Computing 20.125 +100.25, Free 120.375 +9.625, Computing 130 +10,
 #     Communication 300 +50.5, Communication(Not Overlapped) 300 +50.5, Computing 1020 +6
-#   CANN (pid 200): AscendCL@aclnnMm 13 +3 (not a host row: perfcmp reads cpu_op/python_function)
+#   CANN (pid 200): AscendCL@aclnnMm 13 +3 (a runtime host row on its own pid)
 #
 # kernel_details.csv rows: a decoy with aclnnMm's start but another name; aclnnMm (MatMulV2,
 # shapes 8192,512;512,512, aic_mac 80.5, aic_mte2 90, aiv 0); aclnnAdd (Add, 4096;4096, aic 0,

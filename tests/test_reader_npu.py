@@ -46,13 +46,14 @@ NAN = float("nan")
 def test_full_export_host_and_steps(ascend_pt):
     profile = read(ascend_pt())
     host = profile.host
-    # only cpu_op rows: the enqueue event and the CANN AscendCL call are not host rows
+    # cpu_op rows, then the CANN AscendCL call as a runtime row on its own pid; not the enqueue event
     assert host["name"].tolist() == ["ProfilerStep#5", "aten::mm", "aten::add_", "c10d::allreduce_",
-                                     "ProfilerStep#6", "aten::zero_"]
-    assert host["parent"].tolist() == [-1, 0, 0, 0, -1, 4]  # step 6 starts where step 5 ends: a sibling
-    assert host["depth"].tolist() == [0, 1, 1, 1, 0, 1]
-    assert host["start_us"].tolist() == [0.0, 10.0, 40.0, 60.0, 1000.0, 1010.0]
-    assert host["dur_us"].tolist() == [1000.0, 20.5, 10.0, 15.0, 500.0, 5.0]
+                                     "ProfilerStep#6", "aten::zero_", "AscendCL@aclnnMm"]
+    assert host["cat"].tolist() == ["cpu_op"] * 6 + ["runtime"]
+    assert host["parent"].tolist() == [-1, 0, 0, 0, -1, 4, -1]  # step 6 starts where step 5 ends: a sibling
+    assert host["depth"].tolist() == [0, 1, 1, 1, 0, 1, 0]
+    assert host["start_us"].tolist() == [0.0, 10.0, 40.0, 60.0, 1000.0, 1010.0, 13.0]
+    assert host["dur_us"].tolist() == [1000.0, 20.5, 10.0, 15.0, 500.0, 5.0, 3.0]
     assert host.loc[1, "input_shapes"] == "[[8192,512],[512,512]]"
     assert host.loc[1, "input_types"] == '["c10::BFloat16","c10::BFloat16"]'
     assert [(s.step_id, s.start_us, s.end_us) for s in profile.steps] == [(5, 0.0, 1000.0), (6, 1000.0, 1500.0)]
@@ -251,14 +252,15 @@ def test_bad_durations_are_counted_once(ascend_pt, npu_trace_events):
 
 
 # --- the reference samples -------------------------------------------------------------------
-# Counts below were taken from the files with a plain json/csv script: X events with cat cpu_op;
+# Counts below were taken from the files with a plain json/csv script: X events with cat cpu_op
+# plus the CANN process's X events (AscendCL calls, host runtime rows);
 # X events of the "Ascend Hardware" pid; HCCL X events per thread name; Overlap Analysis X
 # events; async_npu 'f' events; PTA rows of memory_record.csv.
 
 
 def test_real_sample_reads(samples_dir):
     profile = read(samples_dir / "npu" / "real_sample_ascend_pt")
-    assert len(profile.host) == 711
+    assert len(profile.host) == 711 + 382
     assert len(profile.device) == 276
     # 274 tasks are reached by an async_npu flow; the two MEMCPY_ASYNC tasks are transfers
     assert int((profile.device["launch"] >= 0).sum()) == 274
@@ -273,7 +275,7 @@ def test_real_sample_reads(samples_dir):
 
 def test_synthetic_full_sample_reads(samples_dir):
     profile = read(samples_dir / "npu" / "synthetic_full_ascend_pt")
-    assert len(profile.host) == 384
+    assert len(profile.host) == 384 + 204
     device = profile.device
     assert len(device) == 198 + 3  # Ascend Hardware tasks + collective ops of the group thread
     assert (device["launch"] >= 0).all()  # 201 async_npu flows
