@@ -9,6 +9,44 @@ from perfcmp.readers.errors import UsageError
 FORMATS = ("console", "xlsx")
 
 
+DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")
+
+
+@dataclass(frozen=True)
+class DetailOptions:
+    """What the detail sheets compare and how (the peer's option names in brackets).
+
+    Attributes:
+        enabled: dimensions to compare (``--enable_<d>_compare``; none given = all).
+        details: per-item detail sheets as well as statistics (not ``--disable_details``).
+        modules: module sheets when both sides have nn.Module data (not ``--disable_module``).
+        max_kernel_num: drill into a matched op pair's children while either side launches
+            more kernels than this (``--max_kernel_num``); None: never.
+        use_input_shape: match ops by name and input shape (``--use_input_shape``).
+        use_kernel_type: KernelTypeCompare (op type x core type) instead of KernelCompare.
+        op_name_map: the user's name map text (``--op_name_map``), applied everywhere.
+        top: rows per dimension in the console's top regressions / improvements.
+    """
+
+    enabled: frozenset[str] = frozenset(DIMENSIONS)
+    details: bool = True
+    modules: bool = True
+    max_kernel_num: int | None = None
+    use_input_shape: bool = False
+    use_kernel_type: bool = False
+    op_name_map: str | None = None
+    top: int = 10
+
+    def __post_init__(self) -> None:
+        unknown = set(self.enabled) - set(DIMENSIONS)
+        if unknown:
+            raise UsageError(f"unknown comparison(s) {', '.join(sorted(unknown))}; expected {', '.join(DIMENSIONS)}")
+        if self.max_kernel_num is not None and self.max_kernel_num <= 3:
+            raise UsageError(f"--max_kernel_num {self.max_kernel_num}: expected a number greater than 3")
+        if self.top < 0:
+            raise UsageError("--top must be 0 or more")
+
+
 @dataclass(frozen=True)
 class CompareOptions:
     """Options of ``perfcmp compare``.
@@ -35,6 +73,7 @@ class CompareOptions:
     gpu_flow_cat: str | None = None
     formats: tuple[str, ...] = field(default=FORMATS)
     jobs: int | None = None
+    detail: DetailOptions = field(default_factory=DetailOptions)
 
     def __post_init__(self) -> None:
         if (self.base_step is None) != (self.comp_step is None):

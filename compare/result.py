@@ -81,6 +81,17 @@ class WarningRecord(msgspec.Struct, kw_only=True):
     count: int = 1
 
 
+class Table(msgspec.Struct, kw_only=True):
+    """A detail sheet's rows: ``columns`` are field names (report_templates maps them to
+    headers), ``rows`` hold one value per column (None for an empty cell)."""
+
+    columns: list[str]
+    rows: list[list[str | int | float | None]] = []
+
+    def records(self) -> list[dict]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
 class ComparisonResult(msgspec.Struct, kw_only=True):
     format_version: int = FORMAT_VERSION
     tool_version: str
@@ -88,6 +99,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     comparison: SideSummary
     overall: list[OverallRow]
     steps: list[StepRow] = []
+    details: dict[str, Table] = {}  # detail sheet name -> its table
     warnings: list[WarningRecord] = []
     options: dict[str, str | int | None] = {}
 

@@ -38,4 +38,12 @@ def warnings(result: ComparisonResult) -> list[dict]:
     return [{"side": w.side, "source": w.source, "message": w.message, "count": w.count} for w in result.warnings]
 
 
+def rows_for(result: ComparisonResult, source: str) -> list[dict]:
+    """Rows of a sheet spec's ``source``: a built-in table, or ``details:<sheet>``."""
+    if source.startswith("details:"):
+        table = result.details.get(source.split(":", 1)[1])
+        return table.records() if table else []
+    return SOURCES[source](result)
+
+
 SOURCES = {"overall": overall, "steps": steps, "warnings": warnings}

@@ -13,7 +13,7 @@ import math
 import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
 
-from perfcmp.render.sheet_rows import SOURCES
+from perfcmp.render.sheet_rows import rows_for
 from perfcmp.result import ComparisonResult
 from perfcmp.templates import Layout, SheetSpec, load_layout
 
@@ -27,7 +27,7 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
     workbook.set_properties({"created": PINNED_CREATED, "title": "perfcmp comparison"})
     formats = _Formats(workbook, layout)
     for sheet in layout.sheets:
-        rows = SOURCES[sheet.source](result)
+        rows = rows_for(result, sheet.source)
         if rows:
             _write_sheet(workbook.add_worksheet(sheet.name), sheet, rows, result, formats)
     workbook.close()

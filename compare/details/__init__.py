@@ -1,0 +1,1 @@
+"""Detail comparisons: operators, memory, modules, communication, APIs and kernels."""

@@ -1,0 +1,284 @@
+"""One profile -> ``SideDetails``: the compact tables every detail sheet is built from.
+
+Extraction runs once per side (in the worker process when sides are read in parallel), so
+only these tables, not the profile, travel and stay in memory. Names are normalised here, once
+(``Normalizer.key``), so every sheet compares the same keys.
+
+Tables (pandas DataFrames; times in µs, sizes in bytes):
+
+``ops``         every framework op (``cpu_op``), in host order (thread, start, longest first), so
+                an op's subtree is the contiguous block ``[i, end)``. Columns: name, key,
+                input_shapes, input_types, call_stack, start_us, dur_us, parent (op index, -1),
+                top (no enclosing op), step (position of its step in the profile, -1 outside any),
+                phase ("fwd"/"bwd"), module (index into ``modules``, -1), forward (op index of the
+                forward op a backward op was linked to by a fwdbwd flow, inherited down the
+                backward subtree; -1), end, device_us / kernel_count (its subtree's kernels),
+                self_device_us (kernels launched directly under it), kernel_lo / kernel_hi and
+                alloc_lo / alloc_hi (slices of ``kernels`` / ``allocations`` for the subtree).
+``kernels``     device tasks owned by an op, sorted by owner: owner (op index), name, key,
+                kind, dur_us, task_id (NPU, else -1), task_type, op_type, input_shapes.
+``allocations`` memory blocks owned by an op, sorted by owner: owner, name, bytes, alloc_us,
+                release_us (NaN: not released).
+``apis``        per API key (all host events but python functions and step markers): key,
+                name (first seen), total_us, self_us, calls, first_us.
+``compute``     every compute kernel (owned or not): name, key, kernel (op type, else the name),
+                core (task type), input_shapes, dur_us.
+``comm``        communication ops: name, key (the collective), group, start_us, dur_us.
+``comm_tasks``  NPU plane tasks: name, group, plane, start_us, dur_us.
+``modules``     ``nn.Module`` instances: path ("/nn.Module: Net_0/nn.Module: Linear_0"), name, key
+                (path with each component normalised), parent (module index, -1), level (1 for
+                a top module), start_us, end_us, call_stack, step, phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perfcmp.names import Normalizer
+from perfcmp.readers.hosttree import propagate_down
+from perfcmp.readers.model import COMM, COMPUTE, Profile
+from perfcmp.readers.textmatch import per_unique
+
+MODULE_PREFIX = "nn.Module:"
+STEP_PREFIX = "ProfilerStep#"
+
+
+@dataclass
+class SideDetails:
+    """Compact per-side tables for the detail sheets (see the module docstring)."""
+
+    device: str
+    ops: pd.DataFrame
+    kernels: pd.DataFrame
+    allocations: pd.DataFrame
+    apis: pd.DataFrame
+    compute: pd.DataFrame
+    comm: pd.DataFrame
+    comm_tasks: pd.DataFrame
+    modules: pd.DataFrame
+
+    @property
+    def has_modules(self) -> bool:
+        return not self.modules.empty
+
+    @property
+    def has_memory(self) -> bool:
+        return not self.allocations.empty
+
+
+def extract(profile: Profile, normalizer: Normalizer, step: int | None = None) -> SideDetails:
+    """Build the detail tables of one profile, restricted to one step's ops when ``step`` is given."""
+    host = profile.host
+    is_op = (host["cat"] == "cpu_op").to_numpy() & ~host["name"].astype(str).str.startswith(STEP_PREFIX).to_numpy()
+    op_rows = np.flatnonzero(is_op)
+    op_of_host = np.full(len(host), -1, dtype=np.int64)
+    op_of_host[op_rows] = np.arange(len(op_rows))
+    nearest_op = propagate_down(host["parent"].to_numpy(), op_of_host + 1) - 1  # op or op ancestor, per host row
+
+    modules, module_of_host = _modules(profile, normalizer)
+    ops = _ops(profile, op_rows, nearest_op, module_of_host, normalizer)
+    kernels = _kernels(profile, nearest_op, normalizer)
+    allocations = _allocations(profile, nearest_op)
+    _attach_subtree_totals(ops, kernels, allocations)
+    if step is not None:
+        keep = (ops["step"].to_numpy() == _step_position(profile, step))
+        ops = ops.assign(top=ops["top"].to_numpy() & keep)
+    return SideDetails(
+        device=profile.info.device.value, ops=ops, kernels=kernels, allocations=allocations,
+        apis=_apis(profile, normalizer), compute=_compute(profile, normalizer),
+        comm=_comm(profile, normalizer), comm_tasks=profile.comm_tasks.copy(), modules=modules,
+    )
+
+
+def _step_position(profile: Profile, step: int) -> int:
+    return [s.step_id for s in profile.steps].index(step)
+
+
+def _step_of(profile: Profile, start: np.ndarray) -> np.ndarray:
+    """Position of the step whose host span holds each time (-1 outside every step)."""
+    if not profile.steps:
+        return np.full(len(start), -1, dtype=np.int64)
+    starts = np.array([s.start_us for s in profile.steps])
+    ends = np.array([s.end_us for s in profile.steps])
+    idx = np.searchsorted(starts, start, side="right") - 1
+    inside = (idx >= 0) & (start < ends[np.clip(idx, 0, None)])
+    return np.where(inside, idx, -1).astype(np.int64)
+
+
+def _ops(profile: Profile, op_rows: np.ndarray, nearest_op: np.ndarray, module_of_host: np.ndarray,
+         normalizer: Normalizer) -> pd.DataFrame:
+    host = profile.host
+    sub = host.iloc[op_rows]
+    parent_host = sub["parent"].to_numpy()
+    parent = np.where(parent_host >= 0, nearest_op[np.clip(parent_host, 0, None)], -1)
+    start = sub["start_us"].to_numpy()
+    forward_host = sub["forward"].to_numpy()
+    forward = np.where(forward_host >= 0, nearest_op[np.clip(forward_host, 0, None)], -1)
+    forward = propagate_down(parent, forward + 1) - 1  # a backward subtree inherits its link
+    names = sub["name"].to_numpy()
+    ops = pd.DataFrame({
+        "name": names,
+        "key": normalizer.keys(names),
+        "input_shapes": sub["input_shapes"].to_numpy(),
+        "input_types": sub["input_types"].to_numpy(),
+        "call_stack": sub["call_stack"].to_numpy(),
+        "start_us": start,
+        "dur_us": sub["dur_us"].to_numpy(),
+        "parent": parent,
+        "top": parent < 0,
+        "step": _step_of(profile, start),
+        "phase": np.where(sub["backward"].to_numpy(), "bwd", "fwd"),
+        "module": module_of_host[op_rows],
+        "forward": forward,
+    })
+    ops["end"] = _subtree_end(parent)
+    return ops
+
+
+def _subtree_end(parent: np.ndarray) -> np.ndarray:
+    """Exclusive end of each node's subtree, for nodes listed parents-first in depth-first order."""
+    n = len(parent)
+    end = np.arange(1, n + 1, dtype=np.int64)
+    for i in range(n - 1, -1, -1):  # children come after their parent: fold ends upwards
+        p = parent[i]
+        if p >= 0 and end[i] > end[p]:
+            end[p] = end[i]
+    return end
+
+
+def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -> pd.DataFrame:
+    device = profile.device
+    launch = device["launch"].to_numpy()
+    owner = np.where(launch >= 0, nearest_op[np.clip(launch, 0, None)], -1)
+    keep = owner >= 0
+    frame = pd.DataFrame({
+        "owner": owner[keep],
+        "name": device["name"].to_numpy()[keep],
+        "kind": device["kind"].to_numpy()[keep],
+        "dur_us": device["dur_us"].to_numpy()[keep],
+        "start_us": device["start_us"].to_numpy()[keep],
+        "task_type": device["task_type"].to_numpy()[keep],
+        "op_type": device["op_type"].to_numpy()[keep],
+        "input_shapes": device["input_shapes"].to_numpy()[keep],
+    })
+    frame["key"] = normalizer.keys(frame["name"].to_numpy())
+    return frame.sort_values(["owner", "start_us"], kind="stable").reset_index(drop=True)
+
+
+def _allocations(profile: Profile, nearest_op: np.ndarray) -> pd.DataFrame:
+    blocks = profile.allocations
+    op = blocks["op"].to_numpy()
+    owner = np.where(op >= 0, nearest_op[np.clip(op, 0, None)], -1)
+    frame = blocks.drop(columns=["op"]).assign(owner=owner)
+    return frame[owner >= 0].sort_values(["owner", "alloc_us"], kind="stable").reset_index(drop=True)
+
+
+def _attach_subtree_totals(ops: pd.DataFrame, kernels: pd.DataFrame, allocations: pd.DataFrame) -> None:
+    """Per op: its subtree's kernel slice, kernel time and count, and its allocation slice."""
+    first, end = np.arange(len(ops)), ops["end"].to_numpy()
+    for table, prefix in ((kernels, "kernel"), (allocations, "alloc")):
+        owners = table["owner"].to_numpy()
+        ops[f"{prefix}_lo"] = np.searchsorted(owners, first, side="left")
+        ops[f"{prefix}_hi"] = np.searchsorted(owners, end, side="left")
+    cum = np.concatenate([[0.0], np.cumsum(kernels["dur_us"].to_numpy())])
+    ops["device_us"] = cum[ops["kernel_hi"].to_numpy()] - cum[ops["kernel_lo"].to_numpy()]
+    ops["kernel_count"] = ops["kernel_hi"] - ops["kernel_lo"]
+    own = np.bincount(kernels["owner"].to_numpy(), weights=kernels["dur_us"].to_numpy(), minlength=len(ops))
+    ops["self_device_us"] = own[: len(ops)]
+
+
+def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np.ndarray]:
+    """``nn.Module`` python-function scopes as a tree; and per host row, its innermost module."""
+    host = profile.host
+    is_module = ((host["cat"] == "python_function").to_numpy()
+                 & host["name"].astype(str).str.startswith(MODULE_PREFIX).to_numpy())
+    rows = np.flatnonzero(is_module)
+    index_of_host = np.full(len(host), -1, dtype=np.int64)
+    index_of_host[rows] = np.arange(len(rows))
+    parent_host = host["parent"].to_numpy()
+    inner = propagate_down(parent_host, index_of_host + 1) - 1  # innermost module around each row
+    empty = pd.DataFrame({c: [] for c in ("path", "name", "key", "parent", "level", "start_us", "end_us", "call_stack", "step", "phase")})
+    if not len(rows):
+        return empty, inner
+    ph = parent_host[rows]
+    parent = np.where(ph >= 0, inner[np.clip(ph, 0, None)], -1)
+    names = host["name"].to_numpy()[rows].astype(str)
+    keys = per_unique(names, lambda n: MODULE_PREFIX + " " + normalizer.key(n[len(MODULE_PREFIX):].strip()))
+    paths, key_paths, level = [], [], np.zeros(len(rows), dtype=np.int64)
+    for i, p in enumerate(parent.tolist()):  # parents precede children
+        paths.append((paths[p] if p >= 0 else "") + "/" + names[i])
+        key_paths.append((key_paths[p] if p >= 0 else "") + "/" + keys[i])
+        level[i] = level[p] + 1 if p >= 0 else 1
+    start = host["start_us"].to_numpy()[rows]
+    modules = pd.DataFrame({
+        "path": paths, "name": names, "key": key_paths, "parent": parent, "level": level, "start_us": start,
+        "end_us": start + host["dur_us"].to_numpy()[rows],
+        "call_stack": [";\n".join(p.strip("/").split("/")) for p in paths],
+        "step": _step_of(profile, start),
+        "phase": np.where(host["backward"].to_numpy()[rows], "bwd", "fwd"),
+    })
+    return modules, inner
+
+
+def _apis(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
+    host = profile.host
+    keep = (host["cat"] != "python_function").to_numpy() & ~host["name"].astype(str).str.startswith(STEP_PREFIX).to_numpy()
+    dur = host["dur_us"].to_numpy()
+    parent = host["parent"].to_numpy()
+    children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]
+    frame = pd.DataFrame({"name": host["name"].to_numpy(), "total_us": dur, "self_us": dur - children,
+                          "start_us": host["start_us"].to_numpy()})[keep]
+    frame["key"] = normalizer.keys(frame["name"].to_numpy())
+    frame = frame.sort_values(["start_us"], kind="stable")
+    grouped = frame.groupby("key", sort=False).agg(name=("name", "first"), total_us=("total_us", "sum"),
+                                                  self_us=("self_us", "sum"), calls=("total_us", "size"),
+                                                  first_us=("start_us", "min"))
+    return grouped.reset_index()
+
+
+def _compute(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
+    device = profile.device
+    mask = (device["kind"] == COMPUTE).to_numpy()
+    sub = device[mask]
+    op_type = sub["op_type"].to_numpy().astype(str)
+    kernel = np.where(op_type != "", op_type, sub["name"].to_numpy().astype(str))
+    launch = sub["launch"].to_numpy()
+    host_shapes = profile.host["input_shapes"].to_numpy()
+    shapes = sub["input_shapes"].to_numpy().astype(object)
+    from_op = (shapes == "") & (launch >= 0)
+    if len(host_shapes):
+        # GPU kernels carry no shapes: use the launching op's (its runtime call's parent op's) shapes
+        parent = profile.host["parent"].to_numpy()
+        op_row = np.where(launch >= 0, launch, 0)
+        op_row = np.where((profile.host["cat"].to_numpy()[op_row] == "runtime") & (parent[op_row] >= 0), parent[op_row], op_row)
+        shapes[from_op] = host_shapes[op_row[from_op]]
+    return pd.DataFrame({"name": sub["name"].to_numpy(), "key": normalizer.keys(kernel), "kernel": kernel,
+                         "core": sub["task_type"].to_numpy(), "input_shapes": shapes,
+                         "dur_us": sub["dur_us"].to_numpy(), "start_us": sub["start_us"].to_numpy()})
+
+
+def _comm(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
+    device = profile.device
+    sub = device[(device["kind"] == COMM).to_numpy()]
+    names = sub["name"].to_numpy()
+    return pd.DataFrame({"name": names, "key": per_unique(names, lambda n: collective_key(str(n), normalizer)),
+                         "group": sub["group"].to_numpy(), "start_us": sub["start_us"].to_numpy(),
+                         "dur_us": sub["dur_us"].to_numpy()})
+
+
+def collective_key(name: str, normalizer: Normalizer) -> str:
+    """The collective a communication op or kernel performs ("allreduce", "allgather", …).
+
+    The built-in equivalences know NCCL kernel and HCCL op names; for others the name itself is
+    reduced the way the peer does (``hcom_allReduce__371_0_1`` -> ``allreduce``).
+    """
+    key = normalizer.key(name)
+    if key != name:
+        return key
+    tokens = name.lower().split("_")
+    if tokens[0] == "hcom" and len(tokens) > 1:
+        return tokens[1]
+    return name
