@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from perfcmp.options import FORMATS, CompareOptions
+from perfcmp.options import DIMENSIONS, FORMATS, CompareOptions, DetailOptions
 from perfcmp.readers.errors import PerfcmpError, UsageError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -40,6 +40,26 @@ def compare(
                                                help="Flow category linking GPU launches to kernels (default: ac2g, async_cpu_to_gpu)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", help="1: read the sides one after the other; 2: in parallel. "
                                        "Default: parallel for inputs over 16 MB on a multi-core machine."),
+    enable_profiling: bool = typer.Option(False, "--enable_profiling_compare", "--enable-profiling-compare",
+                                          help="Overall time distribution (console table, OverallMetrics)."),
+    enable_operator: bool = typer.Option(False, "--enable_operator_compare", "--enable-operator-compare",
+                                         help="Operator or module comparison."),
+    enable_memory: bool = typer.Option(False, "--enable_memory_compare", "--enable-memory-compare", help="Per-op memory."),
+    enable_communication: bool = typer.Option(False, "--enable_communication_compare", "--enable-communication-compare",
+                                              help="Per-collective communication."),
+    enable_api: bool = typer.Option(False, "--enable_api_compare", "--enable-api-compare", help="Host API time."),
+    enable_kernel: bool = typer.Option(False, "--enable_kernel_compare", "--enable-kernel-compare", help="Kernel statistics."),
+    disable_details: bool = typer.Option(False, "--disable_details", "--disable-details",
+                                         help="Statistic sheets only: no per-op alignment rows."),
+    disable_module: bool = typer.Option(False, "--disable_module", "--disable-module", help="Operator sheets even with nn.Module data."),
+    max_kernel_num: Optional[int] = typer.Option(None, "--max_kernel_num", "--max-kernel-num",
+                                                 help="Drill into matched ops launching more kernels than this (> 3)."),
+    use_input_shape: bool = typer.Option(False, "--use_input_shape", "--use-input-shape", help="Match ops by name and input shape."),
+    op_name_map: Optional[str] = typer.Option(None, "--op_name_map", "--op-name-map",
+                                              help="JSON object (or file) mapping op names to names to compare them as."),
+    use_kernel_type: bool = typer.Option(False, "--use_kernel_type", "--use-kernel-type",
+                                         help="KernelTypeCompare (op type x core type) instead of KernelCompare."),
+    top: int = typer.Option(10, "--top", help="Rows per dimension in the console's top regressions and improvements."),
 ) -> int:
     """Compare -d (new) against -bp (baseline): console summary and an xlsx workbook."""
     from perfcmp.output import check_destination, write_atomically
@@ -47,9 +67,14 @@ def compare(
     from perfcmp.render import console, xlsx
 
     formats = tuple(f.strip() for f in output_format.split(",") if f.strip())
+    chosen = {name for name, on in (("profiling", enable_profiling), ("operator", enable_operator), ("memory", enable_memory),
+                                    ("communication", enable_communication), ("api", enable_api), ("kernel", enable_kernel)) if on}
+    detail = DetailOptions(enabled=frozenset(chosen or DIMENSIONS), details=not disable_details, modules=not disable_module,
+                           max_kernel_num=max_kernel_num, use_input_shape=use_input_shape, use_kernel_type=use_kernel_type,
+                           op_name_map=op_name_map, top=top)
     options = CompareOptions(base_path=benchmark_profiling_path, comp_path=profiling_path, output=output_path,
                              base_step=base_step, comp_step=comparison_step, categories=categories,
-                             gpu_flow_cat=gpu_flow_cat, formats=formats, jobs=jobs)
+                             gpu_flow_cat=gpu_flow_cat, formats=formats, jobs=jobs, detail=detail)
     if "xlsx" in options.formats:
         check_destination(options.output)
     result = run(options)

@@ -91,9 +91,18 @@ class CompareOptions:
 
     def as_dict(self) -> dict[str, str | int | None]:
         """The options that shape the numbers, for the result's record (paths are in the sides)."""
+        detail = self.detail
         return {
             "base_step": self.base_step,
             "comparison_step": self.comp_step,
             "categories": self.categories,
             "gpu_flow_cat": self.gpu_flow_cat,
+            "compare": ",".join(d for d in DIMENSIONS if d in detail.enabled),
+            "details": int(detail.details),
+            "modules": int(detail.modules),
+            "max_kernel_num": detail.max_kernel_num,
+            "use_input_shape": int(detail.use_input_shape),
+            "use_kernel_type": int(detail.use_kernel_type),
+            "op_name_map": detail.op_name_map,
+            "top": detail.top,
         }

@@ -14,14 +14,18 @@ from pathlib import Path
 from perfcmp import __version__
 from perfcmp.breakdown import Analyzer, Breakdown, MetricRow
 from perfcmp.categories import Rules, load_rules
+from perfcmp.details.extract import SideDetails, extract
+from perfcmp.details.run import compare_details
+from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.model import Profile
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary, StepMetrics, StepRow, WarningRecord, ratio
 
-ZERO_US = 1e-9
-GROUP_PREFIX = "comm.group:"  # a row is "absent" on a side when its time is below this (float noise)
+ZERO_US = 1e-9  # a row is "absent" on a side when its time is below this (float noise)
+GROUP_PREFIX = "comm.group:"
+DETAIL_DIMENSIONS = {"operator", "memory", "communication", "api", "kernel"}
 
 
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
@@ -35,20 +39,29 @@ def run(options: CompareOptions) -> ComparisonResult:
     The result is the same either way.
     """
     rules = load_rules(options.categories)
+    names = _normalizer(options)
     parallel = options.jobs == 2 if options.jobs else _worth_a_worker(options.base_path, options.comp_path)
     if not parallel:
-        base = _Side.read(options.base_path, options.base_step, options, rules)
-        comp = _Side.read(options.comp_path, options.comp_step, options, rules)
+        base = _Side.read(options.base_path, options.base_step, options, rules, names)
+        comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
         return _result(base, comp, options)
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-        later = pool.submit(_Side.read, options.comp_path, options.comp_step, options, rules)
+        later = pool.submit(_Side.read, options.comp_path, options.comp_step, options, rules, names)
         try:
-            base = _Side.read(options.base_path, options.base_step, options, rules)
+            base = _Side.read(options.base_path, options.base_step, options, rules, names)
         except BaseException:
             later.cancel()
             raise
         comp = later.result()
     return _result(base, comp, options)
+
+
+def _normalizer(options: CompareOptions) -> Normalizer | None:
+    """The name normalisation, when any detail comparison is on (a bad --op_name_map fails here,
+    before any profile is read)."""
+    if not DETAIL_DIMENSIONS & options.detail.enabled:
+        return None
+    return load_normalizer(options.detail.op_name_map)
 
 
 def _worth_a_worker(*paths: str) -> bool:
@@ -70,26 +83,30 @@ def _size(path: str) -> int:
 def compare_profiles(base: Profile, comp: Profile, options: CompareOptions, rules: Rules | None = None) -> ComparisonResult:
     """Compare two already-read profiles (the library entry point; ``run`` reads them first)."""
     rules = rules or load_rules(options.categories)
-    return _result(_Side.of(base, options.base_step, options.base_path, rules),
-                   _Side.of(comp, options.comp_step, options.comp_path, rules), options)
+    names = _normalizer(options)
+    return _result(_Side.of(base, options.base_step, options.base_path, rules, names),
+                   _Side.of(comp, options.comp_step, options.comp_path, rules, names), options)
 
 
 class _Side:
     """What the comparison keeps of one analysed profile (never the profile's tables)."""
 
-    def __init__(self, summary: SideSummary, breakdown: Breakdown, steps: list[StepMetrics], warnings: list) -> None:
+    def __init__(self, summary: SideSummary, breakdown: Breakdown, steps: list[StepMetrics], warnings: list,
+                 details: SideDetails | None) -> None:
         self.summary, self.breakdown, self.steps, self.warnings = summary, breakdown, steps, warnings
+        self.details = details
 
     @classmethod
-    def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules) -> "_Side":
+    def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
         profile = load_profile(path, options.gpu_flow_cat)
         profile.check()
-        return cls.of(profile, step, path, rules)
+        return cls.of(profile, step, path, rules, names)
 
     @classmethod
-    def of(cls, profile: Profile, step: int | None, path: str, rules: Rules) -> "_Side":
+    def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None) -> "_Side":
         summary, breakdown, steps = _analyse(profile, rules, step, path)
-        return cls(summary, breakdown, steps, list(profile.warnings))
+        details = extract(profile, names, step) if names is not None else None
+        return cls(summary, breakdown, steps, list(profile.warnings), details)
 
 
 def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResult:
@@ -100,12 +117,17 @@ def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResu
     if base_side.basis != comp_side.basis:
         warnings.append(WarningRecord(side="", source="", message=(
             "one side has device activity and the other only host ops: their breakdowns measure different things")))
+    details = {}
+    if base.details is not None and comp.details is not None:
+        details, notes = compare_details(base.details, comp.details, options.detail)
+        warnings += notes
     return ComparisonResult(
         tool_version=__version__,
         base=base_side,
         comparison=comp_side,
         overall=overall_rows(base_bd, comp_bd),
         steps=step_rows(base_steps, comp_steps),
+        details=details,
         warnings=warnings,
         options=options.as_dict(),
     )

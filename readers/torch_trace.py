@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, event_chunks
-from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, floats, host_columns, ints, thread_key, times_ns
+from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, floats, host_columns, ints, thread_key
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, forward_links, merge_warnings, steps_from_host,
                                     valid_durations)
 from perfcmp.readers.errors import InputError

@@ -6,7 +6,7 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from perfcmp.options import CompareOptions
+from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.pipeline import compare_profiles
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.render import console, xlsx
@@ -33,7 +33,8 @@ def profile(source, gemm_us, comm_us, warnings=()):
 def result():
     base = profile("base.json", gemm_us=200.0, comm_us=150.0)
     comp = profile("new.json", gemm_us=300.0, comm_us=150.0, warnings=[ReadWarning("new.json", "odd thing", 3)])
-    return compare_profiles(base, comp, CompareOptions("base.json", "new.json"))
+    only_overall = DetailOptions(enabled=frozenset({"profiling"}))
+    return compare_profiles(base, comp, CompareOptions("base.json", "new.json", detail=only_overall))
 
 
 def test_overall_numbers(result):

@@ -152,7 +152,9 @@ def _subtree_end(parent: np.ndarray) -> np.ndarray:
 def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -> pd.DataFrame:
     device = profile.device
     launch = device["launch"].to_numpy()
-    owner = np.where(launch >= 0, nearest_op[np.clip(launch, 0, None)], -1)
+    owner = np.full(len(device), -1, dtype=np.int64)
+    linked = launch >= 0
+    owner[linked] = nearest_op[launch[linked]]
     keep = owner >= 0
     frame = pd.DataFrame({
         "owner": owner[keep],
@@ -171,7 +173,8 @@ def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -
 def _allocations(profile: Profile, nearest_op: np.ndarray) -> pd.DataFrame:
     blocks = profile.allocations
     op = blocks["op"].to_numpy()
-    owner = np.where(op >= 0, nearest_op[np.clip(op, 0, None)], -1)
+    owner = np.full(len(blocks), -1, dtype=np.int64)
+    owner[op >= 0] = nearest_op[op[op >= 0]]
     frame = blocks.drop(columns=["op"]).assign(owner=owner)
     return frame[owner >= 0].sort_values(["owner", "alloc_us"], kind="stable").reset_index(drop=True)
 
@@ -183,8 +186,10 @@ def _attach_subtree_totals(ops: pd.DataFrame, kernels: pd.DataFrame, allocations
         owners = table["owner"].to_numpy()
         ops[f"{prefix}_lo"] = np.searchsorted(owners, first, side="left")
         ops[f"{prefix}_hi"] = np.searchsorted(owners, end, side="left")
-    cum = np.concatenate([[0.0], np.cumsum(kernels["dur_us"].to_numpy())])
-    ops["device_us"] = cum[ops["kernel_hi"].to_numpy()] - cum[ops["kernel_lo"].to_numpy()]
+    # integer nanoseconds: a difference of float running sums would show noise like 1.4470000000000027
+    dur_ns = np.rint(kernels["dur_us"].to_numpy() * 1000.0).astype(np.int64)
+    cum = np.concatenate([[0], np.cumsum(dur_ns)])
+    ops["device_us"] = (cum[ops["kernel_hi"].to_numpy()] - cum[ops["kernel_lo"].to_numpy()]) / 1000.0
     ops["kernel_count"] = ops["kernel_hi"] - ops["kernel_lo"]
     own = np.bincount(kernels["owner"].to_numpy(), weights=kernels["dur_us"].to_numpy(), minlength=len(ops))
     ops["self_device_us"] = own[: len(ops)]

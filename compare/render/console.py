@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from prettytable import PrettyTable
 
+from perfcmp.render import top_changes
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary
 
 MAX_WARNING_LINES = 10
@@ -27,11 +28,15 @@ SUMMED_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def render(result: ComparisonResult) -> str:
-    parts = [distribution_table(result).get_string(), "", headline(result)]
+    parts: list[str] = []
+    if "profiling" in result.options.get("compare", "profiling"):
+        parts += [distribution_table(result).get_string(), "", headline(result)]
+    for block in top_changes.render(result, int(result.options.get("top") or 0)):
+        parts += ["", block]
     notes = footnotes(result)
     if notes:
         parts += [""] + notes
-    return "\n".join(parts) + "\n"
+    return "\n".join(parts).lstrip("\n") + "\n"
 
 
 def distribution_table(result: ComparisonResult) -> PrettyTable:

@@ -6,7 +6,7 @@ format does the display. Missing values are None, written as empty cells.
 
 from __future__ import annotations
 
-from perfcmp.result import ComparisonResult
+from perfcmp.result import ComparisonResult, Table
 
 
 def _ms(us: float | None) -> float | None:
@@ -38,12 +38,15 @@ def warnings(result: ComparisonResult) -> list[dict]:
     return [{"side": w.side, "source": w.source, "message": w.message, "count": w.count} for w in result.warnings]
 
 
-def rows_for(result: ComparisonResult, source: str) -> list[dict]:
-    """Rows of a sheet spec's ``source``: a built-in table, or ``details:<sheet>``."""
+def table_for(result: ComparisonResult, source: str) -> Table:
+    """The rows of a sheet spec's ``source``: a built-in table, or ``details:<sheet>``."""
+    if source in ("overall", "steps") and "profiling" not in result.options.get("compare", "profiling"):
+        return Table(columns=[], rows=[])
     if source.startswith("details:"):
-        table = result.details.get(source.split(":", 1)[1])
-        return table.records() if table else []
-    return SOURCES[source](result)
+        return result.details.get(source.split(":", 1)[1]) or Table(columns=[], rows=[])
+    records = SOURCES[source](result)
+    columns = list(records[0]) if records else []
+    return Table(columns=columns, rows=[[r.get(c) for c in columns] for r in records])
 
 
 SOURCES = {"overall": overall, "steps": steps, "warnings": warnings}

@@ -1,105 +1,124 @@
 """The workbook renderer: walks the sheet specs of ``report_templates/sheets.toml``.
 
 No layout decisions live here: banners, headers, widths, number formats and fills come from
-the specs. Formats are created once per distinct style (the peer makes one per cell), and the
-creation date is pinned so the same result gives the same bytes.
+the specs; ``ooxml`` writes the file. The same result gives the same bytes.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import math
-
-import xlsxwriter
-from xlsxwriter.utility import xl_col_to_name
-
-from perfcmp.render.sheet_rows import rows_for
-from perfcmp.result import ComparisonResult
+from perfcmp.render.ooxml import Sheet, Style, Workbook, column_letter
+from perfcmp.render.sheet_rows import table_for
+from perfcmp.result import ComparisonResult, Table
 from perfcmp.templates import Layout, SheetSpec, load_layout
 
-PINNED_CREATED = dt.datetime(2000, 1, 1)
+HEAD_ROWS = 3  # banner, blank, headers: data starts on row 4, so read_excel(header=2) works
 
 
 def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> None:
     """Write the workbook to ``path`` (the caller makes that a temporary name, then renames)."""
     layout = layout or load_layout()
-    workbook = xlsxwriter.Workbook(path, {"nan_inf_to_errors": False})
-    workbook.set_properties({"created": PINNED_CREATED, "title": "perfcmp comparison"})
-    formats = _Formats(workbook, layout)
-    for sheet in layout.sheets:
-        rows = rows_for(result, sheet.source)
-        if rows:
-            _write_sheet(workbook.add_worksheet(sheet.name), sheet, rows, result, formats)
-    workbook.close()
+    book = Workbook(path, layout.style["font_name"], layout.style["font_size"])
+    for spec in layout.sheets:
+        table = table_for(result, spec.source)
+        if table.rows:
+            _write_sheet(book, spec, table, result, layout)
+    book.close()
 
 
-class _Formats:
-    """One xlsxwriter Format per distinct (number format, fill, bold, indent) combination."""
+def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
+    banners = _banners(spec, result)
+    sheet = book.add_sheet(spec.name, [c.width for c in spec.columns], freeze=(HEAD_ROWS, 1),
+                           merges=[ref for ref, *_ in banners if ":" in ref])
+    _write_head(book, sheet, spec, banners, layout.style)
+    styles = _Styles(book, layout)
+    position = {name: i for i, name in enumerate(table.columns)}
+    where = [position.get(c.field) for c in spec.columns]  # None: the table lacks it, an empty cell
+    if spec.indent_field is None:
+        _write_plain_rows(sheet, spec, table, where, styles, layout.style["worse"])
+    else:
+        _write_tree_rows(sheet, spec, table, where, styles, layout.style)
+    sheet.close()
 
-    def __init__(self, workbook: xlsxwriter.Workbook, layout: Layout) -> None:
-        self.workbook = workbook
-        self.layout = layout
-        self.cache: dict[tuple, object] = {}
 
-    def get(self, number: str = "text", fill: str | None = None, bold: bool = False, indent: int = 0):
-        key = (number, fill, bold, indent)
+class _Styles:
+    """Style indexes by (format name, fill, indent), created on first use."""
+
+    def __init__(self, book: Workbook, layout: Layout) -> None:
+        self.book = book
+        self.num_formats = {name: fmt.get("num_format", "General") for name, fmt in layout.formats.items()}
+        self.wraps = {name for name, fmt in layout.formats.items() if fmt.get("text_wrap")}
+        self.cache: dict[tuple, int] = {}
+
+    def __call__(self, fmt: str, fill: str | None = None, indent: int = 0) -> int:
+        key = (fmt, fill, indent)
         if key not in self.cache:
-            style = self.layout.style
-            props = {"font_name": style["font_name"], "font_size": style["font_size"], "border": 1,
-                     "align": "left", "valign": "vcenter", "bold": bold, "indent": indent}
-            props.update(self.layout.formats[number])
-            if fill:
-                props.update({"bg_color": fill, "pattern": 1})
-            self.cache[key] = self.workbook.add_format(props)
+            self.cache[key] = self.book.style(Style(num_format=self.num_formats[fmt], fill=fill, indent=indent,
+                                                    wrap=fmt in self.wraps))
         return self.cache[key]
 
 
-def _write_sheet(ws, sheet: SheetSpec, rows: list[dict], result: ComparisonResult, formats: _Formats) -> None:
-    style = formats.layout.style
-    _write_banners(ws, sheet, result, formats)
-    for col, spec in enumerate(sheet.columns):
-        ws.set_column(col, col, spec.width)
-        fill = style["comparison_header"] if spec.side == "comparison" else style["base_header"]
-        ws.write_string(2, col, spec.header, formats.get(bold=True, fill=fill))
-    for r, row in enumerate(rows, start=3):
-        row_fill = _row_fill(sheet, row, style)
-        for col, spec in enumerate(sheet.columns):
-            value = row.get(spec.field)
-            indent = row.get("level", 0) if spec.field == sheet.indent_field else 0
-            fill = row_fill
-            if spec.worse_above_one and isinstance(value, float) and value > 1:
-                fill = style["worse"]
-            cell_format = formats.get(spec.format, fill=fill, indent=indent)
-            if value is None or (isinstance(value, float) and not math.isfinite(value)):
-                ws.write_blank(r, col, None, cell_format)
-            elif isinstance(value, str):
-                ws.write_string(r, col, value, cell_format)
-            else:
-                ws.write_number(r, col, value, cell_format)
-    ws.freeze_panes(3, 1)
-
-
-def _write_banners(ws, sheet: SheetSpec, result: ComparisonResult, formats: _Formats) -> None:
-    style = formats.layout.style
-    for side, text, fill in (("base", f"Base Profiling: {result.base.source}", style["base_banner"]),
-                             ("comparison", f"Comparison Profiling: {result.comparison.source}", style["comparison_banner"])):
-        cols = [i for i, c in enumerate(sheet.columns) if c.side == side]
-        if not cols:
-            continue
-        cell_format = formats.get(bold=True, fill=fill)
-        first, last = min(cols), max(cols)
-        if first == last:
-            ws.write_string(0, first, text, cell_format)
+def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, worse: str) -> None:
+    """Detail sheets: one style per column, red where a "worse above one" ratio exceeds 1."""
+    rows = table.rows
+    columns, column_styles = [], []
+    for c, j in zip(spec.columns, where):
+        values = [row[j] for row in rows] if j is not None else [None] * len(rows)
+        plain = styles(c.format)
+        if c.worse_above_one:
+            red = styles(c.format, worse)
+            column_styles.append([red if type(v) is float and v > 1 else plain for v in values])
         else:
-            ws.merge_range(f"{xl_col_to_name(first)}1:{xl_col_to_name(last)}1", text, cell_format)
+            column_styles.append([plain] * len(values))
+        columns.append(values)
+    sheet.add_rows(columns, column_styles)
 
 
-def _row_fill(sheet: SheetSpec, row: dict, style: dict) -> str | None:
-    if sheet.indent_field is None:
-        return None
-    level = row.get("level", 0)
+def _write_tree_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, style: dict) -> None:
+    """OverallMetrics: fills and indentation follow each row's level."""
+    level_at, key_at = table.columns.index("level"), table.columns.index("key")
+    for row in table.rows:
+        level, key = row[level_at], row[key_at]
+        fill = _row_fill(level, key, style)
+        cells = []
+        for c, j in zip(spec.columns, where):
+            value = None if j is None else row[j]
+            cell_fill = style["worse"] if c.worse_above_one and type(value) is float and value > 1 else fill
+            cells.append((value, styles(c.format, cell_fill, level if c.field == spec.indent_field else 0)))
+        sheet.add_row(cells)
+
+
+def _banners(spec: SheetSpec, result: ComparisonResult) -> list[tuple[str, int, int, str]]:
+    """(cell range, first column, last column, text) of the base and comparison banners."""
+    out = []
+    for side, text in (("base", f"Base Profiling: {result.base.source}"),
+                       ("comparison", f"Comparison Profiling: {result.comparison.source}")):
+        cols = [i for i, c in enumerate(spec.columns) if c.side == side]
+        if cols:
+            first, last = min(cols), max(cols)
+            ref = f"{column_letter(first)}1" + (f":{column_letter(last)}1" if last > first else "")
+            out.append((ref, first, last, text))
+    return out
+
+
+def _write_head(book: Workbook, sheet: Sheet, spec: SheetSpec, banners: list, style: dict) -> None:
+    banner_cells: list[tuple[object, int]] = [(None, 0)] * len(spec.columns)
+    for _, first, last, text in banners:
+        fill = style["base_banner"] if text.startswith("Base") else style["comparison_banner"]
+        index = book.style(Style(fill=fill, bold=True))
+        for col in range(first, last + 1):  # merged cells keep the banner's look across the range
+            banner_cells[col] = (text if col == first else None, index)
+    sheet.add_row(banner_cells)
+    sheet.skip_row()
+    headers = []
+    for c in spec.columns:
+        fill = style["comparison_header"] if c.side == "comparison" else style["base_header"]
+        headers.append((c.header, book.style(Style(fill=fill, bold=True))))
+    sheet.add_row(headers)
+
+
+def _row_fill(level: int, key: str, style: dict) -> str | None:
     if level == 0:
         return style["level0_fill"]
-    if level == 1 and row.get("key", "").split(".")[0] not in style["level1_plain_under"]:
+    if level == 1 and key.split(".")[0] not in style["level1_plain_under"]:
         return style["level1_fill"]
     return None

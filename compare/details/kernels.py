@@ -1,0 +1,131 @@
+"""``KernelCompare`` and ``KernelTypeCompare``: device compute kernels grouped and compared.
+
+``KernelCompare`` groups every compute kernel of a side by (kernel key, input shapes): the NPU
+op type (``kernel_details.csv`` "Type") or, where there is none, the kernel name, normalised
+(``SideDetails.compute.key``); shapes are the task's own or, on GPU, those of the op that
+launched it. The peer builds this sheet only for NPU vs NPU; here any pair works (GPU kernel
+names, GPU vs NPU wherever the built-in equivalences give both sides one key), and one side may
+be empty. ``KernelTypeCompare`` (``--use_kernel_type``) groups by (kernel key, core type).
+
+Statistics are unrounded (the renderer formats them); a ratio is comparison / base, 1 when both
+are 0 and None (empty cell: infinite) when only the base is 0. A group a side lacks counts as 0
+for the ratios and shows empty cells on that side.
+
+This module also holds the vectorised helpers the API and communication sheets share
+(``side_stats``, ``union_order``, ``ratios``, ``cells``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from perfcmp.details.common import Table
+from perfcmp.details.extract import SideDetails
+from perfcmp.options import DetailOptions
+
+STATS = ("total", "avg", "max", "min", "calls")
+KERNEL_COLUMNS = ["order_id", "kernel", "input_shape",
+                  "base_total_us", "base_avg_us", "base_max_us", "base_min_us", "base_calls",
+                  "comp_total_us", "comp_avg_us", "comp_max_us", "comp_min_us", "comp_calls",
+                  "total_ratio", "avg_ratio"]
+KERNEL_TYPE_COLUMNS = ["order_id", "kernel_type", "core_type", *KERNEL_COLUMNS[3:]]
+
+
+def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dict[str, Table]:
+    """{"KernelCompare": ...}, or {"KernelTypeCompare": ...} with ``opts.use_kernel_type``;
+    {} when neither side has compute kernels."""
+    if base.compute.empty and comp.compute.empty:
+        return {}
+    if opts.use_kernel_type:
+        return {"KernelTypeCompare": _kernel_table(base.compute, comp.compute, "core", KERNEL_TYPE_COLUMNS, by_ratio=True)}
+    return {"KernelCompare": _kernel_table(base.compute, comp.compute, "input_shapes", KERNEL_COLUMNS, by_ratio=False)}
+
+
+def _kernel_table(base: pd.DataFrame, comp: pd.DataFrame, second: str, columns: list[str], by_ratio: bool) -> Table:
+    by = ["key", second]
+    sides = [side_stats(_as_text(frame, second), by, "dur_us", label="kernel") for frame in (base, comp)]
+    index = union_order(*sides)
+    b, c = (s.reindex(index) for s in sides)
+    label = b["label"].where(b["label"].notna(), c["label"])  # the first raw kernel text seen, base first
+    total_ratio = ratios(c["total"].fillna(0.0).to_numpy(), b["total"].fillna(0.0).to_numpy())
+    avg_ratio = ratios(c["avg"].fillna(0.0).to_numpy(), b["avg"].fillna(0.0).to_numpy())
+    seconds = index.get_level_values(second).to_numpy()
+    order = np.arange(len(index))
+    if by_ratio:  # descending ratio, infinite (None) first, ties by kernel then core
+        finite = np.array([r if r is not None else np.inf for r in total_ratio], dtype=np.float64)
+        order = np.lexsort((seconds.astype(str), label.to_numpy().astype(str), -finite))
+    data = {"kernel": cells(label.to_numpy()), "input_shape": cells(seconds)}
+    for prefix, side in (("base", b), ("comp", c)):
+        for stat in STATS:
+            name = f"{prefix}_{stat}" if stat == "calls" else f"{prefix}_{stat}_us"
+            data[name] = cells(side[stat].to_numpy(), integer=stat == "calls")
+    data["total_ratio"], data["avg_ratio"] = total_ratio, avg_ratio
+    picks = order.tolist()
+    values = [[data[col][i] for i in picks] for col in ["kernel", "input_shape", *columns[3:]]]
+    rows = [[n + 1, *row] for n, row in enumerate(zip(*values))]
+    return Table(columns=list(columns), rows=rows)
+
+
+def _as_text(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The frame with ``column`` as text ("" for a missing value), so it groups and shows cleanly."""
+    values = frame[column]
+    if values.dtype == object and not values.isna().any():
+        return frame
+    return frame.assign(**{column: values.fillna("").astype(str)})
+
+
+# --- helpers shared with the API and communication sheets ---------------------------------------
+
+def side_stats(frame: pd.DataFrame, by: list[str], value: str, label: str | None = None,
+               start: str = "start_us") -> pd.DataFrame:
+    """Per group of ``by``: calls, total, avg, max, min of ``value``; ``first`` (earliest
+    ``start``) and, with ``label``, the ``label`` text of the group's earliest row. Rows are in
+    first-appearance order (earliest start, ties by table order)."""
+    if frame.empty:
+        index = pd.MultiIndex.from_arrays([[] for _ in by], names=by) if len(by) > 1 else pd.Index([], name=by[0])
+        cols = {"calls": pd.Series([], dtype=np.int64), **{s: pd.Series([], dtype=np.float64) for s in ("total", "avg", "max", "min", "first")}}
+        if label is not None:
+            cols["label"] = pd.Series([], dtype=object)
+        return pd.DataFrame(cols, index=index)
+    ordered = frame.sort_values(start, kind="stable")
+    spec = {"calls": (value, "size"), "total": (value, "sum"), "max": (value, "max"), "min": (value, "min"),
+            "first": (start, "first")}
+    if label is not None:
+        spec["label"] = (label, "first")
+    stats = ordered.groupby(by, sort=False, dropna=False).agg(**spec)
+    stats["avg"] = stats["total"] / stats["calls"]
+    return stats
+
+
+def union_order(base: pd.DataFrame, comp: pd.DataFrame) -> pd.Index:
+    """The base groups in their order, then the comparison-only groups in theirs."""
+    extra = comp.index[~comp.index.isin(base.index)]
+    return base.index.append(extra)
+
+
+def ratios(comp: np.ndarray, base: np.ndarray) -> list[float | None]:
+    """comparison / base per element, with 0/0 = 1 and x/0 = None (infinite), as ``common.ratio``."""
+    comp = np.asarray(comp, dtype=np.float64)
+    base = np.asarray(base, dtype=np.float64)
+    zero = base == 0
+    out = np.divide(comp, np.where(zero, 1.0, base))
+    out = np.where(zero, np.where(comp == 0, 1.0, np.nan), out)
+    return cells(out)
+
+
+def cells(values: np.ndarray, integer: bool = False) -> list:
+    """Plain Python cell values: None for a missing (NaN / None) value, int for counts."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f":
+        missing = np.isnan(arr)
+        if integer:
+            return [None if m else int(v) for v, m in zip(arr.tolist(), missing.tolist())]
+        if not missing.any():
+            return arr.tolist()
+        return [None if m else v for v, m in zip(arr.tolist(), missing.tolist())]
+    if arr.dtype.kind in "iub":
+        return arr.tolist()
+    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in arr.tolist()]

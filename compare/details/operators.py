@@ -1,0 +1,398 @@
+"""Operator and memory sheets: the two runs' top-level ops lined up, one row per pair.
+
+``align_ops`` pairs the ops once; ``operator_sheets`` and ``memory_sheets`` read the same
+pairs, so OperatorCompare and MemoryCompare always have the same rows in the same order.
+
+Alignment (what the peer does, with its weaknesses fixed; peer doc §5.2, §9 items 6-7):
+
+* Each side's top-level ops are grouped by step, and steps pair by position: the k-th step
+  holding ops on one side with the k-th on the other (so ``--base-step 3 --comparison-step
+  7`` pairs the two chosen steps). Ops outside every step form one more group, after the
+  steps. A step only one side has gives one-sided rows.
+* Within a group the ops are in start-time order (forward and backward threads interleaved)
+  and are lined up by one exact longest common subsequence (``perfcmp.align``) on the key
+  (phase, normalised name[, input shapes]): a forward op never matches a backward one.
+* Names are compared by their normalised keys (``--op_name_map``, then the built-in GPU <->
+  NPU equivalences), so mapped and equivalent ops pair up, and the "match" column says how.
+* Unmatched ops are kept as "base only" / "comparison only" rows, in diff order (between two
+  matched pairs, base-only rows before comparison-only rows).
+* ``--max_kernel_num K``: a matched pair whose ops both have child ops, and either of which
+  launches more than K kernels in its subtree, is replaced in place by the alignment of the
+  children, recursively. Unmatched ops are never drilled into. As in the peer, kernels that
+  the drilled parent launched itself (not through a child op) then appear in no row.
+
+The statistic sheets are per comparison key (plus shape with ``--use_input_shape``) over every
+top-level op of both sides, aligned or not, so mapped pairs share one row (the peer keeps raw
+names there and splits them). Their totals equal the sums of the detail rows when no pair was
+drilled into.
+
+Cost: the alignment is one LCS per step (fast on near-identical runs); everything else is
+vectorised or a constant amount of Python work per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perfcmp.align import align
+from perfcmp.details.common import KB, MB, Table, alloc_lines, kernel_lines, ratio
+from perfcmp.details.extract import SideDetails
+from perfcmp.names import Normalizer, load_normalizer
+from perfcmp.options import DetailOptions
+
+# Values of OpPair.how (the sheets' "match" column).
+NAME = "name"
+NAME_SHAPE = "name+shape"
+MAPPED = "mapped"
+EQUIVALENT = "equivalent"
+BASE_ONLY = "base only"
+COMP_ONLY = "comparison only"
+
+OUTSIDE = -1  # OpPair.step of ops outside every step
+
+
+@dataclass(frozen=True, slots=True)
+class OpPair:
+    """One row of OperatorCompare / MemoryCompare.
+
+    Attributes:
+        base: row of the base op in ``base.ops``; None for a comparison-only row.
+        comp: row of the comparison op in ``comp.ops``; None for a base-only row.
+        how: NAME, NAME_SHAPE, MAPPED, EQUIVALENT, BASE_ONLY or COMP_ONLY.
+        step: position of the step pair (0 for the first step of each side); OUTSIDE (-1)
+            for ops outside every step.
+        phase: "fwd" or "bwd".
+    """
+
+    base: int | None
+    comp: int | None
+    how: str
+    step: int
+    phase: str
+
+
+def align_ops(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> list[OpPair]:
+    """Pair the two sides' top-level ops (see the module docstring), in row order."""
+    groups_b, groups_c = _step_groups(base.ops), _step_groups(comp.ops)
+    phase_b, phase_c = base.ops["phase"].tolist(), comp.ops["phase"].tolist()
+    if not opts.details:  # --disable_details: no alignment, as the peer
+        return ([OpPair(i, None, BASE_ONLY, g, phase_b[i]) for g, idx in groups_b.items() for i in idx.tolist()]
+                + [OpPair(None, j, COMP_ONLY, g, phase_c[j]) for g, idx in groups_c.items() for j in idx.tolist()])
+    aligner = _Aligner(base, comp, opts)
+    steps = sorted((set(groups_b) | set(groups_c)) - {OUTSIDE})
+    if OUTSIDE in groups_b or OUTSIDE in groups_c:
+        steps.append(OUTSIDE)
+    empty = np.empty(0, np.int64)
+    pairs: list[OpPair] = []
+    for g in steps:
+        pairs.extend(aligner.align(groups_b.get(g, empty), groups_c.get(g, empty), g))
+    if opts.max_kernel_num is not None:
+        pairs = aligner.drill(pairs, opts.max_kernel_num)
+    return pairs
+
+
+def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
+                    pairs: list[OpPair]) -> dict[str, Table]:
+    """OperatorCompareStatistic, and OperatorCompare unless ``--disable_details``; {} when
+    neither side has ops.
+
+    OperatorCompare: one row per pair; ``*_device_us`` = Σ durations of the kernels in the
+    op's subtree (µs, 0 for a missing side), diff_us = comp − base, ratio = comp / base.
+    OperatorCompareStatistic: one row per key over all top-level ops; ``*_device_ms`` (ms),
+    ``*_count``, diff_ms; sorted by diff_ms descending, then name.
+    """
+    if not (base.ops["top"].any() or comp.ops["top"].any()):
+        return {}
+    use_shape = opts.use_input_shape
+    stat = _statistic(base, comp, use_shape, lambda side: {"device": side.ops["device_us"].to_numpy()})
+    b_ms, c_ms = stat["base_device"].to_numpy() / 1000.0, stat["comp_device"].to_numpy() / 1000.0
+    sheets = {"OperatorCompareStatistic": _ranked_table(stat, {
+        "base_device_ms": b_ms, "base_count": stat["base_count"].to_numpy(),
+        "comp_device_ms": c_ms, "comp_count": stat["comp_count"].to_numpy(),
+        "diff_ms": c_ms - b_ms, "ratio": _ratios(c_ms, b_ms)}, "diff_ms")}
+    if opts.details:
+        rows = _PairRows(base, comp, pairs)
+        b_us, c_us = rows.values("device_us")
+        sheets["OperatorCompare"] = _table({
+            "order_id": np.arange(1, len(pairs) + 1),
+            **rows.identity(),
+            "base_kernel_details": rows.cells(kernel_lines, "kernels", "kernel", base=True),
+            "base_device_us": b_us,
+            "comp_kernel_details": rows.cells(kernel_lines, "kernels", "kernel", base=False),
+            "comp_device_us": c_us,
+            "diff_us": c_us - b_us, "ratio": _ratios(c_us, b_us),
+            "match": [p.how for p in pairs], "step": rows.steps(), "phase": [p.phase for p in pairs],
+        })
+    return sheets
+
+
+def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
+                  pairs: list[OpPair]) -> dict[str, Table]:
+    """MemoryCompareStatistic, and MemoryCompare unless ``--disable_details``; {} when neither
+    side has per-op memory blocks.
+
+    MemoryCompare: one row per pair; ``*_size_kb`` = Σ bytes of the blocks allocated in the
+    op's subtree / 1024, diff_kb, ratio. MemoryCompareStatistic: per key over all top-level
+    ops: ``*_alloc_ms`` = Σ (release − alloc) of the blocks / 1000 (unreleased blocks count
+    0), ``*_alloc_mb`` = Σ bytes / 1024², ``*_count`` = top-level ops; diff_mb; sorted by
+    diff_mb descending, then name.
+    """
+    if not (base.has_memory or comp.has_memory):
+        return {}
+    stat = _statistic(base, comp, opts.use_input_shape, _top_memory)
+    b_mb, c_mb = stat["base_bytes"].to_numpy() / MB, stat["comp_bytes"].to_numpy() / MB
+    sheets = {"MemoryCompareStatistic": _ranked_table(stat, {
+        "base_alloc_ms": stat["base_held"].to_numpy() / 1000.0, "base_alloc_mb": b_mb,
+        "base_count": stat["base_count"].to_numpy(),
+        "comp_alloc_ms": stat["comp_held"].to_numpy() / 1000.0, "comp_alloc_mb": c_mb,
+        "comp_count": stat["comp_count"].to_numpy(),
+        "diff_mb": c_mb - b_mb, "ratio": _ratios(c_mb, b_mb)}, "diff_mb")}
+    if opts.details:
+        rows = _PairRows(base, comp, pairs)
+        b_kb, c_kb = (v / KB for v in rows.block_sums(lambda side: side.allocations["bytes"].to_numpy()))
+        sheets["MemoryCompare"] = _table({
+            "order_id": np.arange(1, len(pairs) + 1),
+            **rows.identity(),
+            "base_alloc_details": rows.cells(alloc_lines, "allocations", "alloc", base=True),
+            "base_size_kb": b_kb,
+            "comp_alloc_details": rows.cells(alloc_lines, "allocations", "alloc", base=False),
+            "comp_size_kb": c_kb,
+            "diff_kb": c_kb - b_kb, "ratio": _ratios(c_kb, b_kb),
+            "match": [p.how for p in pairs], "step": rows.steps(),
+        })
+    return sheets
+
+
+# --- alignment -----------------------------------------------------------------------------
+
+
+def _step_groups(ops: pd.DataFrame) -> dict[int, np.ndarray]:
+    """Top-level op rows by step pair position, each in start-time order; steps in order,
+    then OUTSIDE. A step's position counts only the steps holding top-level ops, so a side
+    restricted to one step (``extract(step=…)``) has it at position 0."""
+    top = np.flatnonzero(ops["top"].to_numpy())
+    step = ops["step"].to_numpy()[top]
+    present = np.unique(step[step >= 0])
+    group = np.where(step >= 0, np.searchsorted(present, step), OUTSIDE)
+    last = len(present)  # sorts the outside group after the steps
+    order = np.lexsort((top, ops["start_us"].to_numpy()[top], np.where(group >= 0, group, last)))
+    top, group = top[order], group[order]
+    cuts = np.flatnonzero(np.diff(group)) + 1
+    return {int(g[0]): idx for g, idx in zip(np.split(group, cuts), np.split(top, cuts)) if len(idx)}
+
+
+class _Aligner:
+    """Alignment state shared by the step groups and the drill-down: one integer code per op
+    (equal codes = same phase, key and, with ``--use_input_shape``, shapes), names for the
+    match label, children lists on demand."""
+
+    def __init__(self, base: SideDetails, comp: SideDetails, opts: DetailOptions) -> None:
+        self.base, self.comp = base, comp
+        self.use_shape = opts.use_input_shape
+        self.op_name_map = opts.op_name_map
+        cols = ["phase", "key"] + (["input_shapes"] if self.use_shape else [])
+        both = pd.concat([base.ops[cols], comp.ops[cols]], ignore_index=True)
+        codes = both.groupby(cols, sort=False, dropna=False).ngroup().to_numpy() if len(both) else np.empty(0, np.int64)
+        self.codes_b, self.codes_c = codes[: len(base.ops)], codes[len(base.ops):]
+        self.names_b, self.names_c = base.ops["name"].tolist(), comp.ops["name"].tolist()
+        self.phase_b, self.phase_c = base.ops["phase"].tolist(), comp.ops["phase"].tolist()
+        self._normalizer: Normalizer | None = None
+        self._how: dict[tuple[str, str], str] = {}
+
+    def align(self, b: np.ndarray, c: np.ndarray, step: int) -> list[OpPair]:
+        """The diff of two op-row sequences, as pairs."""
+        out = []
+        for x, y in align(self.codes_b[b].tolist(), self.codes_c[c].tolist()):
+            if y is None:
+                i = int(b[x])
+                out.append(OpPair(i, None, BASE_ONLY, step, self.phase_b[i]))
+            elif x is None:
+                j = int(c[y])
+                out.append(OpPair(None, j, COMP_ONLY, step, self.phase_c[j]))
+            else:
+                i, j = int(b[x]), int(c[y])
+                out.append(OpPair(i, j, self._label(self.names_b[i], self.names_c[j]), step, self.phase_b[i]))
+        return out
+
+    def _label(self, name_b: str, name_c: str) -> str:
+        if name_b == name_c:
+            return NAME_SHAPE if self.use_shape else NAME
+        how = self._how.get((name_b, name_c))
+        if how is None:  # the keys are equal, the raw names not: which rule joined them
+            if self._normalizer is None:
+                self._normalizer = load_normalizer(self.op_name_map)
+            rules = {self._normalizer.how(name_b), self._normalizer.how(name_c)}
+            how = self._how[(name_b, name_c)] = MAPPED if MAPPED in rules else EQUIVALENT
+        return how
+
+    def drill(self, pairs: list[OpPair], max_kernels: int) -> list[OpPair]:
+        """Replace, depth first and in place, each matched pair with too many kernels by the
+        alignment of its children."""
+        kids_b, kids_c = _children(self.base.ops), _children(self.comp.ops)
+        count_b = self.base.ops["kernel_count"].to_numpy()
+        count_c = self.comp.ops["kernel_count"].to_numpy()
+        out: list[OpPair] = []
+        stack: list[Iterator[OpPair]] = [iter(pairs)]
+        while stack:
+            pair = next(stack[-1], None)
+            if pair is None:
+                stack.pop()
+                continue
+            if pair.base is not None and pair.comp is not None:
+                b, c = kids_b(pair.base), kids_c(pair.comp)
+                if len(b) and len(c) and max(count_b[pair.base], count_c[pair.comp]) > max_kernels:
+                    stack.append(iter(self.align(b, c, pair.step)))
+                    continue
+            out.append(pair)
+        return out
+
+
+def _children(ops: pd.DataFrame) -> Callable[[int], np.ndarray]:
+    """``children(i)``: the direct child op rows of op ``i``, in host (= start) order."""
+    parent = ops["parent"].to_numpy()
+    order = np.argsort(parent, kind="stable")
+    bounds = np.searchsorted(parent[order], np.arange(len(ops) + 1))
+    return lambda i: order[bounds[i]:bounds[i + 1]]
+
+
+# --- sheets --------------------------------------------------------------------------------
+
+
+class _PairRows:
+    """Per-row columns of the detail sheets, gathered from each side by op row (-1: absent)."""
+
+    def __init__(self, base: SideDetails, comp: SideDetails, pairs: list[OpPair]) -> None:
+        self.sides = {True: base, False: comp}
+        self.pairs = pairs
+        self.rows = {True: np.array([-1 if p.base is None else p.base for p in pairs], np.int64),
+                     False: np.array([-1 if p.comp is None else p.comp for p in pairs], np.int64)}
+
+    def identity(self) -> dict[str, list]:
+        out = {}
+        for is_base, prefix in ((True, "base"), (False, "comp")):
+            for field, column in (("name", "name"), ("input_shape", "input_shapes"), ("input_type", "input_types")):
+                out[f"{prefix}_{field}"] = self._gather(self.sides[is_base].ops[column].tolist(), is_base)
+        return out
+
+    def _gather(self, values: list, is_base: bool) -> list:
+        return [values[r] if r >= 0 else None for r in self.rows[is_base].tolist()]
+
+    def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """(base, comp) of a numeric op column per row, 0 for a missing side."""
+        out = []
+        for is_base in (True, False):
+            rows = self.rows[is_base]
+            values = self.sides[is_base].ops[column].to_numpy(dtype=np.float64)
+            out.append(np.where(rows >= 0, values[np.clip(rows, 0, None)] if len(values) else 0.0, 0.0))
+        return out[0], out[1]
+
+    def block_sums(self, weights: Callable[[SideDetails], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(base, comp) Σ of a per-block value over each row's op subtree, 0 for a missing side."""
+        out = []
+        for is_base in (True, False):
+            side, rows = self.sides[is_base], self.rows[is_base]
+            present = rows >= 0
+            lo, hi = (np.zeros(len(rows), np.int64) for _ in range(2))
+            lo[present] = side.ops["alloc_lo"].to_numpy()[rows[present]]
+            hi[present] = side.ops["alloc_hi"].to_numpy()[rows[present]]
+            out.append(_slice_sums(weights(side), lo, hi))
+        return out[0], out[1]
+
+    def cells(self, lines: Callable[[pd.DataFrame, int, int], str], table: str, prefix: str, base: bool) -> list:
+        """Each row's details text (``kernel_lines`` / ``alloc_lines`` of its subtree); None
+        for a missing side."""
+        side, rows = self.sides[base], self.rows[base].tolist()
+        frame = getattr(side, table)
+        lo, hi = side.ops[f"{prefix}_lo"].tolist(), side.ops[f"{prefix}_hi"].tolist()
+        per_item = _item_lines(lines, frame)
+        if per_item is None:
+            return [lines(frame, lo[r], hi[r]) if r >= 0 else None for r in rows]
+        return ["".join(per_item[lo[r]:hi[r]]) if r >= 0 else None for r in rows]
+
+    def steps(self) -> list[int | None]:
+        return [p.step + 1 if p.step >= 0 else None for p in self.pairs]
+
+
+def _item_lines(lines: Callable[[pd.DataFrame, int, int], str], frame: pd.DataFrame) -> list[str] | None:
+    """The details text of every item of ``frame``, one line each, from one call (formatting
+    per row would cost a pandas slice per row); None if a name holds a line break."""
+    parts = lines(frame, 0, len(frame)).split("\n")[:-1]
+    return [p + "\n" for p in parts] if len(parts) == len(frame) else None
+
+
+def _slice_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``Σ values[lo[k]:hi[k]]`` for each k, summed slice by slice (no cumulative-sum
+    differences, so equal inputs give exactly equal sums). Slices are expected disjoint
+    (different subtrees), which keeps it linear; overlapping ones fall back to cumulative sums."""
+    out = np.zeros(len(lo), np.float64)
+    keep = np.flatnonzero(hi > lo)
+    if not len(keep):
+        return out
+    values = np.nan_to_num(np.asarray(values, np.float64))
+    order = keep[np.argsort(lo[keep], kind="stable")]
+    bounds = np.column_stack([lo[order], hi[order]]).ravel()
+    if np.any(np.diff(bounds) < 0):
+        cum = np.concatenate([[0.0], np.cumsum(values)])
+        out[keep] = cum[hi[keep]] - cum[lo[keep]]
+        return out
+    out[order] = np.add.reduceat(np.append(values, 0.0), bounds)[::2]
+    return out
+
+
+def _top_memory(side: SideDetails) -> dict[str, np.ndarray]:
+    """Per op (meaningful for top-level ops): bytes and held µs of its subtree's blocks."""
+    blocks = side.allocations
+    held = (blocks["release_us"] - blocks["alloc_us"]).to_numpy(dtype=np.float64)
+    held = np.where(np.isfinite(held), held, 0.0)  # not released: counts 0, as the peer
+    lo, hi = side.ops["alloc_lo"].to_numpy(), side.ops["alloc_hi"].to_numpy()
+    top = side.ops["top"].to_numpy()
+    lo, hi = np.where(top, lo, 0), np.where(top, hi, 0)  # only top-level subtrees: disjoint
+    return {"bytes": _slice_sums(blocks["bytes"].to_numpy(), lo, hi), "held": _slice_sums(held, lo, hi)}
+
+
+def _statistic(base: SideDetails, comp: SideDetails, use_shape: bool,
+               measures: Callable[[SideDetails], dict[str, np.ndarray]]) -> pd.DataFrame:
+    """One row per statistic name over both sides' top-level ops: ``name``, and per side
+    (``base_`` / ``comp_``) each measure's sum and ``count``; 0 where a side lacks the name."""
+    frames = []
+    for side, prefix in ((base, "base"), (comp, "comp")):
+        top = side.ops["top"].to_numpy()
+        sums = pd.DataFrame({f"{prefix}_{k}": v[top] for k, v in measures(side).items()})
+        sums["name"] = _stat_names(side.ops[top], use_shape)
+        sums[f"{prefix}_count"] = 1
+        frames.append(sums.groupby("name", sort=False).sum())
+    return frames[0].join(frames[1], how="outer").fillna(0).reset_index()
+
+
+def _stat_names(ops: pd.DataFrame, use_shape: bool) -> np.ndarray:
+    keys = ops["key"].to_numpy().astype(object)
+    if not use_shape:
+        return keys
+    shapes = ops["input_shapes"].to_numpy().astype(object)
+    return np.array([f"{k} [{s}]" if s else k for k, s in zip(keys.tolist(), shapes.tolist())], dtype=object)
+
+
+def _ranked_table(stat: pd.DataFrame, columns: dict[str, object], by: str) -> Table:
+    """A statistic table sorted by ``by`` descending, then name, with ``top`` = rank."""
+    keys = pd.DataFrame({"by": np.asarray(columns[by], np.float64), "name": stat["name"].to_numpy()})
+    order = keys.sort_values(["by", "name"], ascending=[False, True], kind="stable").index.to_numpy()
+    out: dict[str, object] = {"top": np.arange(1, len(order) + 1), "name": keys["name"].to_numpy()[order]}
+    for name, values in columns.items():
+        values = np.asarray(values, dtype=object if isinstance(values, list) else None)
+        out[name] = values[order].astype(np.int64) if name.endswith("_count") else values[order]
+    return _table(out)
+
+
+def _ratios(comp: np.ndarray, base: np.ndarray) -> list[float | None]:
+    return [ratio(c, b) for c, b in zip(comp.tolist(), base.tolist())]
+
+
+def _table(columns: dict[str, object]) -> Table:
+    """Columns (lists or numpy arrays) -> a Table of plain Python values."""
+    names = list(columns)
+    data = [v.tolist() if isinstance(v, np.ndarray) else list(v) for v in columns.values()]
+    return Table(columns=names, rows=[list(r) for r in zip(*data)])

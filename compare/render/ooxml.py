@@ -1,0 +1,277 @@
+"""A small, fast, deterministic .xlsx writer for what perfcmp's workbooks use.
+
+Why not xlsxwriter: it costs about 5 µs per cell in Python, and a detailed comparison of two
+35 MB traces has half a million cells — 2.5 s for the workbook alone. This writer formats a
+row with one join of pre-escaped strings (~0.5 µs a cell), streams each sheet into the zip as
+it goes, and supports exactly the features the sheet specs use: fonts (name, size, bold),
+solid fills, thin borders, number formats, left / vertically centred alignment with indent
+and wrap, merged ranges, column widths and frozen panes. Strings are stored inline (no shared
+string table), so memory does not grow with the number of distinct strings.
+
+Output is byte-identical for identical input: fixed zip timestamps, a pinned creation date,
+styles numbered in first-use order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zipfile
+from dataclasses import dataclass
+
+CREATED = "2000-01-01T00:00:00Z"
+ZIP_TIME = (2000, 1, 1, 0, 0, 0)
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+_REL_NS = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+
+
+def column_letter(index: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> AA."""
+    letters = ""
+    index += 1
+    while index:
+        index, rem = divmod(index - 1, 26)
+        letters = chr(65 + rem) + letters
+    return letters
+
+
+_NEEDS_ESCAPE = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _escape(text: str) -> str:
+    if not _NEEDS_ESCAPE.search(text):  # the common case: nothing to do
+        return text
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _INVALID_XML.sub("", text)
+
+
+@dataclass(frozen=True)
+class Style:
+    """One cell style: what a cell looks like, not what it holds."""
+
+    num_format: str = "General"
+    fill: str | None = None  # "#RRGGBB"
+    bold: bool = False
+    indent: int = 0
+    wrap: bool = False
+
+
+class Workbook:
+    """Write sheets one after another, then ``close()``; each sheet streams into the zip."""
+
+    def __init__(self, path: str, font_name: str = "Calibri", font_size: float = 11) -> None:
+        self.zip = zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
+        self.font = (font_name, font_size)
+        self.styles: dict[Style, int] = {Style(): 0}
+        self.sheet_names: list[str] = []
+
+    def style(self, style: Style) -> int:
+        """The index of ``style`` in the workbook's style table (added on first use)."""
+        index = self.styles.get(style)
+        if index is None:
+            index = self.styles[style] = len(self.styles)
+        return index
+
+    def add_sheet(self, name: str, widths: list[float], freeze: tuple[int, int] | None = None,
+                  merges: list[str] = ()) -> "Sheet":
+        self.sheet_names.append(name)
+        return Sheet(self, len(self.sheet_names), widths, freeze, list(merges))
+
+    def close(self) -> None:
+        n = len(self.sheet_names)
+        self._put("[Content_Types].xml", _content_types(n))
+        self._put("_rels/.rels", _ROOT_RELS)
+        self._put("docProps/app.xml", _APP)
+        self._put("docProps/core.xml", _CORE)
+        self._put("xl/workbook.xml", _workbook(self.sheet_names))
+        self._put("xl/_rels/workbook.xml.rels", _workbook_rels(n))
+        self._put("xl/styles.xml", _styles(list(self.styles), self.font))
+        self.zip.close()
+
+    def _put(self, name: str, text: str) -> None:
+        self.zip.writestr(zipfile.ZipInfo(name, ZIP_TIME), text.encode("utf-8"),
+                          compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+
+
+class Sheet:
+    """Rows are added in order; cells are (value, style index) with value None for a styled blank."""
+
+    def __init__(self, book: Workbook, number: int, widths: list[float], freeze: tuple[int, int] | None,
+                 merges: list[str]) -> None:
+        self.book, self.merges, self.row = book, merges, 0
+        self.letters = [column_letter(i) for i in range(max(len(widths), 1))]
+        info = zipfile.ZipInfo(f"xl/worksheets/sheet{number}.xml", ZIP_TIME)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info._compresslevel = 1  # no public setter before Python 3.13; level 6 would triple the zip time
+        self.stream = book.zip.open(info, "w")
+        self.buffer: list[str] = []
+        self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
+                    + _sheet_view(freeze) + '<sheetFormatPr defaultRowHeight="15"/>' + _cols(widths) + "<sheetData>")
+
+    def add_row(self, cells: list[tuple[object, int]]) -> None:
+        """Append the next row; ``cells`` hold (value, style) per column from column A."""
+        self.add_rows([[value] for value, _ in cells], [[style] for _, style in cells])
+
+    def add_rows(self, columns: list[list], styles: list[list[int]]) -> None:
+        """Append len(columns[0]) rows given column by column: values and style indexes.
+
+        Working a column at a time lets each comprehension format one kind of value; the rows
+        are then joined in one pass (this is the writer's hot loop: half a million cells).
+        """
+        n = len(columns[0]) if columns else 0
+        first = self.row + 1
+        numbers = [str(first + i) for i in range(n)]
+        formatted = [_column_cells(letter, numbers, values, sts) for letter, values, sts in zip(self.letters, columns, styles)]
+        self.row += n
+        for number, cells in zip(numbers, zip(*formatted)):
+            self._write(f'<row r="{number}">{"".join(cells)}</row>')
+    def skip_row(self) -> None:
+        self.row += 1
+
+    def close(self) -> None:
+        tail = "</sheetData>"
+        if self.merges:
+            tail += f'<mergeCells count="{len(self.merges)}">' + "".join(f'<mergeCell ref="{m}"/>' for m in self.merges) + "</mergeCells>"
+        tail += '<pageMargins left="0.7" right="0.7" top="0.75" bottom="0.75" header="0.3" footer="0.3"/></worksheet>'
+        self._write(tail)
+        self._flush()
+        self.stream.close()
+
+    def _write(self, text: str) -> None:
+        self.buffer.append(text)
+        if len(self.buffer) >= 512:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.stream.write("".join(self.buffer).encode("utf-8"))
+        self.buffer = []
+
+
+def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int]) -> list[str]:
+    """The XML of one column's cells (an empty string for an unstyled blank)."""
+    out = []
+    append = out.append
+    for number, value, style in zip(numbers, values, styles):
+        head = f'<c r="{letter}{number}" s="{style}"' if style else f'<c r="{letter}{number}"'
+        kind = type(value)
+        if kind is str:
+            append(f'{head} t="inlineStr"><is><t xml:space="preserve">{_escape(value)}</t></is></c>')
+        elif kind is float:
+            append(f"{head}><v>{value!r}</v></c>" if math.isfinite(value) else (f"{head}/>" if style else ""))
+        elif value is None:
+            append(f"{head}/>" if style else "")  # a styled blank keeps its borders and fill
+        elif kind is bool:
+            append(f'{head} t="b"><v>{int(value)}</v></c>')
+        else:
+            append(f"{head}><v>{int(value)}</v></c>")
+    return out
+
+
+# --- fixed parts -------------------------------------------------------------------------------
+
+
+def _sheet_view(freeze: tuple[int, int] | None) -> str:
+    if not freeze:
+        return '<sheetViews><sheetView workbookViewId="0"/></sheetViews>'
+    rows, cols = freeze
+    top_left = f"{column_letter(cols)}{rows + 1}"
+    split = (f' xSplit="{cols}"' if cols else "") + (f' ySplit="{rows}"' if rows else "")
+    pane = "bottomRight" if rows and cols else ("bottomLeft" if rows else "topRight")
+    return (f'<sheetViews><sheetView workbookViewId="0"><pane{split} topLeftCell="{top_left}" activePane="{pane}" '
+            f'state="frozen"/><selection pane="{pane}"/></sheetView></sheetViews>')
+
+
+def _cols(widths: list[float]) -> str:
+    if not widths:
+        return ""
+    return "<cols>" + "".join(f'<col min="{i}" max="{i}" width="{w + 0.71:.2f}" customWidth="1"/>'
+                              for i, w in enumerate(widths, start=1)) + "</cols>"
+
+
+def _styles(styles: list[Style], font: tuple[str, float]) -> str:
+    formats = sorted({s.num_format for s in styles if s.num_format != "General"})
+    format_id = {f: 164 + i for i, f in enumerate(formats)}
+    fills = sorted({s.fill for s in styles if s.fill})
+    fill_id = {f: 2 + i for i, f in enumerate(fills)}  # 0 and 1 are the two fills Excel reserves
+    name, size = font
+    font_xml = f'<sz val="{size:g}"/><name val="{_escape(name)}"/><family val="2"/>'
+    xfs = []
+    for s in styles:
+        attrs = (f'numFmtId="{format_id.get(s.num_format, 0)}" fontId="{1 if s.bold else 0}" '
+                 f'fillId="{fill_id.get(s.fill, 0)}" borderId="{0 if s == Style() else 1}" xfId="0"')
+        applies = ' applyNumberFormat="1"' if s.num_format != "General" else ""
+        applies += ' applyFont="1"' if s.bold else ""
+        applies += ' applyFill="1"' if s.fill else ""
+        align = ""
+        if s != Style():
+            applies += ' applyBorder="1" applyAlignment="1"'
+            align = ('<alignment horizontal="left" vertical="center"' + (f' indent="{s.indent}"' if s.indent else "")
+                     + (' wrapText="1"' if s.wrap else "") + "/>")
+        xfs.append(f"<xf {attrs}{applies}>{align}</xf>" if align else f"<xf {attrs}{applies}/>")
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            f"<styleSheet {_NS}>"
+            + (f'<numFmts count="{len(formats)}">' + "".join(f'<numFmt numFmtId="{format_id[f]}" formatCode="{_escape(f)}"/>'
+                                                         for f in formats) + "</numFmts>" if formats else "")
+            + f'<fonts count="2"><font>{font_xml}</font><font><b/>{font_xml}</font></fonts>'
+            + f'<fills count="{2 + len(fills)}"><fill><patternFill patternType="none"/></fill>'
+              '<fill><patternFill patternType="gray125"/></fill>'
+            + "".join(f'<fill><patternFill patternType="solid"><fgColor rgb="FF{f.lstrip("#").upper()}"/>'
+                      '<bgColor indexed="64"/></patternFill></fill>' for f in fills) + "</fills>"
+            + '<borders count="2"><border><left/><right/><top/><bottom/><diagonal/></border>'
+              '<border><left style="thin"><color auto="1"/></left><right style="thin"><color auto="1"/></right>'
+              '<top style="thin"><color auto="1"/></top><bottom style="thin"><color auto="1"/></bottom><diagonal/></border></borders>'
+            + '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
+            + f'<cellXfs count="{len(xfs)}">' + "".join(xfs) + "</cellXfs>"
+            + '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
+            + '<dxfs count="0"/><tableStyles count="0" defaultTableStyle="TableStyleMedium9" defaultPivotStyle="PivotStyleLight16"/>'
+            + "</styleSheet>")
+
+
+def _content_types(n: int) -> str:
+    sheets = "".join(f'<Override PartName="/xl/worksheets/sheet{i}.xml" '
+                     'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+                     for i in range(1, n + 1))
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+            + sheets +
+            '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'
+            '<Override PartName="/docProps/core.xml" ContentType="application/vnd.openxmlformats-package.core-properties+xml"/>'
+            '<Override PartName="/docProps/app.xml" ContentType="application/vnd.openxmlformats-officedocument.extended-properties+xml"/>'
+            "</Types>")
+
+
+def _workbook(names: list[str]) -> str:
+    sheets = "".join(f'<sheet name="{_escape(name)}" sheetId="{i}" r:id="rId{i}"/>' for i, name in enumerate(names, start=1))
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            f'<workbook {_NS} {_REL_NS}><bookViews><workbookView activeTab="0"/></bookViews>'
+            f"<sheets>{sheets}</sheets></workbook>")
+
+
+def _workbook_rels(n: int) -> str:
+    rels = "".join(f'<Relationship Id="rId{i}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
+                   f'Target="worksheets/sheet{i}.xml"/>' for i in range(1, n + 1))
+    rels += (f'<Relationship Id="rId{n + 1}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" '
+             'Target="styles.xml"/>')
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            f'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{rels}</Relationships>')
+
+
+_ROOT_RELS = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+              '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+              '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>'
+              '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties" Target="docProps/core.xml"/>'
+              '<Relationship Id="rId3" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/extended-properties" Target="docProps/app.xml"/>'
+              "</Relationships>")
+_APP = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties">'
+        "<Application>perfcmp</Application></Properties>")
+_CORE = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+         '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" '
+         'xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" '
+         'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><dc:title>perfcmp comparison</dc:title>'
+         f'<dc:creator>perfcmp</dc:creator><dcterms:created xsi:type="dcterms:W3CDTF">{CREATED}</dcterms:created>'
+         f'<dcterms:modified xsi:type="dcterms:W3CDTF">{CREATED}</dcterms:modified></cp:coreProperties>')
