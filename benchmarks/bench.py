@@ -4,6 +4,7 @@
     python benchmarks/bench.py --size-mb 140        # 4x the size: time should grow ~linearly
     python benchmarks/bench.py --kind npu --runs 3
     python benchmarks/bench.py --peer msprof-analyze --peer-runs 1
+    python benchmarks/bench.py --perfcmp-args=--enable_profiling_compare   # the overall breakdown only
 
 Each run is a fresh process; wall time is measured around it and peak RSS is the child's
 ``ru_maxrss`` (a separate measuring process per run, so runs do not mask each other). The
@@ -73,13 +74,14 @@ def main() -> int:
     parser.add_argument("--peer", help="the msprof-analyze executable, to run it on the same pair")
     parser.add_argument("--peer-runs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--perfcmp-args", default="", help="extra perfcmp arguments, e.g. '--enable_profiling_compare'")
     args = parser.parse_args()
 
     base, comp = generate(args.kind, args.size_mb, args.out)
     print(f"pair: {base.name} ({size_of(base):.1f} MB), {comp.name} ({size_of(comp):.1f} MB)")
     perfcmp = shutil.which("perfcmp") or "perfcmp"
     with tempfile.TemporaryDirectory() as tmp:
-        ours = measure([perfcmp, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp], args.runs)
+        ours = measure([perfcmp, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp, *args.perfcmp_args.split()], args.runs)
         print(f"perfcmp        median {ours['median']:.2f} s  best {ours['best']:.2f} s  peak RSS {ours['rss_mb']:.0f} MB  ({args.runs} runs)")
         if args.peer:
             peer = measure([args.peer, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp], args.peer_runs)

@@ -57,3 +57,24 @@ def test_real_gpu_against_real_npu():
     result = run(CompareOptions(str(SAMPLES / "gpu/alexnet.pt.trace.json.gz"), str(SAMPLES / "npu/real_sample_ascend_pt")))
     assert (result.base.device, result.comparison.device) == ("GPU", "NPU")
     assert result.comparison.e2e_us / 1000 == pytest.approx(11.269917, rel=1e-6)
+
+
+@pytest.mark.parametrize("sample, sheets", [
+    ("gpu/alexnet.pt.trace.json.gz", {"OperatorCompareStatistic", "OperatorCompare", "ApiCompare", "KernelCompare"}),
+    ("gpu/nccl_data.pt.trace.json.gz", {"CommunicationCompare", "OperatorCompareStatistic", "OperatorCompare", "ApiCompare",
+                                        "KernelCompare"}),
+    ("npu/real_sample_ascend_pt", {"OperatorCompareStatistic", "OperatorCompare", "ApiCompare", "KernelCompare"}),
+    ("npu/synthetic_full_ascend_pt", {"CommunicationCompare", "OperatorCompareStatistic", "OperatorCompare",
+                                      "MemoryCompareStatistic", "MemoryCompare", "ApiCompare", "KernelCompare"}),
+])
+def test_every_applicable_detail_sheet_is_filled(sample, sheets):
+    result = run(CompareOptions(str(SAMPLES / sample), str(SAMPLES / sample)))
+    assert set(result.details) == sheets
+    assert all(table.rows for table in result.details.values())
+
+
+def test_gpu_communication_rows_are_named_per_collective():
+    path = str(SAMPLES / "gpu/nccl_data.pt.trace.json.gz")
+    rows = run(CompareOptions(path, path)).details["CommunicationCompare"].records()
+    assert sorted(r["base_op"] for r in rows) == ["allreduce", "broadcast"]
+    assert {r["base_op"]: r["base_calls"] for r in rows} == {"allreduce": 15, "broadcast": 6}

@@ -72,7 +72,7 @@ class SideDetails:
 def extract(profile: Profile, normalizer: Normalizer, step: int | None = None) -> SideDetails:
     """Build the detail tables of one profile, restricted to one step's ops when ``step`` is given."""
     host = profile.host
-    is_op = (host["cat"] == "cpu_op").to_numpy() & ~host["name"].astype(str).str.startswith(STEP_PREFIX).to_numpy()
+    is_op = (host["cat"] == "cpu_op").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
     op_rows = np.flatnonzero(is_op)
     op_of_host = np.full(len(host), -1, dtype=np.int64)
     op_of_host[op_rows] = np.arange(len(op_rows))
@@ -91,6 +91,10 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None) -
         apis=_apis(profile, normalizer), compute=_compute(profile, normalizer),
         comm=_comm(profile, normalizer), comm_tasks=profile.comm_tasks.copy(), modules=modules,
     )
+
+
+def _starts_with(names: pd.Series, prefix: str) -> np.ndarray:
+    return per_unique(names, lambda n: str(n).startswith(prefix), dtype=bool)
 
 
 def _step_position(profile: Profile, step: int) -> int:
@@ -199,7 +203,7 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
     """``nn.Module`` python-function scopes as a tree; and per host row, its innermost module."""
     host = profile.host
     is_module = ((host["cat"] == "python_function").to_numpy()
-                 & host["name"].astype(str).str.startswith(MODULE_PREFIX).to_numpy())
+                 & _starts_with(host["name"], MODULE_PREFIX))
     rows = np.flatnonzero(is_module)
     index_of_host = np.full(len(host), -1, dtype=np.int64)
     index_of_host[rows] = np.arange(len(rows))
@@ -230,7 +234,7 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
 
 def _apis(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
     host = profile.host
-    keep = (host["cat"] != "python_function").to_numpy() & ~host["name"].astype(str).str.startswith(STEP_PREFIX).to_numpy()
+    keep = (host["cat"] != "python_function").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
     dur = host["dur_us"].to_numpy()
     parent = host["parent"].to_numpy()
     children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]

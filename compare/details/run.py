@@ -34,8 +34,9 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions) -
             modules = module_sheets(base, comp, opts)
         elif opts.modules:
             missing = [name for name, side in (("base", base), ("comparison", comp)) if not side.has_modules]
-            notes.append(f"ModuleCompare: the {' and '.join(missing)} profile has no nn.Module data "
-                         "(python_function events, with_modules=True): operator sheets instead")
+            which = "neither profile has" if len(missing) == 2 else f"the {missing[0]} profile has no"
+            notes.append(f"ModuleCompare: {which} nn.Module data (python_function events, with_modules=True): "
+                         "operator sheets instead")
         if modules:
             sheets.update(modules)
         else:
