@@ -7,7 +7,8 @@ import pytest
 
 from perfcmp.details.common import kernel_lines
 from perfcmp.details.extract import extract
-from perfcmp.details.modules import _kernel_line_list, module_sheets
+from perfcmp.details.common import kernel_line_list
+from perfcmp.details.modules import module_sheets
 from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions
 from perfcmp.readers import load_profile
@@ -287,7 +288,7 @@ def test_kernel_lines_are_the_shared_kernel_lines():
     kernels = side().kernels.copy()
     kernels.loc[0, "task_type"] = "AI_CORE"  # NPU-style details too
     kernels.loc[1, "input_shapes"] = "1,2;3"
-    assert "".join(_kernel_line_list(kernels)) == kernel_lines(kernels, 0, len(kernels))
+    assert "".join(kernel_line_list(kernels)) == kernel_lines(kernels, 0, len(kernels))
 
 
 def test_demo_pair_end_to_end():

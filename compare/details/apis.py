@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfcmp.details.common import Table
 from perfcmp.details.extract import SideDetails
-from perfcmp.details.kernels import cells, ratios, union_order
+from perfcmp.details.common import Table, cells, ratios, union_order
 from perfcmp.options import DetailOptions
 
 MS = 1000.0

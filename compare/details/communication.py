@@ -27,9 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfcmp.details.common import Table
 from perfcmp.details.extract import SideDetails
-from perfcmp.details.kernels import cells, ratios, side_stats, union_order
+from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
 from perfcmp.options import DetailOptions
 
 TASK_MARK = "|"

@@ -17,12 +17,10 @@ This module also holds the vectorised helpers the API and communication sheets s
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
-from perfcmp.details.common import Table
+from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
 from perfcmp.details.extract import SideDetails
 from perfcmp.options import DetailOptions
 
@@ -75,57 +73,3 @@ def _as_text(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     if values.dtype == object and not values.isna().any():
         return frame
     return frame.assign(**{column: values.fillna("").astype(str)})
-
-
-# --- helpers shared with the API and communication sheets ---------------------------------------
-
-def side_stats(frame: pd.DataFrame, by: list[str], value: str, label: str | None = None,
-               start: str = "start_us") -> pd.DataFrame:
-    """Per group of ``by``: calls, total, avg, max, min of ``value``; ``first`` (earliest
-    ``start``) and, with ``label``, the ``label`` text of the group's earliest row. Rows are in
-    first-appearance order (earliest start, ties by table order)."""
-    if frame.empty:
-        index = pd.MultiIndex.from_arrays([[] for _ in by], names=by) if len(by) > 1 else pd.Index([], name=by[0])
-        cols = {"calls": pd.Series([], dtype=np.int64), **{s: pd.Series([], dtype=np.float64) for s in ("total", "avg", "max", "min", "first")}}
-        if label is not None:
-            cols["label"] = pd.Series([], dtype=object)
-        return pd.DataFrame(cols, index=index)
-    ordered = frame.sort_values(start, kind="stable")
-    spec = {"calls": (value, "size"), "total": (value, "sum"), "max": (value, "max"), "min": (value, "min"),
-            "first": (start, "first")}
-    if label is not None:
-        spec["label"] = (label, "first")
-    stats = ordered.groupby(by, sort=False, dropna=False).agg(**spec)
-    stats["avg"] = stats["total"] / stats["calls"]
-    return stats
-
-
-def union_order(base: pd.DataFrame, comp: pd.DataFrame) -> pd.Index:
-    """The base groups in their order, then the comparison-only groups in theirs."""
-    extra = comp.index[~comp.index.isin(base.index)]
-    return base.index.append(extra)
-
-
-def ratios(comp: np.ndarray, base: np.ndarray) -> list[float | None]:
-    """comparison / base per element, with 0/0 = 1 and x/0 = None (infinite), as ``common.ratio``."""
-    comp = np.asarray(comp, dtype=np.float64)
-    base = np.asarray(base, dtype=np.float64)
-    zero = base == 0
-    out = np.divide(comp, np.where(zero, 1.0, base))
-    out = np.where(zero, np.where(comp == 0, 1.0, np.nan), out)
-    return cells(out)
-
-
-def cells(values: np.ndarray, integer: bool = False) -> list:
-    """Plain Python cell values: None for a missing (NaN / None) value, int for counts."""
-    arr = np.asarray(values)
-    if arr.dtype.kind == "f":
-        missing = np.isnan(arr)
-        if integer:
-            return [None if m else int(v) for v, m in zip(arr.tolist(), missing.tolist())]
-        if not missing.any():
-            return arr.tolist()
-        return [None if m else v for v, m in zip(arr.tolist(), missing.tolist())]
-    if arr.dtype.kind in "iub":
-        return arr.tolist()
-    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in arr.tolist()]

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import Table, ratio
+from perfcmp.details.common import Table, kernel_line_list, ratio
 from perfcmp.details.extract import MODULE_PREFIX, SideDetails
 from perfcmp.options import DetailOptions
 from perfcmp.readers.hosttree import propagate_down
@@ -382,22 +382,10 @@ def _module_columns(cols: dict[str, list], b: _Tree, c: _Tree, rb: np.ndarray, r
 
 
 def _kernel_text(tree: _Tree, op: int) -> str:
-    """``kernel_lines`` of the op's kernels within its instance (see ``_kernel_line_list``)."""
+    """``kernel_lines`` of the op's kernels within its instance (see ``common.kernel_line_list``)."""
     if tree.lines is None:
-        tree.lines = _kernel_line_list(tree.kernels)
+        tree.lines = kernel_line_list(tree.kernels)
     return "".join(tree.lines[tree.k_lo[op]:tree.k_hi[op]])
-
-
-def _kernel_line_list(kernels: pd.DataFrame) -> list[str]:
-    """One ``kernel_lines`` line per kernel row, computed once: calling ``kernel_lines`` per op
-    costs a DataFrame slice each (seconds for 40k ops). A test keeps the two identical."""
-    out = []
-    for name, task_type, shapes, dur in zip(kernels["name"].tolist(), kernels["task_type"].tolist(),
-                                            kernels["input_shapes"].tolist(), kernels["dur_us"].tolist()):
-        detail = f", {task_type}" if task_type and task_type not in ("kernel", "memcpy", "memset") else ""
-        detail += f", [input shapes: {shapes}]" if shapes else ""
-        out.append(f"{name}{detail} [duration: {dur:.3f}]\n")
-    return out
 
 
 def _take(values: np.ndarray, idx: np.ndarray, missing=np.nan) -> np.ndarray:

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import KB, MB, Table, alloc_lines, kernel_lines, ratio
+from perfcmp.details.common import KB, MB, Table, alloc_lines, kernel_lines, ratios
 from perfcmp.details.extract import SideDetails
 from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import DetailOptions
@@ -113,7 +113,7 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     sheets = {"OperatorCompareStatistic": _ranked_table(stat, {
         "base_device_ms": b_ms, "base_count": stat["base_count"].to_numpy(),
         "comp_device_ms": c_ms, "comp_count": stat["comp_count"].to_numpy(),
-        "diff_ms": c_ms - b_ms, "ratio": _ratios(c_ms, b_ms)}, "diff_ms")}
+        "diff_ms": c_ms - b_ms, "ratio": ratios(c_ms, b_ms)}, "diff_ms")}
     if opts.details:
         rows = _PairRows(base, comp, pairs)
         b_us, c_us = rows.values("device_us")
@@ -124,7 +124,7 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
             "base_device_us": b_us,
             "comp_kernel_details": rows.cells(kernel_lines, "kernels", "kernel", base=False),
             "comp_device_us": c_us,
-            "diff_us": c_us - b_us, "ratio": _ratios(c_us, b_us),
+            "diff_us": c_us - b_us, "ratio": ratios(c_us, b_us),
             "match": [p.how for p in pairs], "step": rows.steps(), "phase": [p.phase for p in pairs],
         })
     return sheets
@@ -150,7 +150,7 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         "base_count": stat["base_count"].to_numpy(),
         "comp_alloc_ms": stat["comp_held"].to_numpy() / 1000.0, "comp_alloc_mb": c_mb,
         "comp_count": stat["comp_count"].to_numpy(),
-        "diff_mb": c_mb - b_mb, "ratio": _ratios(c_mb, b_mb)}, "diff_mb")}
+        "diff_mb": c_mb - b_mb, "ratio": ratios(c_mb, b_mb)}, "diff_mb")}
     if opts.details:
         rows = _PairRows(base, comp, pairs)
         b_kb, c_kb = (v / KB for v in rows.block_sums(lambda side: side.allocations["bytes"].to_numpy()))
@@ -161,7 +161,7 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
             "base_size_kb": b_kb,
             "comp_alloc_details": rows.cells(alloc_lines, "allocations", "alloc", base=False),
             "comp_size_kb": c_kb,
-            "diff_kb": c_kb - b_kb, "ratio": _ratios(c_kb, b_kb),
+            "diff_kb": c_kb - b_kb, "ratio": ratios(c_kb, b_kb),
             "match": [p.how for p in pairs], "step": rows.steps(),
         })
     return sheets
@@ -385,10 +385,6 @@ def _ranked_table(stat: pd.DataFrame, columns: dict[str, object], by: str) -> Ta
         values = np.asarray(values, dtype=object if isinstance(values, list) else None)
         out[name] = values[order].astype(np.int64) if name.endswith("_count") else values[order]
     return _table(out)
-
-
-def _ratios(comp: np.ndarray, base: np.ndarray) -> list[float | None]:
-    return [ratio(c, b) for c, b in zip(comp.tolist(), base.tolist())]
 
 
 def _table(columns: dict[str, object]) -> Table:
