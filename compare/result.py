@@ -92,6 +92,60 @@ class Table(msgspec.Struct, kw_only=True):
         return [dict(zip(self.columns, row)) for row in self.rows]
 
 
+class VerdictRow(msgspec.Struct, kw_only=True):
+    """One key's regression verdict, from its per-step samples on each side.
+
+    Values are in ``unit`` ("us" or "bytes") per step. ``diff`` = comparison median − base
+    median; ``relative`` = diff / base median (None when that is 0); ``ci_low``/``ci_high`` the
+    95 % bootstrap interval of the difference of medians; ``p_value`` the two-sided
+    Mann-Whitney U test, ``p_adjusted`` after the multiple-testing correction. ``verdict`` is one
+    of: regressed, improved, unchanged, within noise, base only, comparison only, not comparable.
+    ``n1``: a side has a single step, so only the floors were applied (no test).
+    """
+
+    row: str  # "<dimension>:<key>", as in SampleSet
+    dimension: str
+    key: str
+    unit: str
+    n_base: int
+    n_comp: int
+    base_median: float | None = None
+    comp_median: float | None = None
+    diff: float | None = None
+    relative: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    verdict: str = "unchanged"
+    n1: bool = False
+
+
+class GateResult(msgspec.Struct, kw_only=True):
+    """One policy gate (``e2e:+3%``) and whether the comparison broke it, with the rows that did."""
+
+    expression: str
+    failed: bool
+    rows: list[str] = []
+    message: str = ""
+
+
+class Verdict(msgspec.Struct, kw_only=True):
+    """The regression verdict of a comparison: per-row verdicts, the overall one and the gates."""
+
+    overall: str  # regression | improvement | neutral | inconclusive
+    comparable: bool = True
+    reasons: list[str] = []  # why not comparable or inconclusive, and other notes
+    skip_steps: tuple[int, int] = (0, 0)  # warm-up steps dropped on the base / comparison side
+    skip_reason: str = ""
+    outlier_steps: dict[str, list[int]] = {}  # "base" / "comparison" -> step ids
+    n_steps: tuple[int, int] = (0, 0)  # steps used as samples
+    thresholds: dict[str, float | str] = {}
+    rows: list[VerdictRow] = []
+    gates: list[GateResult] = []
+    exit_code: int = 0
+
+
 class ComparisonResult(msgspec.Struct, kw_only=True):
     format_version: int = FORMAT_VERSION
     tool_version: str
@@ -100,6 +154,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     overall: list[OverallRow]
     steps: list[StepRow] = []
     details: dict[str, Table] = {}  # detail sheet name -> its table
+    verdict: Verdict | None = None
     warnings: list[WarningRecord] = []
     options: dict[str, str | int | None] = {}
 
