@@ -7,11 +7,15 @@ documented exit code (2 for usage and input errors) and no traceback; bugs still
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from perfcmp.options import DIMENSIONS, FORMATS, CompareOptions, DetailOptions
+if TYPE_CHECKING:
+    from perfcmp.result import ComparisonResult
+
+from perfcmp.options import DEFAULT_FORMATS, DIMENSIONS, FORMATS, CompareOptions, DetailOptions
 from perfcmp.readers.errors import PerfcmpError, UsageError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -34,7 +38,8 @@ def compare(
     base_step: Optional[int] = typer.Option(None, "--base-step", "--base_step", help="Compare only this step of the baseline."),
     comparison_step: Optional[int] = typer.Option(None, "--comparison-step", "--comparison_step",
                                                   help="Compare only this step of the profile under test."),
-    output_format: str = typer.Option(",".join(FORMATS), "--format", help="Outputs to produce, comma-separated: console,xlsx."),
+    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format",
+                                      help=f"Outputs to produce, comma-separated, of: {','.join(FORMATS)}."),
     categories: Optional[str] = typer.Option(None, "--categories", help="A kernel_categories.toml replacing the shipped one."),
     gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat",
                                                help="Flow category linking GPU launches to kernels (default: ac2g, async_cpu_to_gpu)."),
@@ -60,11 +65,18 @@ def compare(
     use_kernel_type: bool = typer.Option(False, "--use_kernel_type", "--use-kernel-type",
                                          help="KernelTypeCompare (op type x core type) instead of KernelCompare."),
     top: int = typer.Option(10, "--top", help="Rows per dimension in the console's top regressions and improvements."),
+    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps",
+                                             help="Warm-up steps to drop from the verdict's samples (default: decided from the data)."),
+    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on",
+                                                help="A regression gate such as 'e2e:+3%' or 'op:aten::matmul:+10%'; repeatable."),
+    policy_file: Optional[str] = typer.Option(None, "--policy", help="A TOML policy file: fail_on gates, require_verdict, thresholds."),
+    require_verdict: bool = typer.Option(False, "--require-verdict", "--require_verdict",
+                                         help="Exit 3 when the pair is not comparable or the verdict is inconclusive."),
 ) -> int:
-    """Compare -d (new) against -bp (baseline): console summary and an xlsx workbook."""
-    from perfcmp.output import check_destination, write_atomically
+    """Compare -d (new) against -bp (baseline): console summary, xlsx workbook, JSON / Markdown, verdict."""
+    from perfcmp.output import check_destination
     from perfcmp.pipeline import run
-    from perfcmp.render import console, xlsx
+    from perfcmp.policy import load_policy
 
     formats = tuple(f.strip() for f in output_format.split(",") if f.strip())
     chosen = {name for name, on in (("profiling", enable_profiling), ("operator", enable_operator), ("memory", enable_memory),
@@ -74,15 +86,95 @@ def compare(
                            op_name_map=op_name_map, top=top)
     options = CompareOptions(base_path=benchmark_profiling_path, comp_path=profiling_path, output=output_path,
                              base_step=base_step, comp_step=comparison_step, categories=categories,
-                             gpu_flow_cat=gpu_flow_cat, formats=formats, jobs=jobs, detail=detail)
-    if "xlsx" in options.formats:
-        check_destination(options.output)
+                             gpu_flow_cat=gpu_flow_cat, formats=formats, jobs=jobs, detail=detail,
+                             skip_steps=skip_steps, policy=load_policy(policy_file, fail_on or [], require_verdict))
+    check_destination(options.output)
     result = run(options)
-    if "xlsx" in options.formats:
-        written = write_atomically(options.output, lambda tmp: xlsx.write(result, tmp))
-        print(f"perfcmp: wrote {written}", file=sys.stderr)
+    write_outputs(result, options)
+    return result.verdict.exit_code if result.verdict else 0
+
+
+def write_outputs(result: ComparisonResult, options: CompareOptions) -> None:
+    """Every requested output; files are written whole or not at all, the console last."""
+    import datetime as dt
+
+    from perfcmp.output import write_atomically
+    from perfcmp.render import console, jsonout, markdown, xlsx
+
+    now = dt.datetime.now(dt.UTC)  # one timestamp, so a run's files share their name
+    writers = {"xlsx": (".xlsx", lambda tmp: xlsx.write(result, tmp)),
+               "json": (".json", lambda tmp: Path(tmp).write_bytes(jsonout.render(result))),
+               "md": (".md", lambda tmp: Path(tmp).write_text(markdown.render(result, options.detail.top), encoding="utf-8"))}
+    for name, (suffix, write) in writers.items():
+        if name in options.formats:
+            written = write_atomically(options.output, write, now=now, suffix=suffix)
+            print(f"perfcmp: wrote {written}", file=sys.stderr)
     if "console" in options.formats:
         sys.stdout.write(console.render(result))
+
+
+golden = typer.Typer(no_args_is_help=True, help="Reference runs kept as compact, versioned baselines.")
+app.add_typer(golden, name="golden")
+GOLDEN_DIR_HELP = "Where baselines live (default: golden/baselines)."
+
+
+@golden.command("save")
+def golden_save(
+    name: str = typer.Argument(..., help="Baseline name (letters, digits, '.', '_', '-')."),
+    profile: str = typer.Argument(..., help="The profile to keep as the reference."),
+    directory: Optional[str] = typer.Option(None, "--dir", help=GOLDEN_DIR_HELP),
+    force: bool = typer.Option(False, "--force", help="Replace an existing baseline of that name."),
+) -> int:
+    """Store PROFILE as baseline NAME: breakdown, per-step samples and provenance, no raw trace."""
+    from perfcmp import golden as baselines
+
+    path = baselines.save(name, profile, CompareOptions(base_path=profile, comp_path=profile), directory, force)
+    print(f"perfcmp: saved baseline {name} to {path}", file=sys.stderr)
+    return 0
+
+
+@golden.command("check")
+def golden_check(
+    name: str = typer.Argument(..., help="The baseline to compare with."),
+    profile: str = typer.Argument(..., help="The new profile."),
+    directory: Optional[str] = typer.Option(None, "--dir", help=GOLDEN_DIR_HELP),
+    policy_file: Optional[str] = typer.Option(None, "--policy", help="A TOML policy file: fail_on gates, require_verdict, thresholds."),
+    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", help="A regression gate such as 'e2e:+3%'; repeatable."),
+    require_verdict: bool = typer.Option(False, "--require-verdict", "--require_verdict",
+                                         help="Exit 3 when the pair is not comparable or the verdict is inconclusive."),
+    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps", help="Warm-up steps to drop from the samples."),
+    output_format: str = typer.Option("console", "--format", help=f"Outputs, comma-separated, of: {','.join(FORMATS)}."),
+    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", help="Directory (or .xlsx path) for files."),
+) -> int:
+    """Compare PROFILE with baseline NAME under the gates; the exit code says whether it regressed."""
+    from perfcmp import golden as baselines
+    from perfcmp.output import check_destination
+    from perfcmp.policy import load_policy
+
+    formats = tuple(f.strip() for f in output_format.split(",") if f.strip())
+    options = CompareOptions(base_path=str(baselines.baseline_path(name, directory)), comp_path=profile, output=output_path,
+                             formats=formats, skip_steps=skip_steps,
+                             policy=load_policy(policy_file, fail_on or [], require_verdict))
+    check_destination(options.output)
+    result = baselines.check(name, profile, options, directory)
+    write_outputs(result, options)
+    return result.verdict.exit_code
+
+
+@golden.command("list")
+def golden_list(directory: Optional[str] = typer.Option(None, "--dir", help=GOLDEN_DIR_HELP)) -> int:
+    """The stored baselines: name, device, steps, E2E, source and software versions."""
+    from prettytable import PrettyTable
+
+    from perfcmp import golden as baselines
+
+    table = PrettyTable(["name", "device", "steps", "E2E (ms)", "source", "sha256", "provenance"])
+    table.align = "l"
+    for b in baselines.listing(directory):
+        provenance = ", ".join(f"{k}: {v}" for k, v in b.samples.provenance.items() if k not in ("device", "producer"))
+        table.add_row([b.name, b.summary.device, len(b.samples.steps), f"{b.summary.e2e_us / 1000:.3f}",
+                       b.summary.source, b.summary.sha256[:12], provenance])
+    sys.stdout.write(table.get_string() + "\n")
     return 0
 
 

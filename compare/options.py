@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from perfcmp.policy import Policy
 from perfcmp.readers.errors import UsageError
 
-FORMATS = ("console", "xlsx")
+FORMATS = ("console", "xlsx", "json", "md")
+DEFAULT_FORMATS = ("console", "xlsx")
 
 
 DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")
@@ -60,8 +62,10 @@ class CompareOptions:
         categories: a kernel-categories TOML replacing the shipped one.
         gpu_flow_cat: the one flow category linking GPU launches to kernels, when a trace uses
             a non-standard one (the peer's ``--gpu_flow_cat``).
-        formats: which outputs to produce.
+        formats: which outputs to produce (console, xlsx, json, md).
         jobs: processes to read the two sides with (1 or 2); None decides from input size.
+        skip_steps: warm-up steps to drop from the verdict's samples; None decides from the data.
+        policy: the regression gates (``--fail-on``, ``--policy``) and the thresholds they use.
     """
 
     base_path: str
@@ -71,9 +75,11 @@ class CompareOptions:
     comp_step: int | None = None
     categories: str | None = None
     gpu_flow_cat: str | None = None
-    formats: tuple[str, ...] = field(default=FORMATS)
+    formats: tuple[str, ...] = field(default=DEFAULT_FORMATS)
     jobs: int | None = None
     detail: DetailOptions = field(default_factory=DetailOptions)
+    skip_steps: int | None = None
+    policy: Policy = field(default_factory=Policy)
 
     def __post_init__(self) -> None:
         if (self.base_step is None) != (self.comp_step is None):
@@ -84,6 +90,8 @@ class CompareOptions:
         unknown = set(self.formats) - set(FORMATS)
         if unknown:
             raise UsageError(f"unknown output format(s) {', '.join(sorted(unknown))}; expected {', '.join(FORMATS)}")
+        if self.skip_steps is not None and self.skip_steps < 0:
+            raise UsageError(f"--skip-steps {self.skip_steps}: expected 0 or more")
         if self.jobs is not None and self.jobs not in (1, 2):
             raise UsageError(f"--jobs {self.jobs}: expected 1 or 2 (one process per side at most)")
         if self.gpu_flow_cat is not None and not (0 < len(self.gpu_flow_cat) <= 64):
@@ -105,4 +113,7 @@ class CompareOptions:
             "use_kernel_type": int(detail.use_kernel_type),
             "op_name_map": detail.op_name_map,
             "top": detail.top,
+            "skip_steps": self.skip_steps,
+            "fail_on": ";".join(g.expression for g in self.policy.gates),
+            "require_verdict": int(self.policy.require_verdict),
         }

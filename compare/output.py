@@ -33,31 +33,37 @@ def check_destination(output: str | None) -> None:
         raise UsageError("exists and is not a directory; expected an output directory or a .xlsx path", output)
 
 
-def write_atomically(output: str | None, write: Callable[[str], None], now: dt.datetime | None = None) -> str:
-    """Call ``write(tmp_path)``, then move the file to its final name; return that name."""
+def write_atomically(output: str | None, write: Callable[[str], None], now: dt.datetime | None = None,
+                     suffix: str = ".xlsx") -> str:
+    """Call ``write(tmp_path)``, then move the file to its final name; return that name.
+
+    ``output``: a directory (a generated ``performance_comparison_result_<time><suffix>`` goes
+    there) or an explicit ``.xlsx`` path (other outputs take its name with their own suffix).
+    """
     explicit = output is not None and output.lower().endswith(".xlsx")
     directory = Path(output).parent if explicit else Path(output or ".")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".perfcmp-", suffix=".xlsx.tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=".perfcmp-", suffix=f"{suffix}.tmp", dir=directory)
         os.close(fd)
     except OSError as exc:
         raise UsageError(f"cannot write output there ({exc.strerror or exc})", str(directory)) from None
     try:
         write(tmp)
         if explicit:
-            os.replace(tmp, output)
-            return output
-        return _link_unique(tmp, directory, now or dt.datetime.now(dt.UTC))
+            final = output[: -len(".xlsx")] + suffix
+            os.replace(tmp, final)
+            return final
+        return _link_unique(tmp, directory, now or dt.datetime.now(dt.UTC), suffix)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _link_unique(tmp: str, directory: Path, now: dt.datetime) -> str:
+def _link_unique(tmp: str, directory: Path, now: dt.datetime, suffix: str) -> str:
     stem = PREFIX + now.strftime("%Y%m%d%H%M%S")
     for n in range(10_000):
-        final = directory / (f"{stem}.xlsx" if n == 0 else f"{stem}_{n}.xlsx")
+        final = directory / (f"{stem}{suffix}" if n == 0 else f"{stem}_{n}{suffix}")
         try:
             os.link(tmp, final)
             return str(final)

@@ -5,14 +5,16 @@ Pure: no printing and no files written; the CLI hands the result to the renderer
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import msgspec
+
 from perfcmp import __version__
-from perfcmp.breakdown import Analyzer, Breakdown, MetricRow
+from perfcmp.breakdown import Analyzer, Breakdown
 from perfcmp.categories import Rules, load_rules
 from perfcmp.details.extract import SideDetails, extract
 from perfcmp.details.run import compare_details
@@ -21,10 +23,12 @@ from perfcmp.options import CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.model import Profile
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary, StepMetrics, StepRow, WarningRecord, ratio
+from perfcmp.overall import overall_rows, step_rows
+from perfcmp.policy import evaluate, exit_code
+from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Verdict, WarningRecord
+from perfcmp.samples import SampleSet, sample_profile
+from perfcmp.verdict import Thresholds, judge
 
-ZERO_US = 1e-9  # a row is "absent" on a side when its time is below this (float noise)
-GROUP_PREFIX = "comm.group:"
 DETAIL_DIMENSIONS = {"operator", "memory", "communication", "api", "kernel"}
 
 
@@ -64,6 +68,22 @@ def _normalizer(options: CompareOptions) -> Normalizer | None:
     return load_normalizer(options.detail.op_name_map)
 
 
+def read_side(path: str, step: int | None, options: CompareOptions, with_digest: bool = False) -> _Side:
+    """One profile read and analysed on its own (golden baselines use this)."""
+    side = _Side.read(path, step, options, load_rules(options.categories), _normalizer(options))
+    if with_digest and not side.summary.sha256:
+        side.summary.sha256 = input_digest(path)
+    return side
+
+
+def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Verdict:
+    """The regression verdict of two sides' samples under the options' policy, gates included."""
+    policy = options.policy
+    verdict = judge(base, comp, Thresholds(**policy.thresholds), options.skip_steps)
+    gates = evaluate(policy, verdict)
+    return msgspec.structs.replace(verdict, gates=gates, exit_code=exit_code(policy, verdict, gates))
+
+
 def _worth_a_worker(*paths: str) -> bool:
     if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return False
@@ -92,21 +112,40 @@ class _Side:
     """What the comparison keeps of one analysed profile (never the profile's tables)."""
 
     def __init__(self, summary: SideSummary, breakdown: Breakdown, steps: list[StepMetrics], warnings: list,
-                 details: SideDetails | None) -> None:
+                 details: SideDetails | None, samples: SampleSet) -> None:
         self.summary, self.breakdown, self.steps, self.warnings = summary, breakdown, steps, warnings
-        self.details = details
+        self.details, self.samples = details, samples
 
     @classmethod
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
         profile = load_profile(path, options.gpu_flow_cat)
         profile.check()
-        return cls.of(profile, step, path, rules, names)
+        side = cls.of(profile, step, path, rules, names)
+        if {"json", "md"} & set(options.formats):
+            side.summary.sha256 = input_digest(path)
+        return side
 
     @classmethod
     def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None) -> "_Side":
-        summary, breakdown, steps = _analyse(profile, rules, step, path)
+        summary, breakdown, steps, per_step = _analyse(profile, rules, step, path)
         details = extract(profile, names, step) if names is not None else None
-        return cls(summary, breakdown, steps, list(profile.warnings), details)
+        samples = sample_profile(profile, per_step, details)
+        return cls(summary, breakdown, steps, list(profile.warnings), details, samples)
+
+
+def input_digest(path: str) -> str:
+    """sha256 of the input as named: a file's bytes, or a directory's files (sorted relative
+    paths and their bytes), so a CI log or a baseline says exactly which profile was read."""
+    digest = hashlib.sha256()
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for file in files:
+        if file is not root:
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        with open(file, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResult:
@@ -121,6 +160,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResu
     if base.details is not None and comp.details is not None:
         details, notes = compare_details(base.details, comp.details, options.detail)
         warnings += notes
+    verdict = judge_sides(base.samples, comp.samples, options)
     return ComparisonResult(
         tool_version=__version__,
         base=base_side,
@@ -128,12 +168,14 @@ def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResu
         overall=overall_rows(base_bd, comp_bd),
         steps=step_rows(base_steps, comp_steps),
         details=details,
+        verdict=verdict,
         warnings=warnings,
         options=options.as_dict(),
     )
 
 
-def _analyse(profile: Profile, rules: Rules, step: int | None, path: str) -> tuple[SideSummary, Breakdown, list[StepMetrics]]:
+def _analyse(profile: Profile, rules: Rules, step: int | None,
+             path: str) -> tuple[SideSummary, Breakdown, list[StepMetrics], dict[int, Breakdown]]:
     analyzer = Analyzer(profile, rules)
     windows = analyzer.step_windows()
     if step is not None and step not in windows:
@@ -144,9 +186,9 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str) -> tup
         raise UsageError(f"step {step} not found; the steps in this profile are {listed}", path)
     breakdown = analyzer.breakdown(windows[step] if step is not None else None)
     breakdown.check()
-    per_step = []
+    per_step, step_breakdowns = [], {}
     for sid, window in windows.items():
-        b = analyzer.breakdown(window)
+        b = step_breakdowns[sid] = analyzer.breakdown(window)
         b.check()
         per_step.append(StepMetrics(step=sid, e2e_us=b.e2e_us, computing_us=b.computing_us,
                                     uncovered_us=b.uncovered_us, free_us=b.free_us))
@@ -158,76 +200,4 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str) -> tup
         computing_us=breakdown.computing_us, uncovered_us=breakdown.uncovered_us, free_us=breakdown.free_us,
         peak_allocated_bytes=breakdown.peak_allocated_bytes, peak_reserved_bytes=breakdown.peak_reserved_bytes,
     )
-    return side, breakdown, per_step
-
-
-def overall_rows(base: Breakdown, comp: Breakdown) -> list[OverallRow]:
-    """Line both sides' rows up by key, in sheet order; rows zero on both sides are dropped
-    (level-0 rows always stay, so the four headline rows are always there)."""
-    base, comp = _pair_single_groups(base, comp)
-    base_rows = {r.key: r for r in base.rows}
-    comp_rows = {r.key: r for r in comp.rows}
-    out = []
-    for key in _ordered_keys(base, comp):
-        b, c = base_rows.get(key), comp_rows.get(key)
-        ref = b or c
-        base_us = b.dur_us if b else 0.0
-        comp_us = c.dur_us if c else 0.0
-        if ref.level > 0 and abs(base_us) < ZERO_US and abs(comp_us) < ZERO_US:
-            continue
-        out.append(OverallRow(
-            key=key, label=ref.label, level=ref.level, base_us=base_us, comp_us=comp_us,
-            base_count=b.count if b else None, comp_count=c.count if c else None,
-            base_share=base_us / base.e2e_us if base.e2e_us else None,
-            comp_share=comp_us / comp.e2e_us if comp.e2e_us else None,
-            diff_us=comp_us - base_us, ratio=ratio(comp_us, base_us),
-        ))
-    return out
-
-
-def _pair_single_groups(base: Breakdown, comp: Breakdown) -> tuple[Breakdown, Breakdown]:
-    """When each side has exactly one communication group under different names (a GPU
-    process group against an NPU HCCL group, or two ranks' group ids), they are the same
-    group: put them on one row, labelled with both names."""
-    def group(b: Breakdown) -> list[MetricRow]:
-        return [r for r in b.rows if r.level == 1 and r.key.startswith(GROUP_PREFIX)]
-
-    mine, theirs = group(base), group(comp)
-    if len(mine) != 1 or len(theirs) != 1 or mine[0].key == theirs[0].key:
-        return base, comp
-    key, label = mine[0].key, f"{mine[0].label} | {theirs[0].label}"
-
-    def relabel(b: Breakdown, old: str) -> Breakdown:
-        rows = [dataclasses.replace(r, key=key + r.key[len(old):], label=label if r.key == old else r.label)
-                if r.key == old or r.key.startswith(old + ".") else r for r in b.rows]
-        return dataclasses.replace(b, rows=rows)
-
-    return relabel(base, key), relabel(comp, theirs[0].key)
-
-
-def _ordered_keys(base: Breakdown, comp: Breakdown) -> list[str]:
-    """Base order, with comparison-only rows inserted after the row that precedes them there."""
-    keys = [r.key for r in base.rows]
-    seen = set(keys)
-    previous = None
-    for r in comp.rows:
-        if r.key not in seen:
-            at = keys.index(previous) + 1 if previous in seen else len(keys)
-            # skip past the previous row's own children so a new sibling lands after them
-            while at < len(keys) and previous and keys[at].startswith(previous + "."):
-                at += 1
-            keys.insert(at, r.key)
-            seen.add(r.key)
-        previous = r.key
-    return keys
-
-
-def step_rows(base: list[StepMetrics], comp: list[StepMetrics]) -> list[StepRow]:
-    rows = []
-    for i in range(max(len(base), len(comp))):
-        b = base[i] if i < len(base) else None
-        c = comp[i] if i < len(comp) else None
-        diff = c.e2e_us - b.e2e_us if b and c else None
-        rows.append(StepRow(index=i + 1, base=b, comp=c, diff_e2e_us=diff,
-                            ratio=ratio(c.e2e_us, b.e2e_us) if b and c else None))
-    return rows
+    return side, breakdown, per_step, step_breakdowns

@@ -33,6 +33,7 @@ class SideSummary(msgspec.Struct, kw_only=True):
     free_us: float = 0.0
     peak_allocated_bytes: float | None = None
     peak_reserved_bytes: float | None = None
+    sha256: str = ""  # of the input's bytes (JSON/Markdown outputs); "" when not computed
 
     @property
     def label(self) -> str:

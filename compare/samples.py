@@ -21,7 +21,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from perfcmp.breakdown import Analyzer
+from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.model import Profile
@@ -62,17 +62,18 @@ class _Version(msgspec.Struct):
     format_version: int = 0
 
 
-def sample_profile(profile: Profile, analyzer: Analyzer, details: SideDetails | None) -> SampleSet:
-    """Per-step values of every overall row, memory peak, operator, kernel and collective key."""
-    windows = analyzer.step_windows()
-    steps = list(windows)
+def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], details: SideDetails | None) -> SampleSet:
+    """Per-step values of every overall row, memory peak, operator, kernel and collective key.
+
+    ``step_breakdowns``: each step's breakdown over its device window, by step id, in order.
+    """
+    steps = list(step_breakdowns)
     rows: dict[str, list[float | None]] = {}
 
     def put(row: str, position: int, value: float) -> None:
         rows.setdefault(row, [None] * len(steps))[position] = float(value)
 
-    for position, window in enumerate(windows.values()):
-        breakdown = analyzer.breakdown(window)
+    for position, breakdown in enumerate(step_breakdowns.values()):
         for metric in breakdown.rows:
             put(f"overall:{metric.key}", position, metric.dur_us)
         for name, value in zip(MEMORY_ROWS, (breakdown.peak_allocated_bytes, breakdown.peak_reserved_bytes)):
@@ -81,7 +82,7 @@ def sample_profile(profile: Profile, analyzer: Analyzer, details: SideDetails | 
     if details is not None and steps:
         for (position, key), value in _op_sums(details).items():
             put(f"op:{key}", position, value)
-        spans = list(windows.values())
+        spans = [b.window_us for b in step_breakdowns.values()]
         for (position, key), value in _step_sums(details.compute, spans).items():
             put(f"kernel:{key}", position, value)
         for (position, key), value in _step_sums(details.comm, spans).items():

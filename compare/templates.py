@@ -23,6 +23,7 @@ class ColumnSpec:
     format: str
     side: str | None = None
     worse_above_one: bool = False
+    verdict_of: str | None = None  # "op:{name}": the verdict of that row, filled from the row's field
 
 
 @dataclass(frozen=True)

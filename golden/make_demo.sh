@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 gen="python benchmarks/gen_traces.py"
 rm -rf golden/demo && mkdir -p golden/demo/gpu golden/demo/npu
 # GPU vs GPU: the comparison run's GEMMs (aten::mm) are 20 % slower and each layer gains a dropout.
-$gen gpu golden/demo/gpu/base.pt.trace.json.gz --steps 3 --layers 1 --seed 0
-$gen gpu golden/demo/gpu/comp.pt.trace.json.gz --steps 3 --layers 1 --seed 1 --scale aten::mm=1.2 --extra-op
+$gen gpu golden/demo/gpu/base.pt.trace.json.gz --steps 8 --layers 1 --seed 0
+$gen gpu golden/demo/gpu/comp.pt.trace.json.gz --steps 8 --layers 1 --seed 1 --scale aten::mm=1.2 --extra-op
 # NPU vs NPU: the comparison run waits twice as long in communication.
 $gen npu golden/demo/npu/base_ascend_pt --steps 3 --layers 1 --seed 0
 $gen npu golden/demo/npu/comp_ascend_pt --steps 3 --layers 1 --seed 1 --comm-wait 2

@@ -75,13 +75,13 @@ def test_workbook_layout(result, tmp_path):
     path = tmp_path / "out.xlsx"
     xlsx.write(result, str(path))
     wb = openpyxl.load_workbook(path)
-    assert wb.sheetnames == ["OverallMetrics", "StepMetrics", "Warnings"]
+    assert wb.sheetnames == ["OverallMetrics", "StepMetrics", "Verdicts", "Warnings"]
     ws = wb["OverallMetrics"]
     assert ws["B1"].value == "Base Profiling: base.json" and ws["E1"].value == "Comparison Profiling: new.json"
     assert {str(r) for r in ws.merged_cells.ranges} == {"B1:D1", "E1:G1"}
     headers = [c.value for c in ws[3]]
     assert headers == ["Index", "Duration(ms)", "Duration Ratio", "Number", "Duration(ms)", "Duration Ratio",
-                       "Number", "Diff Duration(ms)", "Diff Ratio"]
+                       "Number", "Diff Duration(ms)", "Diff Ratio", "Verdict", "p (adjusted)"]  # the peer's, then ours
     labels = {ws.cell(row=r, column=1).value: r for r in range(4, ws.max_row + 1)}
     top = labels["Computing Time"]
     assert ws.cell(row=top, column=1).fill.fgColor.rgb.endswith("00BFFF")
@@ -96,8 +96,8 @@ def test_workbook_layout(result, tmp_path):
     assert ws.cell(row=leaf, column=9).fill.fgColor.rgb.endswith("FF0000")
     assert ws.cell(row=leaf, column=9).number_format == "0.00%"
     assert ws.cell(row=leaf, column=2).value == pytest.approx(0.2) and ws.cell(row=leaf, column=2).number_format == "#,##0.000"
-    # numeric cells only: no "INF" or "/" strings anywhere below the header
-    for row in ws.iter_rows(min_row=4, min_col=2):
+    # numeric cells only (up to the peer's last column, Diff Ratio): no "INF" or "/" strings
+    for row in ws.iter_rows(min_row=4, min_col=2, max_col=9):
         assert all(c.value is None or isinstance(c.value, (int, float)) for c in row)
     frame = pd.read_excel(path, sheet_name="OverallMetrics", header=2)
     assert list(frame.columns)[:2] == ["Index", "Duration(ms)"]

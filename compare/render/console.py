@@ -33,6 +33,8 @@ def render(result: ComparisonResult) -> str:
         parts += [distribution_table(result).get_string(), "", headline(result)]
     for block in top_changes.render(result, int(result.options.get("top") or 0)):
         parts += ["", block]
+    if result.verdict is not None:
+        parts += [""] + verdict_lines(result)
     notes = footnotes(result)
     if notes:
         parts += [""] + notes
@@ -80,6 +82,44 @@ def headline(result: ComparisonResult) -> str:
              f"uncovered communication {_signed_ms(c.uncovered_us - b.uncovered_us)}",
              f"free {_signed_ms(c.free_us - b.free_us)}"]
     return f"E2E {_ms_spaced(b.e2e_us)} → {_ms_spaced(c.e2e_us)}{change}: " + ", ".join(parts)
+
+
+def verdict_lines(result: ComparisonResult) -> list[str]:
+    """``Verdict: regression — E2E +8.8 % per step (p = 0.0003, 8 vs 8 steps)``, counts, gates."""
+    v = result.verdict
+    rows = {r.row: r for r in v.rows}
+    e2e = rows.get("overall:e2e")
+    detail = ""
+    if e2e is not None and e2e.relative is not None:
+        test = "n=1, floors only" if e2e.n1 else (f"p = {e2e.p_adjusted:.2g}" if e2e.p_adjusted is not None else "no test")
+        detail = f" — E2E {e2e.relative * 100:+.1f} % per step ({test}, {v.n_steps[0]} vs {v.n_steps[1]} steps)"
+    lines = [f"Verdict: {v.overall}{detail}"]
+    counts = {}
+    for r in v.rows:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    shown = [f"{counts[k]} {k}" for k in ("regressed", "improved", "within noise") if counts.get(k)]
+    if shown:
+        lines.append("  rows: " + ", ".join(shown))
+    # time rows first (µs and bytes do not rank together), largest change first
+    worst = sorted((r for r in v.rows if r.verdict == "regressed" and r.row != "overall:e2e"),
+                   key=lambda r: (r.unit != "us", -(r.diff or 0.0), r.row))[:5]
+    for r in worst:
+        lines.append(f"  regressed: {r.row} {_change(r)}")
+    if sum(v.skip_steps):
+        lines.append(f"  warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]} ({v.skip_reason})")
+    for side, steps in sorted(v.outlier_steps.items()):
+        if steps:
+            lines.append(f"  outlier steps ({side}): {', '.join(str(s) for s in steps)}")
+    lines += [f"  {reason}" for reason in v.reasons]
+    lines += [f"  gate {g.message}" for g in v.gates]
+    return lines
+
+
+def _change(row) -> str:
+    rel = f"{row.relative * 100:+.1f} %" if row.relative is not None else "new"
+    if row.unit == "bytes":
+        return f"{rel} ({(row.diff or 0) / (1 << 20):+.1f} MiB)"
+    return f"{rel} ({(row.diff or 0) / 1000:+.3f} ms per step)"
 
 
 def footnotes(result: ComparisonResult) -> list[str]:

@@ -14,12 +14,24 @@ def _ms(us: float | None) -> float | None:
 
 
 def overall(result: ComparisonResult) -> list[dict]:
+    judged = {r.row: r for r in result.verdict.rows} if result.verdict else {}
     return [{
         "label": "\t" * r.level + r.label, "level": r.level, "key": r.key,
         "base_ms": _ms(r.base_us), "base_share": r.base_share, "base_count": r.base_count,
         "comp_ms": _ms(r.comp_us), "comp_share": r.comp_share, "comp_count": r.comp_count,
         "diff_ms": _ms(r.diff_us), "ratio": r.ratio,
+        "verdict": judged[f"overall:{r.key}"].verdict if f"overall:{r.key}" in judged else None,
+        "p_adjusted": judged[f"overall:{r.key}"].p_adjusted if f"overall:{r.key}" in judged else None,
     } for r in result.overall]
+
+
+def verdicts(result: ComparisonResult) -> list[dict]:
+    if result.verdict is None:
+        return []
+    return [{"row": r.row, "unit": r.unit, "n_base": r.n_base, "base_median": r.base_median, "n_comp": r.n_comp,
+             "comp_median": r.comp_median, "diff": r.diff, "relative": r.relative, "ci_low": r.ci_low,
+             "ci_high": r.ci_high, "p_value": r.p_value, "p_adjusted": r.p_adjusted, "verdict": r.verdict,
+             "n1": "yes" if r.n1 else ""} for r in result.verdict.rows]
 
 
 def steps(result: ComparisonResult) -> list[dict]:
@@ -49,4 +61,4 @@ def table_for(result: ComparisonResult, source: str) -> Table:
     return Table(columns=columns, rows=[[r.get(c) for c in columns] for r in records])
 
 
-SOURCES = {"overall": overall, "steps": steps, "warnings": warnings}
+SOURCES = {"overall": overall, "steps": steps, "verdicts": verdicts, "warnings": warnings}

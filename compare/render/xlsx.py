@@ -34,7 +34,8 @@ def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: Comparis
     position = {name: i for i, name in enumerate(table.columns)}
     where = [position.get(c.field) for c in spec.columns]  # None: the table lacks it, an empty cell
     if spec.indent_field is None:
-        _write_plain_rows(sheet, spec, table, where, styles, layout.style["worse"])
+        verdicts = {r.row: r.verdict for r in result.verdict.rows} if result.verdict else {}
+        _write_plain_rows(sheet, spec, table, where, styles, layout.style["worse"], verdicts)
     else:
         _write_tree_rows(sheet, spec, table, where, styles, layout.style)
     sheet.close()
@@ -57,12 +58,15 @@ class _Styles:
         return self.cache[key]
 
 
-def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, worse: str) -> None:
+def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, worse: str,
+                      verdicts: dict[str, str]) -> None:
     """Detail sheets: one style per column, red where a "worse above one" ratio exceeds 1."""
     rows = table.rows
     columns, column_styles = [], []
     for c, j in zip(spec.columns, where):
         values = [row[j] for row in rows] if j is not None else [None] * len(rows)
+        if c.verdict_of is not None:
+            values = _verdicts_of(c.verdict_of, table, verdicts)
         plain = styles(c.format)
         if c.worse_above_one:
             red = styles(c.format, worse)
@@ -71,6 +75,15 @@ def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, 
             column_styles.append([plain] * len(values))
         columns.append(values)
     sheet.add_rows(columns, column_styles)
+
+
+def _verdicts_of(template: str, table: Table, verdicts: dict[str, str]) -> list[str | None]:
+    """The verdict of the row each sheet row stands for: ``op:{name}`` -> verdicts["op:" + name]."""
+    prefix, _, rest = template.partition("{")
+    position = table.columns.index(rest.rstrip("}")) if rest.rstrip("}") in table.columns else None
+    if position is None:
+        return [None] * len(table.rows)
+    return [verdicts.get(f"{prefix}{row[position]}") if row[position] not in (None, "", "|") else None for row in table.rows]
 
 
 def _write_tree_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, style: dict) -> None:

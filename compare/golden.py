@@ -1,0 +1,120 @@
+"""Golden baselines: a team's reference runs, kept as compact summaries instead of raw traces.
+
+``save`` reads a profile once and stores what later comparisons need — its overall breakdown,
+per-step metrics and per-step samples of every key (``samples.SampleSet``) — with provenance
+(producer, framework and software versions from the profile's metadata, device, rank, step
+count, the input's sha256). ``check`` compares a new profile with a stored baseline under the
+same statistics and gates as ``perfcmp compare``; ``list`` shows what is stored.
+
+A baseline is one JSON file, ``<dir>/<name>.json`` (dir defaults to ``golden/baselines``),
+versioned with ``format_version`` and written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from perfcmp import __version__
+from perfcmp.breakdown import Breakdown
+from perfcmp.options import CompareOptions
+from perfcmp.overall import overall_rows, step_rows
+from perfcmp.pipeline import judge_sides, read_side
+from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord
+from perfcmp.samples import SampleSet
+
+BASELINE_VERSION = 1
+DEFAULT_DIR = "golden/baselines"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+class Baseline(msgspec.Struct, kw_only=True):
+    """One stored reference run (see the module docstring)."""
+
+    format_version: int = BASELINE_VERSION
+    name: str
+    tool_version: str
+    summary: SideSummary
+    breakdown: Breakdown
+    steps: list[StepMetrics]
+    samples: SampleSet
+    warnings: list[WarningRecord] = []
+
+
+def baseline_path(name: str, directory: str | None) -> Path:
+    if not NAME.fullmatch(name):
+        raise UsageError(f"baseline name {name!r}: use letters, digits, '.', '_' or '-' (at most 100), starting with a letter or digit")
+    return Path(directory or DEFAULT_DIR) / f"{name}.json"
+
+
+def save(name: str, profile_path: str, options: CompareOptions, directory: str | None = None, force: bool = False) -> Path:
+    """Read ``profile_path`` and store it as baseline ``name``; refuses to overwrite unless ``force``."""
+    path = baseline_path(name, directory)
+    if path.exists() and not force:
+        raise UsageError(f"baseline {name!r} exists; pass --force to replace it", str(path))
+    side = read_side(profile_path, options.base_step, options, with_digest=True)
+    baseline = Baseline(name=name, tool_version=__version__, summary=side.summary, breakdown=side.breakdown,
+                        steps=side.steps, samples=side.samples,
+                        warnings=[WarningRecord(side="base", source=w.source, message=w.message, count=w.count)
+                                  for w in side.warnings])
+    _write_atomically(path, msgspec.json.format(msgspec.json.encode(baseline), indent=1) + b"\n")
+    return path
+
+
+def load(name: str, directory: str | None = None) -> Baseline:
+    path = baseline_path(name, directory)
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in path.parent.glob("*.json"))) or "none"
+        raise InputError(f"no baseline named {name!r} here (stored: {known}); save one with 'perfcmp golden save'", str(path))
+    data = path.read_bytes()
+    try:
+        version = msgspec.json.decode(data, type=_Version).format_version
+    except msgspec.MsgspecError as exc:
+        raise InputError(f"not a perfcmp baseline ({exc})", str(path)) from None
+    if version > BASELINE_VERSION:
+        raise InputError(f"baseline format {version} is newer than this perfcmp reads ({BASELINE_VERSION}); upgrade perfcmp",
+                         str(path))
+    try:
+        return msgspec.json.decode(data, type=Baseline)
+    except msgspec.MsgspecError as exc:
+        raise InputError(f"malformed perfcmp baseline ({exc})", str(path)) from None
+
+
+def check(name: str, profile_path: str, options: CompareOptions, directory: str | None = None) -> ComparisonResult:
+    """Compare a new profile with baseline ``name``: the overall breakdown, steps and verdict."""
+    baseline = load(name, directory)
+    side = read_side(profile_path, options.comp_step, options, with_digest=True)
+    warnings = list(baseline.warnings) + [WarningRecord(side="comparison", source=w.source, message=w.message, count=w.count)
+                                          for w in side.warnings]
+    verdict = judge_sides(baseline.samples, side.samples, options)
+    return ComparisonResult(
+        tool_version=__version__, base=baseline.summary, comparison=side.summary,
+        overall=overall_rows(baseline.breakdown, side.breakdown), steps=step_rows(baseline.steps, side.steps),
+        verdict=verdict, warnings=warnings, options={**options.as_dict(), "baseline": name},
+    )
+
+
+def listing(directory: str | None = None) -> list[Baseline]:
+    """Every readable baseline in ``directory``, sorted by name."""
+    root = Path(directory or DEFAULT_DIR)
+    return [load(p.stem, str(root)) for p in sorted(root.glob("*.json")) if NAME.fullmatch(p.stem)]
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".perfcmp-", suffix=".json.tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write the baseline ({exc.strerror or exc})", str(path)) from None
+
+
+class _Version(msgspec.Struct):
+    format_version: int = 0

@@ -1,0 +1,131 @@
+"""JSON output: the ``ComparisonResult`` as a versioned, deterministic document for machines (CI).
+
+The document is ``ComparisonResult.to_json()`` made portable: the same fields, in the structs'
+declared order, with every dict's keys sorted (``options``, ``details``, ``metadata``,
+``thresholds``, ``outlier_steps``), ``indent=1`` and a trailing newline. It is documented by
+``report_templates/result.schema.json`` and reads back with ``ComparisonResult.from_json``.
+Times are µs and memory bytes, as in the model; ``base.sha256`` / ``comparison.sha256``
+identify the inputs' bytes.
+
+Nothing in it depends on where or when perfcmp ran: no timestamps (the result holds none) and
+no absolute paths (``portable_path``, applied by ``portable``). Identical inputs and options
+give byte-identical output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+import msgspec
+
+from perfcmp.result import ComparisonResult, SideSummary, Verdict, WarningRecord
+
+_PATH_END = r"(?=$|[/\\\s'\"`),;:])"  # what may follow a whole path inside a message
+
+
+def render(result: ComparisonResult) -> bytes:
+    """The result as JSON bytes (UTF-8, ``indent=1``, sorted dict keys, ending in a newline).
+
+    Args:
+        result: the comparison; its absolute paths are made portable with the current directory.
+
+    Returns:
+        The document described by ``report_templates/result.schema.json``.
+    """
+    encoded = msgspec.json.encode(portable(result), order="deterministic")
+    return msgspec.json.format(encoded, indent=1) + b"\n"
+
+
+def portable_path(path: str, cwd: str | os.PathLike[str] | None = None) -> str:
+    """A path fit to publish: relative paths stay as given; an absolute path becomes its part
+    below the current directory (``/work/run/a/b.json`` -> ``a/b.json`` with cwd ``/work/run``)
+    when it is inside it, else its base name (``/data/x/b.json`` -> ``b.json``).
+
+    Windows absolute paths (``C:\\x\\b.json``, ``\\\\host\\share\\b.json``) are recognised on
+    every platform and become their base name unless they lie below ``cwd``.
+
+    Args:
+        path: a path as the user gave it, or as a reader derived it from that.
+        cwd: the directory relative paths are shown from; the process's current one if None.
+
+    Returns:
+        The path, with forward slashes when it was made relative.
+    """
+    posix, windows = PurePosixPath(path), PureWindowsPath(path)
+    if not (posix.is_absolute() or windows.is_absolute()):
+        return path
+    here = Path.cwd() if cwd is None else Path(cwd)
+    for root in _spellings(here):
+        below = _below(path, root)
+        if below:
+            return below
+    name = posix.name if posix.is_absolute() else windows.name
+    return name or path.strip("/\\") or "."
+
+
+def portable(result: ComparisonResult, cwd: str | os.PathLike[str] | None = None) -> ComparisonResult:
+    """The result with every absolute path made portable (``portable_path``): the sides'
+    ``source``, warning sources, path-valued options (``categories``), and occurrences of a
+    side's absolute source inside warning messages, verdict reasons and gate messages."""
+    swaps: dict[str, str] = {}
+
+    def fix(text: str) -> str:
+        shown = portable_path(text, cwd)
+        if shown != text:
+            whole = text.rstrip("/\\") or text  # "/in/run/" is the "/in/run" of "/in/run/x.csv"
+            swaps[whole] = portable_path(whole, cwd)
+        return shown
+
+    base = msgspec.structs.replace(result.base, source=fix(result.base.source))
+    comparison = msgspec.structs.replace(result.comparison, source=fix(result.comparison.source))
+    options = {key: fix(value) if isinstance(value, str) else value for key, value in result.options.items()}
+
+    def swap(text: str) -> str:
+        for absolute in sorted(swaps, key=lambda s: (-len(s), s)):  # the longest path first
+            # whole paths only: "/in/base" must not turn "/in/base_2/x" into "base_2/x"
+            text = re.sub(re.escape(absolute) + _PATH_END, lambda _, shown=swaps[absolute]: shown, text)
+        return text
+
+    warnings = [_warning(w, swap, fix) for w in result.warnings]
+    verdict = _verdict(result.verdict, swap) if result.verdict is not None else None
+    return msgspec.structs.replace(result, base=base, comparison=comparison, options=options,
+                                   warnings=warnings, verdict=verdict)
+
+
+def side_identity(side: SideSummary) -> str:
+    """The input's sha256 (hex), "" when it was not computed."""
+    return getattr(side, "sha256", "") or ""
+
+
+def _warning(w: WarningRecord, swap, fix) -> WarningRecord:
+    source = swap(w.source)  # a file under a side's input keeps its place below that input
+    return msgspec.structs.replace(w, source=fix(source), message=swap(w.message))
+
+
+def _verdict(verdict: Verdict, swap) -> Verdict:
+    gates = [msgspec.structs.replace(g, message=swap(g.message)) for g in verdict.gates]
+    return msgspec.structs.replace(verdict, reasons=[swap(r) for r in verdict.reasons],
+                                   skip_reason=swap(verdict.skip_reason), gates=gates)
+
+
+def _spellings(cwd: Path) -> list[Path]:
+    """The current directory as given and with symbolic links resolved (``/tmp`` vs
+    ``/private/tmp``), so a path below either spelling is recognised."""
+    out = [cwd]
+    try:
+        real = cwd.resolve()
+    except OSError:
+        return out
+    return out if real == cwd else out + [real]
+
+
+def _below(path: str, root: Path) -> str:
+    """``path`` relative to ``root`` ("" when it is not strictly below it)."""
+    try:
+        rel = Path(os.path.normpath(path)).relative_to(root)
+    except ValueError:
+        return ""
+    text = rel.as_posix()
+    return "" if text in ("", ".") else text

@@ -1,0 +1,186 @@
+"""Markdown summary: a GitHub-flavoured digest of the ``ComparisonResult`` for a pull-request
+comment or ``$GITHUB_STEP_SUMMARY``. Formatting only: every number comes from the result.
+
+Layout: a title with the overall verdict, the console headline, the inputs, the four headline
+rows (E2E, Computing, Uncovered Communication, Free), then, when there is a verdict, its
+summary line and reasons, the top regressions and improvements (per-step medians: ms for µs
+rows, MiB for byte rows), the failed gates, and at most ``MAX_WARNINGS`` warnings.
+
+Deterministic (every list is sorted with a tie-breaker) and portable: no timestamps, and paths
+follow ``jsonout.portable_path`` (no absolute paths).
+"""
+
+from __future__ import annotations
+
+import re
+
+from perfcmp.render.console import headline
+from perfcmp.render.jsonout import portable, side_identity
+from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow, ratio
+
+MAX_WARNINGS = 10
+MIB = 1 << 20
+UNIT_ORDER = {"us": 0, "bytes": 1}  # time rows are listed before memory rows
+# shown literally, not as Markdown or HTML; "_" between letters or digits cannot emphasise
+_SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<![^\W_])_|_(?![^\W_]))")
+_BLOCK_START = re.compile(r"^(\d*)((?<=\d)[.)](?=\s|$)|(?<!\d)[-+#=])")
+_ROW_HEADER = ("#", "Row", "Base", "Comparison", "Diff", "Change", "p adj.")
+
+
+def render(result: ComparisonResult, top: int = 10) -> str:
+    """The summary as Markdown text ending in a newline.
+
+    Args:
+        result: the comparison; its absolute paths are made portable with the current directory.
+        top: the most regressed (and improved) rows listed; 0 lists none.
+
+    Returns:
+        GitHub-flavoured Markdown, byte-identical for an identical result and directory.
+    """
+    result = portable(result)
+    v = result.verdict
+    title = "## perfcmp" if v is None else f"## perfcmp: {v.overall}"
+    blocks = [title, escape(headline(result)), inputs_line(result), _table(*headline_table(result))]
+    if v is not None:
+        blocks += verdict_blocks(v, top)
+    blocks += warning_blocks(result)
+    return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+def escape(text: str) -> str:
+    """``text`` for a table cell or a list item: Markdown and HTML specials backslash-escaped
+    (``|`` would end the cell), a leading block marker too, and line breaks folded into spaces."""
+    text = _SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _BLOCK_START.sub(r"\1\\\2", text)  # "- x", "1. x", "# x" would open a list or a heading
+
+
+def inputs_line(result: ComparisonResult) -> str:
+    """``Base: base.pt.trace.json.gz (GPU, sha256 0123456789ab) · Comparison: …``"""
+    return " · ".join(f"{role}: {escape(_identity(side))}"
+                      for role, side in (("Base", result.base), ("Comparison", result.comparison)))
+
+
+def headline_table(result: ComparisonResult) -> tuple[list[str], list[list[str]]]:
+    """The four headline rows, both sides in ms per profiled window (or step, with --*-step)."""
+    b, c = result.base, result.comparison
+    rows = []
+    for label, base_us, comp_us in (("E2E", b.e2e_us, c.e2e_us), ("Computing", b.computing_us, c.computing_us),
+                                    ("Uncovered Communication", b.uncovered_us, c.uncovered_us),
+                                    ("Free", b.free_us, c.free_us)):
+        rows.append([label, _ms(base_us), _ms(comp_us), _ms(comp_us - base_us, signed=True), _change(comp_us, base_us)])
+    return ["", "Base", "Comparison", "Diff", "Change"], rows
+
+
+def verdict_blocks(v: Verdict, top: int) -> list[str]:
+    """The verdict's line and reasons, top regressions, improvements and failed gates."""
+    line = (f"**Verdict: {escape(v.overall)}** — {v.n_steps[0]} vs {v.n_steps[1]} steps"
+            f"{'' if v.comparable else ', not comparable'}, exit code {v.exit_code}.")
+    notes = [escape(r) for r in v.reasons]
+    if sum(v.skip_steps):
+        reason = f" ({escape(v.skip_reason)})" if v.skip_reason else ""
+        notes.append(f"warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]}{reason}")
+    for side, steps in sorted(v.outlier_steps.items()):
+        if steps:
+            notes.append(f"outlier steps ({escape(side)}): {', '.join(str(s) for s in sorted(steps))}")
+    blocks = [line + "".join(f"\n- {n}" for n in notes)]
+    blocks += _ranked("Top regressions", [r for r in v.rows if r.verdict == "regressed"], top, worst_first=True,
+                      empty="No row regressed.")
+    blocks += _ranked("Improvements", [r for r in v.rows if r.verdict == "improved"], top, worst_first=False)
+    failed = [g for g in v.gates if g.failed]
+    if failed:
+        blocks.append(f"### Failed gates ({len(failed)})\n\n"
+                      + "\n".join(f"- {escape(g.message or g.expression)}" for g in failed))
+    return blocks
+
+
+def ranked_rows(rows: list[VerdictRow], worst_first: bool) -> list[VerdictRow]:
+    """Time rows before memory rows (their diffs are not comparable), each by diff: largest
+    first for regressions, most negative first for improvements; the row name breaks ties."""
+    sign = -1.0 if worst_first else 1.0
+    return sorted(rows, key=lambda r: (UNIT_ORDER.get(r.unit, len(UNIT_ORDER)), r.unit,
+                                       sign * (r.diff or 0.0), r.row))
+
+
+def warning_blocks(result: ComparisonResult) -> list[str]:
+    if not result.warnings:
+        return []
+    items = []
+    for w in result.warnings[:MAX_WARNINGS]:
+        where = f"{w.side}: " if w.side else ""
+        count = f" (×{w.count})" if w.count > 1 else ""
+        items.append(f"- {escape(where + w.message)}{count}")
+    if len(result.warnings) > MAX_WARNINGS:
+        items.append(f"- … and {len(result.warnings) - MAX_WARNINGS} more (see the JSON result or the Warnings sheet)")
+    return [f"### Warnings ({len(result.warnings)})\n\n" + "\n".join(items)]
+
+
+def _ranked(title: str, rows: list[VerdictRow], top: int, worst_first: bool, empty: str = "") -> list[str]:
+    if top <= 0 or not (rows or empty):
+        return []
+    if not rows:
+        return [f"### {title}\n\n{empty}"]
+    chosen = ranked_rows(rows, worst_first)[:top]
+    body = [[str(i), escape(r.row), *_values(r)] for i, r in enumerate(chosen, start=1)]
+    more = f"\n\n… and {len(rows) - len(chosen)} more" if len(rows) > len(chosen) else ""
+    return [f"### {title} ({len(rows)})\n\n" + _table(list(_ROW_HEADER), body, align="rl") + more]
+
+
+def _values(r: VerdictRow) -> list[str]:
+    """Base and comparison medians, diff, change and adjusted p of one row, with units."""
+    fmt = _mib if r.unit == "bytes" else _ms
+    if r.relative is not None:
+        change = f"{r.relative * 100:+.1f} %"
+    else:
+        change = "new" if (r.base_median or 0.0) == 0 and (r.comp_median or 0.0) > 0 else "–"
+    if r.p_adjusted is not None:
+        p = "< 0.001" if r.p_adjusted < 0.001 else f"{r.p_adjusted:.3f}"
+    else:
+        p = "n=1" if r.n1 else "–"
+    return [_or_dash(r.base_median, fmt), _or_dash(r.comp_median, fmt),
+            _or_dash(r.diff, lambda x: fmt(x, signed=True)), change, p]
+
+
+def _table(header: list[str], rows: list[list[str]], align: str = "l") -> str:
+    """A GFM table; ``align`` gives the leading columns' alignment ("l"/"r"), the rest (the
+    numbers) are right-aligned. Cells must be escaped already."""
+    marks = {"l": " --- ", "r": " ---: "}
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join(marks[a] for a in align.ljust(len(header), "r")) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _identity(side: SideSummary) -> str:
+    detail = [side.device]
+    if side.step is not None:
+        detail.append(f"step {side.step}")
+    if side.basis == "host":
+        detail.append("host only")
+    digest = side_identity(side)
+    if digest:
+        detail.append(f"sha256 {digest[:12]}")
+    return f"{side.source} ({', '.join(detail)})"
+
+
+def _ms(us: float, signed: bool = False) -> str:
+    return _number(us / 1000, 3, signed) + " ms"
+
+
+def _mib(value: float, signed: bool = False) -> str:
+    return _number(value / MIB, 2, signed) + " MiB"
+
+
+def _number(value: float, digits: int, signed: bool) -> str:
+    text = f"{value:.{digits}f}"
+    if float(text) == 0:
+        return ("±" if signed else "") + f"{0:.{digits}f}"  # never "-0.000"
+    return f"{value:+.{digits}f}" if signed else text
+
+
+def _or_dash(value: float | None, fmt) -> str:
+    return "–" if value is None else fmt(value)
+
+
+def _change(comp: float, base: float) -> str:
+    r = ratio(comp, base)
+    return "new" if r is None else f"{(r - 1) * 100:+.1f} %"

@@ -1,0 +1,455 @@
+"""Regression verdicts from steps as samples: is the comparison really slower, or is it noise?
+
+Every profiled step is one sample of every key (``perfcmp.samples.SampleSet``). ``judge``
+compares the two sides key by key and gives each row and the whole pair a verdict. The rules,
+in the order they are applied:
+
+Steps and warm-up
+    Steps are aligned by their logical index on each side (the two sides share no clock). The
+    first ``skip`` steps of a side are warm-up and dropped. ``--skip-steps K`` drops K on both
+    sides, keeping at least one step (K ≥ the number of steps keeps the last one, with a note).
+    Without it the skip is decided per side from the data: with at least 3 steps, leading steps
+    are dropped while the step's E2E exceeds the median E2E of the steps after it by more than
+    20 %, at most a third of the steps (rounded down); fewer than 3 steps: nothing is dropped.
+    The rule and the counts are reported in ``skip_reason``.
+Outlier steps
+    After the skip, a step whose E2E has a robust z-score |0.6745 (x − median) / MAD| above 3.5
+    is an outlier (MAD 0: the mean absolute deviation × 1.2533 stands in; needs ≥ 3 steps). It
+    is reported in ``outlier_steps``, never dropped: the medians are robust to it already.
+Samples
+    A key's samples are its values in the kept steps, in order. A key exists on a side when it
+    has a value in at least one kept step; a step where an existing time key is None counts as
+    0 (an op absent from one step took no time there). Memory rows (bytes) are peaks, not
+    sums: a None there is "not recorded" and is left out instead. A key that exists on one side
+    only is "base only" / "comparison only" (medians only, no statistics).
+Per row
+    Medians per side; ``diff`` = comparison − base; ``relative`` = diff / base median (None
+    when that is 0). ``ci_low``/``ci_high``: 95 % percentile bootstrap of
+    median(comparison*) − median(base*), ``bootstrap`` resamples per side drawn from fixed seeds
+    (one index matrix per side and sample count, shared by all rows, so the result is
+    deterministic and does not depend on which other rows exist). ``p_value``: two-sided
+    Mann-Whitney U (``scipy.stats.mannwhitneyu``), exact when neither side has more than 50
+    samples and no value is tied, asymptotic (tie and continuity corrected) otherwise; a row
+    whose values are all identical on both sides gets p = 1 without a test.
+Multiple testing
+    ``overall:e2e`` is the primary endpoint and is tested alone at ``alpha`` (its p_adjusted is
+    its p_value): the overall verdict must not lose its power because a profile has thousands
+    of keys. Every other row with a test (not n=1, not all identical, not "not comparable")
+    forms one family, adjusted by Holm (``correction="holm"``, family-wise error) or
+    Benjamini-Hochberg (``"bh"``, false discovery rate). Power needs steps: the smallest
+    possible two-sided p is 0.1 with 3 vs 3 steps, 0.029 with 4 vs 4, 0.0079 with 5 vs 5 and
+    1.1e-5 with 10 vs 10, so with 3 steps a side a change above the floors stays "within
+    noise", and a per-key change among thousands of Holm-corrected keys needs ~10 steps a side.
+Floors (practical significance)
+    A change counts only when it clears ALL of: |relative| ≥ ``relative`` (a base median of 0
+    with a non-zero comparison clears it); |diff| ≥ ``absolute_us`` for time rows or
+    ``absolute_bytes`` for memory rows; and for time rows other than ``overall:e2e``,
+    |diff| ≥ ``share_of_step`` × the base median E2E per step (skipped when the base has no E2E).
+Labels
+    significant (p_adjusted < alpha) and clears the floors: "regressed" when diff > 0 (larger
+    is always worse, time and memory alike), "improved" when diff < 0; clears the floors but
+    not significant: "within noise"; otherwise "unchanged". n=1 (either side has a single
+    sample): no test (p None, no interval), ``n1`` True, clearing the floors alone gives
+    regressed / improved, else unchanged. "not comparable": both medians 0 (or absent), every
+    row when a side has no steps, and every op:/kernel:/comm: row when the pair is not
+    comparable (devices differ, or too little matched op time).
+Comparability (``comparable`` False when any check fails; the reasons are listed)
+    * a side without steps: every row "not comparable", overall "inconclusive";
+    * devices differ (GPU vs NPU): op/kernel/comm rows "not comparable"; overall and memory
+      rows are still judged and the overall verdict still comes from E2E;
+    * less than 50 % of the comparison's op time (all kept steps) is in op keys present on both
+      sides: op/kernel/comm rows "not comparable" and the overall verdict "inconclusive" (the
+      two runs do not execute the same work);
+    * step counts (after the skip) differing by more than 2×: a note only.
+Overall
+    From the ``overall:e2e`` row: regressed → "regression", improved → "improvement",
+    unchanged → "neutral" (other rows that regressed or improved are listed in ``reasons`` as
+    notes), within noise / not comparable / missing → "inconclusive". With n=1 the reasons say
+    "n=1: floors only, no significance test".
+
+Rows are sorted by ``row``; every number is a plain Python float or int. ``judge`` leaves
+``gates`` and ``exit_code`` to the policy module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+from perfcmp.readers.errors import InputError
+from perfcmp.result import Verdict, VerdictRow
+from perfcmp.samples import SampleSet
+
+E2E = "overall:e2e"
+MEMORY_DIMENSION = "memory"
+NOT_COMPARABLE_WHEN_PAIR_IS = ("op", "kernel", "comm")
+WARMUP_EXCESS = 0.20  # a leading step is warm-up while its E2E exceeds the later median by this
+OUTLIER_Z = 3.5
+MATCHED_SHARE_MIN = 0.5
+STEP_RATIO_NOTE = 2.0
+EXACT_MAX_N = 50
+CI_LEVEL = 0.95
+_CHUNK = 512  # rows per bootstrap block (bounds memory at _CHUNK × bootstrap floats)
+_SIDES = ("base", "comparison")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The floors and the test settings of a verdict (see the module docstring)."""
+
+    relative: float = 0.05  # |diff| / base median
+    absolute_us: float = 20.0  # per step, time rows
+    absolute_bytes: float = float(1 << 20)  # per step, memory rows
+    share_of_step: float = 0.005  # |diff| / base median step E2E, time rows other than overall:e2e
+    alpha: float = 0.05
+    correction: str = "holm"  # or "bh"
+    bootstrap: int = 2000  # resamples for the CI; seeded -> deterministic
+
+    def __post_init__(self) -> None:
+        if self.correction not in ("holm", "bh"):
+            raise ValueError(f"correction must be 'holm' or 'bh', not {self.correction!r}")
+        for name in ("relative", "absolute_us", "absolute_bytes", "share_of_step"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0")
+        if not 0 < self.alpha < 1:
+            raise ValueError("alpha must be between 0 and 1")
+        if int(self.bootstrap) < 1:
+            raise ValueError("bootstrap must be >= 1")
+
+    def as_dict(self) -> dict[str, float | str]:
+        return {k: (v if isinstance(v, str) else float(v)) for k, v in asdict(self).items()}
+
+
+# --- steps: warm-up and outliers -----------------------------------------------------------
+
+
+def _e2e(samples: SampleSet) -> list[float | None]:
+    return list(samples.rows.get(E2E, [None] * len(samples.steps)))
+
+
+AUTO_SKIP_RULE = ("auto warm-up rule (with >= 3 steps, drop leading steps whose E2E is > 20 % above the median "
+                  "E2E of the later steps, at most a third of the steps)")
+
+
+def choose_skip(samples: SampleSet, requested: int | None) -> tuple[int, str]:
+    """Warm-up steps to drop from the front of ``samples``, and why (module docstring rule)."""
+    skip, detail = _choose_skip(samples, requested)
+    return skip, (f"{AUTO_SKIP_RULE}: {detail}" if requested is None else detail)
+
+
+def _choose_skip(samples: SampleSet, requested: int | None) -> tuple[int, str]:
+    n = len(samples.steps)
+    if requested is not None:
+        if requested < 0:
+            raise ValueError("skip steps must be >= 0")
+        if n == 0:
+            return 0, f"--skip-steps {requested}: no steps"
+        if requested >= n:
+            return n - 1, f"--skip-steps {requested} would drop all {n} steps: dropped {n - 1}, kept the last one"
+        return requested, f"--skip-steps {requested}"
+    if n < 3:
+        return 0, f"0 dropped (only {n} step{'s' if n != 1 else ''})"
+    e2e = _e2e(samples)
+    skip = 0
+    while skip < n // 3:
+        head, rest = e2e[skip], [v for v in e2e[skip + 1:] if v is not None]
+        if head is None or not rest or not head > (1 + WARMUP_EXCESS) * float(np.median(rest)):
+            break
+        skip += 1
+    if skip == 0:
+        return 0, "0 dropped"
+    dropped = ", ".join(str(s) for s in samples.steps[:skip])
+    return skip, f"{skip} dropped (step{'s' if skip > 1 else ''} {dropped})"
+
+
+def outlier_steps(samples: SampleSet, skip: int) -> list[int]:
+    """Step ids after the skip whose E2E robust z-score exceeds 3.5 (reported, not dropped)."""
+    steps = samples.steps[skip:]
+    pairs = [(s, v) for s, v in zip(steps, _e2e(samples)[skip:]) if v is not None]
+    if len(pairs) < 3:
+        return []
+    x = np.array([v for _, v in pairs], dtype=float)
+    med = np.median(x)
+    mad = np.median(np.abs(x - med))
+    if mad > 0:
+        z = 0.6745 * (x - med) / mad
+    else:
+        mean_ad = np.mean(np.abs(x - med))
+        if mean_ad == 0:
+            return []
+        z = (x - med) / (1.253314 * mean_ad)
+    return [int(s) for (s, _), zi in zip(pairs, z) if abs(zi) > OUTLIER_Z]
+
+
+# --- statistics -----------------------------------------------------------------------------
+
+
+class _Side:
+    """One side's kept samples: rows × kept steps, None -> 0 for time rows (module docstring)."""
+
+    def __init__(self, samples: SampleSet, skip: int):
+        self.n = max(len(samples.steps) - skip, 0)
+        names = list(samples.rows)
+        for name in names:
+            if len(samples.rows[name]) != len(samples.steps):
+                raise InputError(f"sample row {name!r} has {len(samples.rows[name])} values for "
+                                 f"{len(samples.steps)} steps", samples.source)
+        if names and self.n:
+            matrix = np.array([samples.rows[r][skip:] for r in names], dtype=float).reshape(len(names), self.n)
+        else:
+            matrix = np.zeros((len(names), self.n))
+        missing = np.isnan(matrix)
+        present = ~missing.all(axis=1) if self.n else np.zeros(len(names), dtype=bool)
+        self.index = {r: i for i, r in enumerate(names) if present[i]}
+        self.matrix = matrix
+        self.time = np.where(missing, 0.0, matrix)
+        self.medians = np.median(self.time, axis=1) if self.n else np.zeros(len(names))
+
+    def values(self, row: str) -> np.ndarray:
+        i = self.index[row]
+        if row.split(":", 1)[0] == MEMORY_DIMENSION:
+            v = self.matrix[i]
+            return v[~np.isnan(v)]
+        return self.time[i]
+
+    def median(self, row: str) -> float:
+        if row.split(":", 1)[0] == MEMORY_DIMENSION:
+            return float(np.median(self.values(row)))
+        return float(self.medians[self.index[row]])
+
+
+def _boot_ranks(side: int, n: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two middle ranks of each sorted bootstrap resample of n indices (fixed seed).
+
+    Resampling indices of a row sorted ascending and taking the resample's middle ranks gives
+    exactly the resample's median, for every row at once: one matrix serves every row of size n.
+    """
+    rng = np.random.default_rng([0, side, n])
+    idx = np.sort(rng.integers(0, n, size=(resamples, n)), axis=1)
+    return idx[:, (n - 1) // 2], idx[:, n // 2]
+
+
+def _boot_ci(base: list[np.ndarray], comp: list[np.ndarray], resamples: int) -> list[tuple[float, float]]:
+    """Percentile bootstrap intervals of median(comp*) − median(base*) for each pair of rows."""
+    out: list[tuple[float, float] | None] = [None] * len(base)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (b, c) in enumerate(zip(base, comp)):
+        groups.setdefault((len(b), len(c)), []).append(i)
+    q = [(1 - CI_LEVEL) / 2, 1 - (1 - CI_LEVEL) / 2]
+    for (nb, nc), members in sorted(groups.items()):
+        blo, bhi = _boot_ranks(0, nb, resamples)
+        clo, chi = _boot_ranks(1, nc, resamples)
+        for start in range(0, len(members), _CHUNK):
+            part = members[start:start + _CHUNK]
+            sb = np.sort(np.stack([base[i] for i in part]), axis=1)
+            sc = np.sort(np.stack([comp[i] for i in part]), axis=1)
+            diff = (sc[:, clo] + sc[:, chi]) / 2 - (sb[:, blo] + sb[:, bhi]) / 2
+            lo, hi = np.quantile(diff, q, axis=1)
+            for i, a, b in zip(part, lo, hi):
+                out[i] = (float(a), float(b))
+    return out  # type: ignore[return-value]
+
+
+def _mwu(base: list[np.ndarray], comp: list[np.ndarray]) -> list[float | None]:
+    """Two-sided Mann-Whitney U p-values; None where every value on both sides is identical."""
+    out: list[float | None] = [None] * len(base)
+    groups: dict[tuple[int, int, str], list[int]] = {}
+    for i, (b, c) in enumerate(zip(base, comp)):
+        both = np.sort(np.concatenate([b, c]))
+        if both[0] == both[-1]:
+            continue
+        ties = bool((np.diff(both) == 0).any())
+        method = "exact" if not ties and max(len(b), len(c)) <= EXACT_MAX_N else "asymptotic"
+        groups.setdefault((len(b), len(c), method), []).append(i)
+    for (_, _, method), members in sorted(groups.items()):
+        x = np.stack([base[i] for i in members])
+        y = np.stack([comp[i] for i in members])
+        p = stats.mannwhitneyu(x, y, alternative="two-sided", method=method, axis=1).pvalue
+        for i, pi in zip(members, np.atleast_1d(p)):
+            out[i] = float(min(max(pi, 0.0), 1.0))
+    return out
+
+
+def _adjust(p: list[float], correction: str) -> list[float]:
+    """Holm (step-down, family-wise) or Benjamini-Hochberg adjusted p-values, in input order."""
+    if not p:
+        return []
+    if correction == "bh":
+        return [float(v) for v in stats.false_discovery_control(np.array(p), method="bh")]
+    m = len(p)
+    order = sorted(range(m), key=lambda i: (p[i], i))
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+# --- the verdict ----------------------------------------------------------------------------
+
+
+def _clears_floors(row: str, unit: str, diff: float, relative: float | None, base_e2e: float | None,
+                   t: Thresholds) -> bool:
+    if diff == 0:
+        return False
+    if relative is not None and abs(relative) < t.relative:
+        return False
+    if abs(diff) < (t.absolute_bytes if unit == "bytes" else t.absolute_us):
+        return False
+    share_floor = unit == "us" and row != E2E and base_e2e is not None
+    return not (share_floor and abs(diff) < t.share_of_step * base_e2e)
+
+
+def _op_share(base: _Side, comp: _Side) -> float | None:
+    """Share of the comparison's op time (all kept steps) in op keys present on both sides."""
+    ops = [(row, i) for row, i in comp.index.items() if row.startswith("op:")]
+    if not ops:
+        return None
+    per_row = comp.time[[i for _, i in ops]].sum(axis=1)
+    total = float(per_row.sum())
+    matched = float(sum(t for (row, _), t in zip(ops, per_row) if row in base.index))
+    return matched / total if total > 0 else None
+
+
+def _fmt_rel(r: VerdictRow) -> str:
+    if r.relative is None:
+        return f"{r.diff:+.6g} {r.unit}"
+    return f"{100 * r.relative:+.1f} %"
+
+
+def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(),
+          skip: int | None = None) -> Verdict:
+    """Per-row and overall regression verdicts of ``comp`` against ``base`` (module docstring)."""
+    t = thresholds
+    reasons: list[str] = []
+    (skip_b, why_b), (skip_c, why_c) = _choose_skip(base, skip), _choose_skip(comp, skip)
+    sides = _Side(base, skip_b), _Side(comp, skip_c)
+    sb, sc = sides
+    if why_b == why_c:
+        skip_reason = why_b if skip is not None else f"{AUTO_SKIP_RULE}: {why_b} on each side"
+    else:
+        skip_reason = f"{AUTO_SKIP_RULE + ': ' if skip is None else ''}base {why_b}; comparison {why_c}"
+
+    # comparability
+    no_steps = [name for name, s in zip(_SIDES, sides) if s.n == 0]
+    for name in no_steps:
+        reasons.append(f"not comparable: the {name} has no steps")
+    devices_differ = base.device != comp.device
+    if devices_differ:
+        reasons.append(f"not comparable: devices differ ({base.device} vs {comp.device}); "
+                       "op, kernel and communication rows are not judged")
+    share = _op_share(sb, sc) if not no_steps else None
+    low_share = share is not None and share < MATCHED_SHARE_MIN
+    if low_share:
+        reasons.append(f"not comparable: only {100 * share:.1f} % of the comparison's op time is in op keys "
+                       f"present on both sides (< {100 * MATCHED_SHARE_MIN:.0f} %)")
+    if not no_steps and max(sb.n, sc.n) > STEP_RATIO_NOTE * min(sb.n, sc.n):
+        reasons.append(f"note: step counts differ by more than {STEP_RATIO_NOTE:g}× ({sb.n} vs {sc.n} after the skip)")
+    comparable = not (no_steps or devices_differ or low_share)
+    pair_blocked = devices_differ or low_share
+
+    base_e2e = sb.median(E2E) if E2E in sb.index else None
+
+    # rows: medians and labels that need no test
+    rows: dict[str, VerdictRow] = {}
+    tested: list[str] = []  # rows that get the bootstrap and the test
+    for row in sorted(set(sb.index) | set(sc.index)):
+        dimension, _, key = row.partition(":")
+        unit = "bytes" if dimension == MEMORY_DIMENSION else "us"
+        vb = sb.values(row) if row in sb.index else None
+        vc = sc.values(row) if row in sc.index else None
+        r = VerdictRow(row=row, dimension=dimension, key=key, unit=unit,
+                       n_base=0 if vb is None else len(vb), n_comp=0 if vc is None else len(vc),
+                       base_median=None if vb is None else sb.median(row),
+                       comp_median=None if vc is None else sc.median(row))
+        rows[row] = r
+        if no_steps or (pair_blocked and dimension in NOT_COMPARABLE_WHEN_PAIR_IS):
+            r.verdict = "not comparable"
+            continue
+        if r.base_median is None and r.comp_median is None:
+            r.verdict = "not comparable"
+            continue
+        if r.comp_median is None:
+            r.verdict = "base only"
+            continue
+        if r.base_median is None:
+            r.verdict = "comparison only"
+            continue
+        if r.base_median == 0 and r.comp_median == 0:
+            r.verdict = "not comparable"
+            continue
+        r.diff = r.comp_median - r.base_median
+        r.relative = r.diff / r.base_median if r.base_median != 0 else None
+        floors = _clears_floors(row, unit, r.diff, r.relative, base_e2e, t)
+        if r.n_base == 1 or r.n_comp == 1:
+            r.n1 = True
+            r.verdict = ("regressed" if r.diff > 0 else "improved") if floors else "unchanged"
+            continue
+        tested.append(row)
+
+    # bootstrap intervals and tests, vectorised over the tested rows
+    vbs = [sb.values(row) for row in tested]
+    vcs = [sc.values(row) for row in tested]
+    for row, ci in zip(tested, _boot_ci(vbs, vcs, int(t.bootstrap))):
+        rows[row].ci_low, rows[row].ci_high = ci
+    pvals = _mwu(vbs, vcs)
+    family = [row for row, p in zip(tested, pvals) if p is not None and row != E2E]
+    for row, p in zip(tested, pvals):
+        rows[row].p_value = 1.0 if p is None else p
+        rows[row].p_adjusted = 1.0 if p is None else (p if row == E2E else None)
+    for row, adj in zip(family, _adjust([rows[r].p_value for r in family], t.correction)):
+        rows[row].p_adjusted = float(adj)
+    for row in tested:
+        r = rows[row]
+        floors = _clears_floors(row, r.unit, r.diff, r.relative, base_e2e, t)
+        if floors and r.p_adjusted < t.alpha:
+            r.verdict = "regressed" if r.diff > 0 else "improved"
+        elif floors:
+            r.verdict = "within noise"
+        else:
+            r.verdict = "unchanged"
+
+    # overall
+    if any(r.n1 for r in rows.values()) or (not no_steps and min(sb.n, sc.n) == 1):
+        reasons.append("n=1: floors only, no significance test")
+    e2e = rows.get(E2E)
+    if no_steps or low_share:
+        overall = "inconclusive"
+    elif e2e is None:
+        overall = "inconclusive"
+        reasons.append("no overall:e2e row: no overall verdict")
+    elif e2e.verdict == "regressed":
+        overall = "regression"
+    elif e2e.verdict == "improved":
+        overall = "improvement"
+    elif e2e.verdict == "unchanged":
+        overall = "neutral"
+    else:
+        overall = "inconclusive"
+        if e2e.verdict == "within noise":
+            reasons.append(f"E2E changed by {_fmt_rel(e2e)} (above the floors) but not significantly "
+                           f"(p = {e2e.p_adjusted:.3g}, {e2e.n_base} vs {e2e.n_comp} steps)")
+        else:
+            reasons.append(f"E2E is {e2e.verdict}")
+    if overall in ("neutral", "inconclusive"):
+        for label in ("regressed", "improved"):
+            moved = [r for r in rows.values() if r.verdict == label and r.row != E2E]
+            if moved:
+                names = ", ".join(f"{r.row} ({_fmt_rel(r)})" for r in moved[:10])
+                more = f" and {len(moved) - 10} more" if len(moved) > 10 else ""
+                reasons.append(f"note: {len(moved)} other row{'s' if len(moved) > 1 else ''} {label}: {names}{more}")
+
+    return Verdict(
+        overall=overall,
+        comparable=comparable,
+        reasons=reasons,
+        skip_steps=(int(skip_b), int(skip_c)),
+        skip_reason=skip_reason,
+        outlier_steps={"base": outlier_steps(base, skip_b), "comparison": outlier_steps(comp, skip_c)},
+        n_steps=(int(sb.n), int(sc.n)),
+        thresholds=t.as_dict(),
+        rows=list(rows.values()),
+    )
