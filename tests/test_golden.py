@@ -97,3 +97,14 @@ def test_golden(case: Path, tmp_path, capsys, monkeypatch, request):
     assert code == spec.get("exit_code", 0), err
     problems = [p for p in problems if p]
     assert not problems, "\n".join(problems)
+
+
+def test_the_readme_example_is_a_golden_case():
+    """The README's demo command and the output it quotes are those of golden case readme_example."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    case = ROOT / "golden" / "cases" / "readme_example"
+    args = json.loads((case / "case.json").read_text())["args"]
+    assert "perfcmp " + " ".join(a.replace("{root}/", "") for a in args) in readme
+    stdout = (case / "stdout.txt").read_text(encoding="utf-8").splitlines()
+    for prefix in ("E2E ", "Verdict: "):
+        assert next(line for line in stdout if line.startswith(prefix)) in readme, prefix
