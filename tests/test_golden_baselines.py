@@ -4,9 +4,7 @@ The runs come from the project's generator: 8 steps each, independent noise per 
 injected regression (every GEMM 20 % slower) for the failing case.
 """
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("gen_traces", ROOT / "benchmarks" / "gen_traces.py")
-    gen = importlib.util.module_from_spec(spec)
-    sys.modules["gen_traces"] = gen  # dataclasses look their module up there
-    spec.loader.exec_module(gen)
+def runs(tmp_path_factory, gen_traces):
+    gen = gen_traces
     out = tmp_path_factory.mktemp("runs")
     paths = {}
     for name, knobs in {"base": dict(seed=0), "same": dict(seed=1),

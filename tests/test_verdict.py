@@ -7,9 +7,7 @@ generator end to end (A/A, then a GEMM slowdown).
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import sys
 from pathlib import Path
 
 import msgspec
@@ -357,19 +355,6 @@ def test_thousands_of_rows_judge_quickly():
 
 
 # --- end to end with the trace generator -----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def gen_traces():
-    name = "perfcmp_test_gen_traces"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "gen_traces.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file executes
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
 
 
 def _profile_samples(path: Path) -> SampleSet:

@@ -5,8 +5,6 @@ A/A pairs must never be called a regression, and each injected regression must b
 the right dimension and row, failing a policy that covers it (exit 1).
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,12 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def gen():
-    spec = importlib.util.spec_from_file_location("gen_traces", ROOT / "benchmarks" / "gen_traces.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_traces"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def gen(gen_traces):
+    return gen_traces
 
 
 def compare(base: Path, comp: Path, *gates: str):
