@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -57,7 +57,10 @@ def run(options: CompareOptions) -> ComparisonResult:
             later.cancel()
             raise
         comp = later.result()
-    return _result(base, comp, options)
+        # The worker is idle now: it judges the verdict (loading scipy.stats, about a second)
+        # while this process builds the detail sheets. Only the small sample sets travel.
+        verdict = pool.submit(judge_sides, base.samples, comp.samples, options)
+        return _result(base, comp, options, verdict)
 
 
 def _normalizer(options: CompareOptions) -> Normalizer | None:
@@ -148,7 +151,7 @@ def input_digest(path: str) -> str:
     return digest.hexdigest()
 
 
-def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResult:
+def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Future | None = None) -> ComparisonResult:
     base_side, base_bd, base_steps = base.summary, base.breakdown, base.steps
     comp_side, comp_bd, comp_steps = comp.summary, comp.breakdown, comp.steps
     warnings = [WarningRecord(side=name, source=w.source, message=w.message, count=w.count)
@@ -160,7 +163,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions) -> ComparisonResu
     if base.details is not None and comp.details is not None:
         details, notes = compare_details(base.details, comp.details, options.detail)
         warnings += notes
-    verdict = judge_sides(base.samples, comp.samples, options)
+    verdict = verdict_job.result() if verdict_job is not None else judge_sides(base.samples, comp.samples, options)
     return ComparisonResult(
         tool_version=__version__,
         base=base_side,
