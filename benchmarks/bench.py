@@ -36,14 +36,17 @@ print(json.dumps({"wall": wall, "rss_mb": peak_kib / 1024, "rc": done.returncode
 """
 
 
-def generate(kind: str, size_mb: float, out: Path) -> tuple[Path, Path]:
-    """The (base, comparison) pair, generated once per kind and size."""
+def generate(kind: str, size_mb: float, out: Path, same_code: bool = False) -> tuple[Path, Path]:
+    """The (base, comparison) pair, generated once per kind and size. The comparison's GEMMs are
+    20 % slower and it has one more op per layer, unless ``same_code`` (an A/A pair: the same
+    program with independent noise)."""
     out.mkdir(parents=True, exist_ok=True)
     suffix = ".pt.trace.json" if kind == "gpu" else "_ascend_pt"
     base = out / f"{kind}_{size_mb:g}mb_base{suffix}"
-    comp = out / f"{kind}_{size_mb:g}mb_comp{suffix}"
+    comp = out / f"{kind}_{size_mb:g}mb_{'same' if same_code else 'comp'}{suffix}"
+    change = [] if same_code else ["--scale", "aten::mm=1.2", "--extra-op"]
     gen = [sys.executable, str(HERE / "gen_traces.py"), kind]
-    for path, extra in ((base, ["--seed", "0"]), (comp, ["--seed", "1", "--scale", "aten::mm=1.2", "--extra-op"])):
+    for path, extra in ((base, ["--seed", "0"]), (comp, ["--seed", "1", *change])):
         if not path.exists():
             subprocess.run(gen + [str(path), "--target-mb", str(size_mb)] + extra, check=True, stdout=subprocess.DEVNULL)
     return base, comp
@@ -74,10 +77,11 @@ def main() -> int:
     parser.add_argument("--peer", help="the msprof-analyze executable, to run it on the same pair")
     parser.add_argument("--peer-runs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--same-code", action="store_true", help="an A/A pair: same program, independent noise")
     parser.add_argument("--perfcmp-args", default="", help="extra perfcmp arguments, e.g. '--enable_profiling_compare'")
     args = parser.parse_args()
 
-    base, comp = generate(args.kind, args.size_mb, args.out)
+    base, comp = generate(args.kind, args.size_mb, args.out, args.same_code)
     print(f"pair: {base.name} ({size_of(base):.1f} MB), {comp.name} ({size_of(comp):.1f} MB)")
     perfcmp = shutil.which("perfcmp") or "perfcmp"
     with tempfile.TemporaryDirectory() as tmp:
