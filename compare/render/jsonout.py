@@ -40,7 +40,7 @@ def render(result: ComparisonResult) -> bytes:
 
 def portable_path(path: str, cwd: str | os.PathLike[str] | None = None) -> str:
     """A path fit to publish: relative paths stay as given; an absolute path becomes its part
-    below the current directory (``/work/run/a/b.json`` -> ``a/b.json`` with cwd ``/work/run``)
+    below the current directory (``/data/run/a/b.json`` -> ``a/b.json`` with cwd ``/data/run``)
     when it is inside it, else its base name (``/data/x/b.json`` -> ``b.json``).
 
     Windows absolute paths (``C:\\x\\b.json``, ``\\\\host\\share\\b.json``) are recognised on
