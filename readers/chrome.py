@@ -9,6 +9,7 @@ device properties, profiler INFO lines).
 from __future__ import annotations
 
 import gzip
+import re
 import sys
 import zlib
 from collections.abc import Iterator
@@ -166,7 +167,12 @@ def event_chunks(raw: RawJson, warnings: list[ReadWarning], size: int = CHUNK_EV
     """
     decoder = _SKELETON_DECODER if raw.first == b"{" else _RAW_ARRAY_DECODER
     try:
-        skeleton = _decode_utf8_tolerant(decoder, raw, warnings)
+        try:
+            skeleton = _decode_utf8_tolerant(decoder, raw, warnings)
+        except msgspec.DecodeError:
+            if not _repair_non_finite(raw, warnings):
+                raise
+            skeleton = _decode_utf8_tolerant(decoder, raw, warnings)
     except msgspec.ValidationError as exc:
         raise InputError(f"unexpected JSON structure ({exc}); expected Chrome trace events", raw.path) from None
     except msgspec.DecodeError as exc:
@@ -202,6 +208,22 @@ def _chunks(raw: RawJson, slices: list[msgspec.Raw], warnings: list[ReadWarning]
             where = f"in events {first + 1}-{last + 1}"
             raise InputError(f"unexpected value {where} ({exc}); expected Chrome trace events", raw.path) from None
     raw.data = b""
+
+
+# A bare NaN / Infinity / inf value (not valid JSON; some Kineto versions wrote them, e.g. for
+# memory bandwidth of zero-length copies), between a ':' / ',' / '[' and a ',' / ']' / '}'.
+_NON_FINITE = re.compile(rb"([:,\[]\s*)(-?Infinity|NaN|-?inf|nan)(\s*[,\]}])")
+
+
+def _repair_non_finite(raw: RawJson, warnings: list[ReadWarning]) -> bool:
+    """Replace bare non-finite numbers by null, with a warning; False when there were none."""
+    repaired, count = _NON_FINITE.subn(rb"\1null\3", bytes(raw.data))
+    if not count:
+        return False
+    raw.data = repaired
+    warnings.append(ReadWarning(raw.path, "non-finite numbers (NaN / Infinity), which JSON does not allow, read as missing",
+                                count))
+    return True
 
 
 def _address(buffer) -> int:

@@ -411,3 +411,16 @@ def test_nccl_sample_comm_kernels_carry_the_process_group(samples_dir):
     assert comm["name"].str.startswith("nccl").all()
     assert set(comm["group"]) == {"Process group 0 (default_pg)"}
     assert (comm["launch"] >= 0).all()
+
+
+def test_bare_non_finite_numbers_are_read_as_missing(tmp_path):
+    # Not valid JSON, but some Kineto versions wrote them (memory bandwidth of empty copies).
+    text = ('{"traceEvents": ['
+            '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100, "dur": 50},'
+            '{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 120, "dur": 30,'
+            ' "args": {"stream": 7, "memory bandwidth (GB/s)": inf, "x": NaN, "y": -Infinity}}]}')
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    profile = read(path)
+    assert profile.device["dur_us"].tolist() == [30.0]
+    assert warning_count(profile, "non-finite numbers") == 3
