@@ -10,6 +10,8 @@ What differs from the peer (peer doc §5.6, §9 items 8, 9, 13):
   group overlap, a task goes to the latest op that started at or before it.
 * Task rows are paired by task name (base first-appearance order, then comparison-only names),
   not by position, and carry their own diff and ratio.
+* Extra columns ``base_transit_us`` / ``comp_transit_us``: the collective's total time minus its
+  Notify_Wait time (None without task data).
 * Extra columns ``base_wait_us`` / ``comp_wait_us`` on the summary rows: the collective's total
   Notify_Wait task time (None where a side has no plane tasks, e.g. GPU).
 
@@ -35,7 +37,7 @@ TASK_MARK = "|"
 COMM_COLUMNS = ["order_id",
                 "base_op", "base_task", "base_calls", "base_total_us", "base_avg_us", "base_max_us", "base_min_us",
                 "comp_op", "comp_task", "comp_calls", "comp_total_us", "comp_avg_us", "comp_max_us", "comp_min_us",
-                "diff_us", "ratio", "base_wait_us", "comp_wait_us"]
+                "diff_us", "ratio", "base_wait_us", "comp_wait_us", "base_transit_us", "comp_transit_us"]
 _STATS = ("calls", "total", "avg", "max", "min")
 
 
@@ -54,15 +56,23 @@ def communication_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptio
     b_tasks, c_tasks = b.tasks_by_key(), c.tasks_by_key()
     rows: list[list] = []
     for i, key in enumerate(key_list):
-        rows.append([len(rows) + 1, *summary[i], base_wait[i], comp_wait[i]])
+        rows.append([len(rows) + 1, *summary[i], base_wait[i], comp_wait[i],
+                     _transit(bo, key, base_wait[i]), _transit(co, key, comp_wait[i])])
         bt, ct = b_tasks.get(key, b.empty_tasks), c_tasks.get(key, c.empty_tasks)
         if bt.empty and ct.empty:
             continue
         names = union_order(bt, ct).tolist()
         block = _block(bt.reindex(names), ct.reindex(names), _task_labels(names, bt.index), _task_labels(names, ct.index))
         for row in block:
-            rows.append([len(rows) + 1, *row, None, None])
+            rows.append([len(rows) + 1, *row, None, None, None, None])
     return {"CommunicationCompare": Table(columns=list(COMM_COLUMNS), rows=rows)}
+
+
+def _transit(ops: pd.DataFrame, key: str, wait: float | None) -> float | None:
+    """The collective's time not spent waiting (total − Notify_Wait); None without task data."""
+    if wait is None or pd.isna(ops.at[key, "total"]):
+        return None
+    return float(ops.at[key, "total"]) - wait
 
 
 def _task_labels(names: list[str], present: pd.Index) -> tuple[list, list]:
