@@ -12,8 +12,8 @@ What differs from the peer (peer doc §5.6, §9 items 8, 9, 13):
   not by position, and carry their own diff and ratio.
 * Extra columns ``base_transit_us`` / ``comp_transit_us``: the collective's total time minus its
   Notify_Wait time (None without task data).
-* Extra columns ``base_wait_us`` / ``comp_wait_us`` on the summary rows: the collective's total
-  Notify_Wait task time (None where a side has no plane tasks, e.g. GPU).
+* Extra columns ``base_wait_us`` / ``comp_wait_us`` on the summary rows: the collective's
+  Notify_Wait time on its least-waiting plane (None where a side has no plane tasks, e.g. GPU).
 
 Rows per collective (base first-appearance order, i.e. earliest start, then comparison-only):
 a summary row (``*_op`` = the collective, ``*_task`` empty), then one row per task name
@@ -98,7 +98,7 @@ class _SideComm:
 
     ops: pd.DataFrame  # index key
     tasks: pd.DataFrame  # index (key, name)
-    wait: pd.Series  # key -> Σ Notify_Wait µs
+    wait: pd.Series  # key -> Notify_Wait µs of its least-waiting plane
     has_tasks: bool
 
     @classmethod
@@ -110,10 +110,13 @@ class _SideComm:
         owned = pd.DataFrame({"key": comm["key"].to_numpy()[owner[keep]],
                               "name": tasks["name"].astype(str).to_numpy()[keep],
                               "dur_us": tasks["dur_us"].to_numpy(dtype=np.float64)[keep],
-                              "start_us": tasks["start_us"].to_numpy(dtype=np.float64)[keep]})
+                              "start_us": tasks["start_us"].to_numpy(dtype=np.float64)[keep],
+                              "plane": tasks["plane"].to_numpy()[keep]})
         lowered = owned["name"].str.lower()
         is_wait = lowered.str.contains("notify_wait", regex=False) | lowered.str.contains("notify wait", regex=False)
-        wait = owned.loc[is_wait.to_numpy()].groupby("key")["dur_us"].sum()
+        # Planes wait side by side: a collective waited as long as its least-waiting plane did
+        # (the breakdown's rule), not the sum over planes, which would count parallel waits twice.
+        wait = owned.loc[is_wait.to_numpy()].groupby(["key", "plane"])["dur_us"].sum().groupby(level="key").min()
         return cls(ops=side_stats(comm, ["key"], "dur_us"), tasks=side_stats(owned, ["key", "name"], "dur_us"),
                    wait=wait, has_tasks=not tasks.empty)
 
