@@ -91,7 +91,8 @@ def verdict_lines(result: ComparisonResult) -> list[str]:
     e2e = rows.get("overall:e2e")
     detail = ""
     if e2e is not None and e2e.relative is not None:
-        test = "n=1, floors only" if e2e.n1 else (f"p = {e2e.p_adjusted:.2g}" if e2e.p_adjusted is not None else "no test")
+        test = ("n=1, floors only" if e2e.n1 else
+                f"p = {e2e.p_adjusted:.2g}" if e2e.p_adjusted is not None else "below the floors, not tested")
         detail = f" — E2E {e2e.relative * 100:+.1f} % per step ({test}, {v.n_steps[0]} vs {v.n_steps[1]} steps)"
     lines = [f"Verdict: {v.overall}{detail}"]
     counts = {}
