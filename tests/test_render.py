@@ -10,7 +10,7 @@ from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.pipeline import compare_profiles
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.render import console, xlsx
-from perfcmp.result import ComparisonResult
+from perfcmp.result import ComparisonResult, SideSummary
 
 
 def profile(source, gemm_us, comm_us, warnings=()):
@@ -111,3 +111,13 @@ def test_workbook_bytes_are_deterministic(result, tmp_path):
         xlsx.write(result, str(tmp_path / name))
         digests.add(hashlib.sha256((tmp_path / name).read_bytes()).hexdigest())
     assert len(digests) == 1
+
+
+def test_a_workbook_always_has_a_sheet(tmp_path):
+    empty = ComparisonResult(tool_version="0", base=SideSummary(source="a", device="GPU", producer="p"),
+                             comparison=SideSummary(source="b", device="GPU", producer="p"), overall=[],
+                             options={"compare": "api"})
+    xlsx.write(empty, str(tmp_path / "e.xlsx"))
+    book = openpyxl.load_workbook(tmp_path / "e.xlsx")
+    assert book.sheetnames == ["Warnings"]
+    assert book["Warnings"]["C4"].value == "no sheet has data for the comparisons asked for"

@@ -58,13 +58,26 @@ class Style:
 
 
 class Workbook:
-    """Write sheets one after another, then ``close()``; each sheet streams into the zip."""
+    """Write the named sheets one after another, then ``close()``; each streams into the zip.
 
-    def __init__(self, path: str, font_name: str = "Calibri", font_size: float = 11) -> None:
+    The sheet names are given up front so the package's index parts ([Content_Types].xml,
+    relationships, workbook.xml) can lead the zip, where strict readers look for them first;
+    only the style table, which grows while the sheets are written, comes last.
+    """
+
+    def __init__(self, path: str, sheet_names: list[str], font_name: str = "Calibri", font_size: float = 11) -> None:
         self.zip = zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
         self.font = (font_name, font_size)
         self.styles: dict[Style, int] = {Style(): 0}
+        self.planned = list(sheet_names)
         self.sheet_names: list[str] = []
+        n = len(self.planned)
+        self._put("[Content_Types].xml", _content_types(n))
+        self._put("_rels/.rels", _ROOT_RELS)
+        self._put("docProps/app.xml", _APP)
+        self._put("docProps/core.xml", _CORE)
+        self._put("xl/workbook.xml", _workbook(self.planned))
+        self._put("xl/_rels/workbook.xml.rels", _workbook_rels(n))
 
     def style(self, style: Style) -> int:
         """The index of ``style`` in the workbook's style table (added on first use)."""
@@ -75,17 +88,15 @@ class Workbook:
 
     def add_sheet(self, name: str, widths: list[float], freeze: tuple[int, int] | None = None,
                   merges: list[str] = ()) -> "Sheet":
+        expected = self.planned[len(self.sheet_names)] if len(self.sheet_names) < len(self.planned) else None
+        if name != expected:
+            raise ValueError(f"sheet {name!r} was not planned next (expected {expected!r})")
         self.sheet_names.append(name)
         return Sheet(self, len(self.sheet_names), widths, freeze, list(merges))
 
     def close(self) -> None:
-        n = len(self.sheet_names)
-        self._put("[Content_Types].xml", _content_types(n))
-        self._put("_rels/.rels", _ROOT_RELS)
-        self._put("docProps/app.xml", _APP)
-        self._put("docProps/core.xml", _CORE)
-        self._put("xl/workbook.xml", _workbook(self.sheet_names))
-        self._put("xl/_rels/workbook.xml.rels", _workbook_rels(n))
+        if self.sheet_names != self.planned:
+            raise ValueError(f"sheets written {self.sheet_names} differ from those planned {self.planned}")
         self._put("xl/styles.xml", _styles(list(self.styles), self.font))
         self.zip.close()
 

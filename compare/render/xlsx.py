@@ -17,11 +17,14 @@ HEAD_ROWS = 3  # banner, blank, headers: data starts on row 4, so read_excel(hea
 def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> None:
     """Write the workbook to ``path`` (the caller makes that a temporary name, then renames)."""
     layout = layout or load_layout()
-    book = Workbook(path, layout.style["font_name"], layout.style["font_size"])
-    for spec in layout.sheets:
-        table = table_for(result, spec.source)
-        if table.rows:
-            _write_sheet(book, spec, table, result, layout)
+    sheets = [(spec, table) for spec in layout.sheets for table in [table_for(result, spec.source)] if table.rows]
+    if not sheets:  # a workbook needs a sheet: say why it has nothing else
+        spec = next(s for s in layout.sheets if s.source == "warnings")
+        sheets = [(spec, Table(columns=["side", "source", "message", "count"],
+                               rows=[["", "", "no sheet has data for the comparisons asked for", 1]]))]
+    book = Workbook(path, [spec.name for spec, _ in sheets], layout.style["font_name"], layout.style["font_size"])
+    for spec, table in sheets:
+        _write_sheet(book, spec, table, result, layout)
     book.close()
 
 
