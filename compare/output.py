@@ -46,6 +46,7 @@ def write_atomically(output: str | None, write: Callable[[str], None], now: dt.d
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".perfcmp-", suffix=f"{suffix}.tmp", dir=directory)
         os.close(fd)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report gets the user's usual mode
     except OSError as exc:
         raise UsageError(f"cannot write output there ({exc.strerror or exc})", str(directory)) from None
     try:
@@ -58,6 +59,12 @@ def write_atomically(output: str | None, write: Callable[[str], None], now: dt.d
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
 
 
 def _link_unique(tmp: str, directory: Path, now: dt.datetime, suffix: str) -> str:

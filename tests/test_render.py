@@ -121,3 +121,33 @@ def test_a_workbook_always_has_a_sheet(tmp_path):
     book = openpyxl.load_workbook(tmp_path / "e.xlsx")
     assert book.sheetnames == ["Warnings"]
     assert book["Warnings"]["C4"].value == "no sheet has data for the comparisons asked for"
+
+
+def test_writer_cells_read_back_exactly(tmp_path):
+    """Every kind of value the sheets hold survives a round trip; '' and NaN become blank cells."""
+    from perfcmp.render.ooxml import Style, Workbook
+
+    path = tmp_path / "cells.xlsx"
+    book = Workbook(str(path), ["S"])
+    sheet = book.add_sheet("S", widths=[10, 10, 10, 10, 10, 10, 10])
+    bold = book.style(Style(bold=True))
+    sheet.add_row([("a<b & \"c\"\x01", 0), ("", bold), (float("nan"), 0), (0.1 + 0.2, 0), (7, 0), (True, 0),
+                   (None, bold)])
+    sheet.close()
+    book.close()
+    ws = openpyxl.load_workbook(path)["S"]
+    assert [c.value for c in ws[1]] == ['a<b & "c"', None, None, 0.30000000000000004, 7, True, None]
+    assert ws["B1"].font.bold and ws["G1"].font.bold
+
+
+def test_report_gets_the_users_usual_file_mode(result, tmp_path):
+    """The temporary file is private while written; the finished report is 0666 minus the umask."""
+    import os
+    from perfcmp.output import write_atomically
+
+    old = os.umask(0o027)
+    try:
+        final = write_atomically(str(tmp_path), lambda p: xlsx.write(result, p))
+    finally:
+        os.umask(old)
+    assert os.stat(final).st_mode & 0o777 == 0o640

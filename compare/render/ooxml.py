@@ -166,11 +166,11 @@ def _column_cells(letter: str, numbers: list[str], values: list, styles: list[in
     for number, value, style in zip(numbers, values, styles):
         head = f'<c r="{letter}{number}" s="{style}"' if style else f'<c r="{letter}{number}"'
         kind = type(value)
-        if kind is str:
+        if kind is str and value:
             append(f'{head} t="inlineStr"><is><t xml:space="preserve">{_escape(value)}</t></is></c>')
         elif kind is float:
             append(f"{head}><v>{value!r}</v></c>" if math.isfinite(value) else (f"{head}/>" if style else ""))
-        elif value is None:
+        elif value is None or kind is str:  # an empty string is a blank, as spreadsheet apps store it
             append(f"{head}/>" if style else "")  # a styled blank keeps its borders and fill
         elif kind is bool:
             append(f'{head} t="b"><v>{int(value)}</v></c>')
