@@ -1511,7 +1511,7 @@ class _NpuSim(_Sim):
         acl_ts = dq_ts + self.us(1.5)
         t = acl_ts + self.cpu(4.0, key + "c")
         h2d = []
-        for j, kern in enumerate(kerns):
+        for j, _kern in enumerate(kerns):
             self.conn += 1
             h2d.append((t, self.conn))
             t += self.cpu(2.0, f"{key}.h{j}")
@@ -1892,7 +1892,7 @@ class _NpuWriter:
 
     def _kernel_rows(self, sim, step_no):
         out = []
-        for start, kind, payload in sorted(sim.rows, key=lambda r: (r[0], r[1])):
+        for _start, kind, payload in sorted(sim.rows, key=lambda r: (r[0], r[1])):
             if kind == "task":
                 kern, s, d, tid = payload
                 wait = 0 if self.prev_task_end is None else max(0, s - self.prev_task_end)
