@@ -57,8 +57,8 @@ def run(options: CompareOptions) -> ComparisonResult:
             later.cancel()
             raise
         comp = later.result()
-        # The worker is idle now: it judges the verdict (loading scipy.stats, about a second)
-        # while this process builds the detail sheets. Only the small sample sets travel.
+        # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
+        # this process builds the detail sheets. Only the small sample sets travel.
         verdict = pool.submit(judge_sides, base.samples, comp.samples, options)
         return _result(base, comp, options, verdict)
 

@@ -28,7 +28,7 @@ Per row
     median(comparison*) − median(base*), ``bootstrap`` resamples per side drawn from fixed seeds
     (one index matrix per side and sample count, shared by all rows, so the result is
     deterministic and does not depend on which other rows exist). ``p_value``: two-sided
-    Mann-Whitney U (``scipy.stats.mannwhitneyu``), exact when neither side has more than 50
+    Mann-Whitney U (``perfcmp.stats``), exact when neither side has more than 50
     samples and no value is tied, asymptotic (tie and continuity corrected) otherwise; a row
     whose values are all identical on both sides gets p = 1 without a test. Only rows whose
     change clears the floors (below) are tested: any other row is "unchanged" whatever its
@@ -85,6 +85,9 @@ import numpy as np
 from perfcmp.readers.errors import InputError
 from perfcmp.result import Verdict, VerdictRow
 from perfcmp.samples import SampleSet
+from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p
+
+ADJUSTMENTS = {"holm": holm, "bh": benjamini_hochberg}
 
 E2E = "overall:e2e"
 MEMORY_DIMENSION = "memory"
@@ -93,7 +96,6 @@ WARMUP_EXCESS = 0.20  # a leading step is warm-up while its E2E exceeds the late
 OUTLIER_Z = 3.5
 MATCHED_SHARE_MIN = 0.5
 STEP_RATIO_NOTE = 2.0
-EXACT_MAX_N = 50
 CI_LEVEL = 0.95
 _CHUNK = 512  # rows per bootstrap block (bounds memory at _CHUNK × bootstrap floats)
 _SIDES = ("base", "comparison")
@@ -112,7 +114,7 @@ class Thresholds:
     bootstrap: int = 2000  # resamples for the CI; seeded -> deterministic
 
     def __post_init__(self) -> None:
-        if self.correction not in ("holm", "bh"):
+        if self.correction not in ADJUSTMENTS:
             raise ValueError(f"correction must be 'holm' or 'bh', not {self.correction!r}")
         for name in ("relative", "absolute_us", "absolute_bytes", "share_of_step"):
             if not getattr(self, name) >= 0:
@@ -256,46 +258,6 @@ def _boot_ci(base: list[np.ndarray], comp: list[np.ndarray], resamples: int) -> 
     return out  # type: ignore[return-value]
 
 
-def _mwu(base: list[np.ndarray], comp: list[np.ndarray]) -> list[float | None]:
-    """Two-sided Mann-Whitney U p-values; None where every value on both sides is identical."""
-    out: list[float | None] = [None] * len(base)
-    groups: dict[tuple[int, int, str], list[int]] = {}
-    for i, (b, c) in enumerate(zip(base, comp)):
-        both = np.sort(np.concatenate([b, c]))
-        if both[0] == both[-1]:
-            continue
-        ties = bool((np.diff(both) == 0).any())
-        method = "exact" if not ties and max(len(b), len(c)) <= EXACT_MAX_N else "asymptotic"
-        groups.setdefault((len(b), len(c), method), []).append(i)
-    if groups:
-        from scipy import stats  # ~1 s to import: only when a row needs a test
-    for (_, _, method), members in sorted(groups.items()):
-        x = np.stack([base[i] for i in members])
-        y = np.stack([comp[i] for i in members])
-        p = stats.mannwhitneyu(x, y, alternative="two-sided", method=method, axis=1).pvalue
-        for i, pi in zip(members, np.atleast_1d(p)):
-            out[i] = float(min(max(pi, 0.0), 1.0))
-    return out
-
-
-def _adjust(p: list[float], correction: str) -> list[float]:
-    """Holm (step-down, family-wise) or Benjamini-Hochberg adjusted p-values, in input order."""
-    if not p:
-        return []
-    if correction == "bh":
-        from scipy import stats
-
-        return [float(v) for v in stats.false_discovery_control(np.array(p), method="bh")]
-    m = len(p)
-    order = sorted(range(m), key=lambda i: (p[i], i))
-    out = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
-
-
 # --- the verdict ----------------------------------------------------------------------------
 
 
@@ -405,17 +367,17 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         rows[row].ci_low, rows[row].ci_high = ci
     # Only a change that clears the floors can count, so only those rows are tested: the others
     # are "unchanged" whatever their p-value, and leaving them out of the correction keeps its
-    # power for the rows that matter (and spares loading scipy.stats when nothing moved).
+    # power for the rows that matter.
     candidates = [i for i, row in enumerate(tested)
                   if _clears_floors(row, rows[row].unit, rows[row].diff, rows[row].relative, base_e2e, t)]
     pvals: list[float | None] = [None] * len(tested)
-    for i, p in zip(candidates, _mwu([vbs[i] for i in candidates], [vcs[i] for i in candidates])):
+    for i, p in zip(candidates, mann_whitney_p([vbs[i] for i in candidates], [vcs[i] for i in candidates])):
         pvals[i] = 1.0 if p is None else p
     family = [row for i, row in enumerate(tested) if pvals[i] is not None and row != E2E]
     for row, p in zip(tested, pvals):
         rows[row].p_value = p
         rows[row].p_adjusted = p if row == E2E else None
-    for row, adj in zip(family, _adjust([rows[r].p_value for r in family], t.correction)):
+    for row, adj in zip(family, ADJUSTMENTS[t.correction]([rows[r].p_value for r in family])):
         rows[row].p_adjusted = float(adj)
     for row in tested:
         r = rows[row]
