@@ -6,7 +6,7 @@ Limits (increases of the per-step median, comparison − base; each starts with 
 
 ``+N%``                  relative increase: ``+3%`` fails above 3 % of the base median
 ``+N<us|ms|s>``          absolute increase of a time row, converted to µs
-``+N<B|KB|MB|GB>``       absolute increase of a memory row, in bytes (1024-based)
+``+N<B|KB|MB|GB>``       absolute increase of a memory row, in bytes (1024-based; KiB/MiB/GiB too)
 ``<limit>&<limit>``      one relative and one absolute limit: the gate fails only where the
                          change exceeds both (``communication:+5%&+2ms``: > 5 % AND > 2 ms)
 
@@ -62,7 +62,8 @@ ALIASES = {
 }
 DIMENSIONS = ("overall", "memory", "op", "kernel", "comm")
 TIME_UNITS = {"us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6}
-MEMORY_UNITS = {"b": 1.0, "kb": 1024.0, "mb": 1024.0 ** 2, "gb": 1024.0 ** 3}
+MEMORY_UNITS = {"b": 1.0, "kb": 1024.0, "mb": 1024.0 ** 2, "gb": 1024.0 ** 3,  # 1024-based either way,
+                "kib": 1024.0, "mib": 1024.0 ** 2, "gib": 1024.0 ** 3}  # as the reports print them
 THRESHOLD_KEYS = {"relative": float, "absolute_us": float, "absolute_bytes": float,
                   "share_of_step": float, "alpha": float, "correction": str}
 POLICY_KEYS = ("fail_on", "require_verdict", "thresholds")
@@ -305,7 +306,7 @@ def _evaluate_gate(gate: Gate, verdict: Verdict) -> GateResult:
     matched = [row for row in verdict.rows if gate.matches(row.row)]
     failing = sorted((row for row in matched if breaks(gate, row)), key=_severity, reverse=True)
     if failing:
-        shown = "; ".join(f"{row.row} {_change(row)} ({_diff(row)} per step, {_verdict(row)})"
+        shown = "; ".join(f"{row.row} {_change(row)} ({_diff(row)}, {_verdict(row)})"
                           for row in failing[:_SHOWN_ROWS])
         more = f"; and {len(failing) - _SHOWN_ROWS} more" if len(failing) > _SHOWN_ROWS else ""
         return GateResult(expression=gate.expression, failed=True, rows=[row.row for row in failing],
@@ -329,7 +330,7 @@ def _severity(row: VerdictRow) -> tuple[float, float]:
 def _describe(row: VerdictRow) -> str:
     if row.diff is None:
         return f"{row.row}, {_verdict(row)}"
-    return f"{row.row} {_change(row)}, {_diff(row)} per step, {_verdict(row)}"
+    return f"{row.row} {_change(row)}, {_diff(row)}, {_verdict(row)}"
 
 
 def _verdict(row: VerdictRow) -> str:
@@ -343,9 +344,10 @@ def _change(row: VerdictRow) -> str:
 
 
 def _diff(row: VerdictRow) -> str:
+    """The change of the median: per step for time rows; memory rows are peaks, not per step."""
     if row.diff is None:
         return "n/a"
-    return _bytes(row.diff) if row.unit == "bytes" else _time(row.diff)
+    return _bytes(row.diff) if row.unit == "bytes" else f"{_time(row.diff)} per step"
 
 
 def _time(us: float) -> str:
@@ -359,7 +361,7 @@ def _time(us: float) -> str:
 
 def _bytes(value: float) -> str:
     size = abs(value)
-    for unit, scale in (("GB", 1024.0 ** 3), ("MB", 1024.0 ** 2), ("KB", 1024.0)):
+    for unit, scale in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
         if size >= scale:
             return f"{value / scale:+.1f} {unit}"
     return f"{value:+.0f} B"

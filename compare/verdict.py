@@ -97,6 +97,7 @@ OUTLIER_Z = 3.5
 MATCHED_SHARE_MIN = 0.5
 STEP_RATIO_NOTE = 2.0
 CI_LEVEL = 0.95
+OTHER_ROWS_NOTE = "while E2E did not move: "  # opens the reasons that list the rows that did
 _CHUNK = 512  # rows per bootstrap block (bounds memory at _CHUNK × bootstrap floats)
 _SIDES = ("base", "comparison")
 
@@ -417,7 +418,8 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
             if moved:
                 names = ", ".join(f"{r.row} ({_fmt_rel(r)})" for r in moved[:10])
                 more = f" and {len(moved) - 10} more" if len(moved) > 10 else ""
-                reasons.append(f"note: {len(moved)} other row{'s' if len(moved) > 1 else ''} {label}: {names}{more}")
+                reasons.append(f"{OTHER_ROWS_NOTE}{len(moved)} row{'s' if len(moved) > 1 else ''} {label}: "
+                               f"{names}{more}")
 
     return Verdict(
         overall=overall,

@@ -220,8 +220,10 @@ def test_memory_units():
     assert not gate_result("memory.peak_allocated:+1GB", peak).failed
     assert gate_result("memory.peak_allocated:+2%", peak).failed
     assert not gate_result("memory.peak_allocated:+10%&+512MB", peak).failed
+    assert gate_result("memory.peak_allocated:+599MiB", peak).failed  # the spelling the reports print
+    assert not gate_result("memory.peak_allocated:+0.6GiB", peak).failed  # 614.4 MiB
     message = gate_result("memory.peak_allocated:+512MB", peak).message
-    assert message == "memory.peak_allocated:+512MB: FAILED — memory:peak_allocated +7.3 % (+600.0 MB per step, regressed)"
+    assert message == "memory.peak_allocated:+512MB: FAILED — memory:peak_allocated +7.3 % (+600.0 MiB, regressed)"
 
 
 def test_zero_base_counts_as_infinite_increase():

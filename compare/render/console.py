@@ -11,6 +11,7 @@ from prettytable import PrettyTable
 
 from perfcmp.render import top_changes
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary
+from perfcmp.verdict import OTHER_ROWS_NOTE
 
 MAX_WARNING_LINES = 10
 GIB = 1024**3
@@ -111,7 +112,8 @@ def verdict_lines(result: ComparisonResult) -> list[str]:
     for side, steps in sorted(v.outlier_steps.items()):
         if steps:
             lines.append(f"  outlier steps ({side}): {', '.join(str(s) for s in steps)}")
-    lines += [f"  {reason}" for reason in v.reasons]
+    # the rows that moved while E2E did not are the "regressed:" lines and counts above already
+    lines += [f"  {reason}" for reason in v.reasons if not reason.startswith(OTHER_ROWS_NOTE)]
     lines += [f"  gate {g.message}" for g in v.gates]
     return lines
 
