@@ -50,6 +50,7 @@ from fnmatch import fnmatchcase
 
 from perfcmp.readers.errors import UsageError
 from perfcmp.result import GateResult, Verdict, VerdictRow
+from perfcmp.wording import amount, relative_change
 
 ALIASES = {
     "e2e": "overall:e2e",
@@ -306,7 +307,7 @@ def _evaluate_gate(gate: Gate, verdict: Verdict) -> GateResult:
     matched = [row for row in verdict.rows if gate.matches(row.row)]
     failing = sorted((row for row in matched if breaks(gate, row)), key=_severity, reverse=True)
     if failing:
-        shown = "; ".join(f"{row.row} {_change(row)} ({_diff(row)}, {_verdict(row)})"
+        shown = "; ".join(f"{row.row} {relative_change(row)} ({amount(row)}, {_verdict(row)})"
                           for row in failing[:_SHOWN_ROWS])
         more = f"; and {len(failing) - _SHOWN_ROWS} more" if len(failing) > _SHOWN_ROWS else ""
         return GateResult(expression=gate.expression, failed=True, rows=[row.row for row in failing],
@@ -330,38 +331,8 @@ def _severity(row: VerdictRow) -> tuple[float, float]:
 def _describe(row: VerdictRow) -> str:
     if row.diff is None:
         return f"{row.row}, {_verdict(row)}"
-    return f"{row.row} {_change(row)}, {_diff(row)}, {_verdict(row)}"
+    return f"{row.row} {relative_change(row)}, {amount(row)}, {_verdict(row)}"
 
 
 def _verdict(row: VerdictRow) -> str:
     return f"{row.verdict}, n=1" if row.n1 else row.verdict
-
-
-def _change(row: VerdictRow) -> str:
-    if row.relative is not None:
-        return f"{row.relative * 100:+.1f} %"
-    return "from 0" if row.diff is not None else "n/a"
-
-
-def _diff(row: VerdictRow) -> str:
-    """The change of the median: per step for time rows; memory rows are peaks, not per step."""
-    if row.diff is None:
-        return "n/a"
-    return _bytes(row.diff) if row.unit == "bytes" else f"{_time(row.diff)} per step"
-
-
-def _time(us: float) -> str:
-    size = abs(us)
-    if size >= 1e6:
-        return f"{us / 1e6:+.2f} s"
-    if size >= 1e3:
-        return f"{us / 1e3:+.1f} ms"
-    return f"{us:+.1f} µs"
-
-
-def _bytes(value: float) -> str:
-    size = abs(value)
-    for unit, scale in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
-        if size >= scale:
-            return f"{value / scale:+.1f} {unit}"
-    return f"{value:+.0f} B"

@@ -86,6 +86,7 @@ from perfcmp.readers.errors import InputError
 from perfcmp.result import Verdict, VerdictRow
 from perfcmp.samples import SampleSet
 from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p
+from perfcmp.wording import amount, relative_change
 
 ADJUSTMENTS = {"holm": holm, "bh": benjamini_hochberg}
 
@@ -286,9 +287,7 @@ def _op_share(base: _Side, comp: _Side) -> float | None:
 
 
 def _fmt_rel(r: VerdictRow) -> str:
-    if r.relative is None:
-        return f"{r.diff:+.6g} {r.unit}"
-    return f"{100 * r.relative:+.1f} %"
+    return relative_change(r) if r.relative is not None else f"new, {amount(r)}"
 
 
 def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(),

@@ -231,7 +231,7 @@ def test_zero_base_counts_as_infinite_increase():
                      base_median=0.0, comp_median=3_000.0, diff=3_000.0, relative=None, verdict="regressed")
     result = gate_result("comm:allgather:+50%", new)
     assert result.failed
-    assert "from 0" in result.message
+    assert "comm:allgather new (+3.0 ms per step, regressed)" in result.message
     assert not gate_result("comm:allgather:+50%&+5ms", new).failed
 
 

@@ -12,6 +12,7 @@ from prettytable import PrettyTable
 from perfcmp.render import top_changes
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary
 from perfcmp.verdict import OTHER_ROWS_NOTE
+from perfcmp.wording import amount, relative_change
 
 MAX_WARNING_LINES = 10
 GIB = 1024**3
@@ -106,7 +107,7 @@ def verdict_lines(result: ComparisonResult) -> list[str]:
     worst = sorted((r for r in v.rows if r.verdict == "regressed" and r.row != "overall:e2e"),
                    key=lambda r: (r.unit != "us", -(r.diff or 0.0), r.row))[:5]
     for r in worst:
-        lines.append(f"  regressed: {r.row} {_change(r)}")
+        lines.append(f"  regressed: {r.row} {relative_change(r)} ({amount(r)})")
     if sum(v.skip_steps):
         lines.append(f"  warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]} ({v.skip_reason})")
     for side, steps in sorted(v.outlier_steps.items()):
@@ -116,13 +117,6 @@ def verdict_lines(result: ComparisonResult) -> list[str]:
     lines += [f"  {reason}" for reason in v.reasons if not reason.startswith(OTHER_ROWS_NOTE)]
     lines += [f"  gate {g.message}" for g in v.gates]
     return lines
-
-
-def _change(row) -> str:
-    rel = f"{row.relative * 100:+.1f} %" if row.relative is not None else "new"
-    if row.unit == "bytes":
-        return f"{rel} ({(row.diff or 0) / (1 << 20):+.1f} MiB)"
-    return f"{rel} ({(row.diff or 0) / 1000:+.3f} ms per step)"
 
 
 def footnotes(result: ComparisonResult) -> list[str]:

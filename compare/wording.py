@@ -1,0 +1,38 @@
+"""How a verdict row's change is worded, the same in the console, the gate messages and the
+verdict's reasons: ``+19.6 %`` (``new`` when the base median is 0) and ``+319.0 µs per step``
+(time rows; the unit adapts: µs, ms, s) or ``+123.1 MiB`` (memory peaks; 1024-based)."""
+
+from __future__ import annotations
+
+from perfcmp.result import VerdictRow
+
+
+def relative_change(row: VerdictRow) -> str:
+    """``+19.6 %``; ``new`` when the base median is 0; ``n/a`` without a change."""
+    if row.relative is not None:
+        return f"{row.relative * 100:+.1f} %"
+    return "new" if row.diff is not None else "n/a"
+
+
+def amount(row: VerdictRow) -> str:
+    """The change of the median: per step for time rows (µs); memory rows are peaks (bytes)."""
+    if row.diff is None:
+        return "n/a"
+    return signed_bytes(row.diff) if row.unit == "bytes" else f"{signed_time(row.diff)} per step"
+
+
+def signed_time(us: float) -> str:
+    size = abs(us)
+    if size >= 1e6:
+        return f"{us / 1e6:+.2f} s"
+    if size >= 1e3:
+        return f"{us / 1e3:+.1f} ms"
+    return f"{us:+.1f} µs"
+
+
+def signed_bytes(value: float) -> str:
+    size = abs(value)
+    for unit, scale in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
+        if size >= scale:
+            return f"{value / scale:+.1f} {unit}"
+    return f"{value:+.0f} B"
