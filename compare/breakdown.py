@@ -92,9 +92,10 @@ class Analyzer:
         self.end = self.start + tasks["dur_us"].to_numpy()
         self.kind = tasks["kind"].to_numpy()
         self.group = tasks["group"].to_numpy()
-        compute = self.kind == COMPUTE
+        self.is_compute, self.is_comm, self.is_sdma = (self.kind == COMPUTE), (self.kind == COMM), (self.kind == SDMA)
         self.category = np.full(len(tasks), "", dtype=object)
-        self.category[compute] = categorise(tasks[compute], profile.host, rules, host_mode=self.host_mode)
+        self.category[self.is_compute] = categorise(tasks[self.is_compute], profile.host, rules, host_mode=self.host_mode)
+        self._waits: dict[str, iv.Intervals] = {}  # per communication group: it does not depend on the window
         timeline = profile.timeline
         self.lanes = {lane: (timeline["start_us"].to_numpy()[m], (timeline["start_us"] + timeline["dur_us"]).to_numpy()[m])
                       for lane in ("compute", "comm") for m in [(timeline["lane"] == lane).to_numpy()] if m.any()}
@@ -141,12 +142,12 @@ class Analyzer:
         lo, hi = window if window is not None else self.whole_window()
         s, e = iv.clip(self.start, self.end, lo, hi)
         live = e > s
-        compute_iv = self._lane("compute", lo, hi) or iv.union(s[live & (self.kind == COMPUTE)], e[live & (self.kind == COMPUTE)])
-        comm_mask = live & (self.kind == COMM)
+        compute_iv = self._lane("compute", lo, hi) or iv.union(s[live & self.is_compute], e[live & self.is_compute])
+        comm_mask = live & self.is_comm
         comm_iv = iv.union(s[comm_mask], e[comm_mask]) if comm_mask.any() else (self._lane("comm", lo, hi) or iv.EMPTY)
         uncovered_iv = iv.subtract(comm_iv, compute_iv)
         busy = iv.merge(compute_iv, comm_iv)
-        sdma_mask = live & (self.kind == SDMA)
+        sdma_mask = live & self.is_sdma
         sdma_iv = iv.subtract(iv.union(s[sdma_mask], e[sdma_mask]), busy)
 
         e2e = hi - lo
@@ -173,7 +174,7 @@ class Analyzer:
         return iv.union(s, e)
 
     def _compute_rows(self, s, e, live, compute_iv, computing) -> list[MetricRow]:
-        mask = live & (self.kind == COMPUTE)
+        mask = live & self.is_compute
         share = iv.share_time(s[mask], e[mask], compute_iv)
         cats = self.category[mask]
         frame = pd.DataFrame({"cat": cats, "share": share, "pmu": self.pmu_share[mask]})
@@ -210,7 +211,9 @@ class Analyzer:
             m = comm_mask & (self.group == g)
             g_unc = iv.intersect(iv.union(s[m], e[m]), uncovered_iv)
             group_uncovered[g] = g_unc
-            wait = iv.length(iv.intersect(wait_intervals(self.profile.comm_tasks, g), g_unc))
+            if g not in self._waits:
+                self._waits[g] = wait_intervals(self.profile.comm_tasks, g)
+            wait = iv.length(iv.intersect(self._waits[g], g_unc))
             total = iv.length(g_unc)
             rows += [MetricRow(f"comm.group:{g}", g, 1, total),
                      MetricRow(f"comm.group:{g}.wait", "Wait", 2, wait),

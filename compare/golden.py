@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import msgspec
@@ -22,6 +21,7 @@ import msgspec
 from perfcmp import __version__
 from perfcmp.breakdown import Breakdown
 from perfcmp.options import CompareOptions
+from perfcmp.output import temporary_file
 from perfcmp.overall import overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.readers.errors import InputError, UsageError
@@ -106,14 +106,16 @@ def listing(directory: str | None = None) -> list[Baseline]:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".perfcmp-", suffix=".json.tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        tmp = temporary_file(path.parent, ".json")
+        Path(tmp).write_bytes(data)
         os.replace(tmp, path)
     except OSError as exc:
         raise UsageError(f"cannot write the baseline ({exc.strerror or exc})", str(path)) from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):  # only after a failure: a rename leaves nothing
+            os.unlink(tmp)
 
 
 class _Version(msgspec.Struct):

@@ -43,10 +43,7 @@ def write_atomically(output: str | None, write: Callable[[str], None], now: dt.d
     explicit = output is not None and output.lower().endswith(".xlsx")
     directory = Path(output).parent if explicit else Path(output or ".")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".perfcmp-", suffix=f"{suffix}.tmp", dir=directory)
-        os.close(fd)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report gets the user's usual mode
+        tmp = temporary_file(directory, suffix)
     except OSError as exc:
         raise UsageError(f"cannot write output there ({exc.strerror or exc})", str(directory)) from None
     try:
@@ -59,6 +56,16 @@ def write_atomically(output: str | None, write: Callable[[str], None], now: dt.d
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def temporary_file(directory: Path, suffix: str) -> str:
+    """A new empty ``.perfcmp-*<suffix>.tmp`` file in ``directory`` (made when missing), to be
+    renamed over the final name once complete; it has the mode any new file of the user gets."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".perfcmp-", suffix=f"{suffix}.tmp", dir=directory)
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600
+    return tmp
 
 
 def _umask() -> int:

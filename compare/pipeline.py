@@ -187,14 +187,17 @@ def _analyse(profile: Profile, rules: Rules, step: int | None,
                              "omit them to compare the whole window", path)
         listed = ", ".join(str(s) for s in windows)
         raise UsageError(f"step {step} not found; the steps in this profile are {listed}", path)
-    breakdown = analyzer.breakdown(windows[step] if step is not None else None)
-    breakdown.check()
     per_step, step_breakdowns = [], {}
     for sid, window in windows.items():
         b = step_breakdowns[sid] = analyzer.breakdown(window)
         b.check()
         per_step.append(StepMetrics(step=sid, e2e_us=b.e2e_us, computing_us=b.computing_us,
                                     uncovered_us=b.uncovered_us, free_us=b.free_us))
+    if step is not None:  # one step compared: its breakdown is the one just made
+        breakdown = step_breakdowns[step]
+    else:
+        breakdown = analyzer.breakdown()
+        breakdown.check()
     info = profile.info
     side = SideSummary(
         source=info.source, device=info.device.value, producer=info.producer, device_name=info.device_name,

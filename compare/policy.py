@@ -50,6 +50,7 @@ from fnmatch import fnmatchcase
 
 from perfcmp.readers.errors import UsageError
 from perfcmp.result import GateResult, Verdict, VerdictRow
+from perfcmp.verdict import Thresholds
 from perfcmp.wording import amount, relative_change
 
 ALIASES = {
@@ -269,6 +270,10 @@ def _thresholds(table: object, path: str) -> dict[str, float | str]:
             raise UsageError(f"policy file: thresholds.share_of_step is a fraction of the step (0 to 1), not {value!r}",
                              path)
         result[key] = float(value)
+    try:  # what only the verdict knows (the correction's name) is checked where it is defined
+        Thresholds(**result)
+    except ValueError as exc:
+        raise UsageError(f"policy file: thresholds: {exc}", path) from None
     return result
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from perfcmp.cli import main
+from perfcmp.output import _umask
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,6 +40,8 @@ def test_save_then_check_the_same_code_is_neutral(runs, tmp_path, capsys):
     stored = json.loads((tmp_path / "baselines" / "nightly.json").read_text())
     assert stored["format_version"] == 1 and len(stored["samples"]["steps"]) == 8
     assert stored["summary"]["sha256"] and "producer" in stored["samples"]["provenance"]
+    assert [p.name for p in (tmp_path / "baselines").iterdir()] == ["nightly.json"]  # no temporary left
+    assert (tmp_path / "baselines" / "nightly.json").stat().st_mode & 0o777 == 0o666 & ~_umask()
     code, out, _ = cli(capsys, "golden", "check", "nightly", runs["same"], "--dir", store, "--fail-on", "e2e:+5%")
     assert code == 0, out
     assert "Verdict: neutral" in out and "regressed:" not in out

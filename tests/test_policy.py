@@ -337,6 +337,7 @@ def test_bad_command_line_gate():
     ("[thresholds]\nalpha = 1.5\n", "alpha must be between 0 and 1"),
     ("[thresholds]\nshare_of_step = 2\n", "share_of_step is a fraction"),
     ("[thresholds]\ncorrection = 1\n", "thresholds.correction must be a non-empty string"),
+    ("[thresholds]\ncorrection = \"bonferroni\"\n", "correction must be 'holm' or 'bh', not 'bonferroni'"),
 ])
 def test_bad_policy_files_name_the_file(tmp_path, text, hint):
     path = write(tmp_path, text)

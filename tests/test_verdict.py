@@ -343,16 +343,12 @@ def test_judging_is_deterministic_and_plain():
     assert msgspec.json.decode(msgspec.json.encode(first), type=type(first)) == first
 
 
-def test_thousands_of_rows_judge_quickly():
-    import time
-
+def test_thousands_of_rows_are_all_judged():
     rng = np.random.default_rng(51)
     sizes = rng.lognormal(4.0, 1.5, 3000)
     base = sset({f"op:k{i}": list(sizes[i] * rng.lognormal(0, 0.03, 30)) for i in range(3000)})
     comp = sset({f"op:k{i}": list(sizes[i] * rng.lognormal(0, 0.03, 30)) for i in range(3000)})
-    start = time.perf_counter()
-    verdict = judge(base, comp)
-    assert time.perf_counter() - start < 2.0  # ~0.25 s here; generous for slow CI machines
+    verdict = judge(base, comp)  # speed: benchmarks, not tests
     assert len(verdict.rows) == 3000
 
 

@@ -33,7 +33,7 @@ BACKWARD = "[ BACKWARD ]"
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
 
 
-def op_codes(b_ops: pd.DataFrame, c_ops: pd.DataFrame, use_shape: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def op_codes(b_ops: pd.DataFrame, c_ops: pd.DataFrame, use_shape: bool) -> tuple[np.ndarray, np.ndarray]:
     """Op comparison keys as small ints shared by both sides."""
     keys = []
     for ops in (b_ops, c_ops):
@@ -41,8 +41,8 @@ def op_codes(b_ops: pd.DataFrame, c_ops: pd.DataFrame, use_shape: bool) -> tuple
         if use_shape:
             key = key + "\x1f" + ops["input_shapes"].astype(str)
         keys.append(key.to_numpy(dtype=object))
-    codes, uniques = pd.factorize(np.concatenate(keys), use_na_sentinel=False)
-    return codes[: len(keys[0])], codes[len(keys[0]):], uniques
+    codes, _ = pd.factorize(np.concatenate(keys), use_na_sentinel=False)
+    return codes[: len(keys[0])], codes[len(keys[0]):]
 
 
 @dataclass

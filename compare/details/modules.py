@@ -20,14 +20,13 @@ steps give the same key sequences).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import Table, kernel_line_list, ratio
+from perfcmp.details.common import Table, cells, kernel_line_list, ratio, ratios
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions
@@ -49,18 +48,17 @@ STATISTIC_COLUMNS = [
 ]
 
 
-
 def module_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dict[str, Table]:
     """``ModuleCompareStatistic`` (and ``ModuleCompare`` unless ``--disable_details``); {} when
     module sheets are off or a side has no module instance (the caller falls back to the
     operator sheets)."""
     if not (opts.modules and base.has_modules and comp.has_modules):
         return {}
-    b_codes, c_codes, op_keys = op_codes(base.ops, comp.ops, opts.use_input_shape)
+    b_codes, c_codes = op_codes(base.ops, comp.ops, opts.use_input_shape)
     b_tree, c_tree = ModuleTree.build(base, b_codes), ModuleTree.build(comp, c_codes)
     if b_tree.n == 0 or c_tree.n == 0:
         return {}
-    sheets = {"ModuleCompareStatistic": _statistic(b_tree, c_tree, len(op_keys))}
+    sheets = {"ModuleCompareStatistic": _statistic(b_tree, c_tree)}
     if opts.details:
         sheets["ModuleCompare"] = _compare(b_tree, c_tree)
     return sheets
@@ -139,10 +137,7 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         total.append(True)
         bt = b.tops(x).tolist() if x >= 0 else []
         ct = c.tops(y).tolist() if y >= 0 else []
-        if x >= 0 and y >= 0:
-            steps = aligner(b.op_code[bt].tolist(), c.op_code[ct].tolist())
-        else:
-            steps = [(i, None) for i in range(len(bt))] + [(None, j) for j in range(len(ct))]
+        steps = aligner(b.op_code[bt].tolist(), c.op_code[ct].tolist())  # one-sided when a side is empty
         rb.extend([x] * len(steps))
         rc.extend([y] * len(steps))
         total.extend([False] * len(steps))
@@ -161,19 +156,19 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         names = np.where(is_total, np.where(inst >= 0, TOTAL, None), _take(tree.op_name, op, None))
         cols[f"{prefix}_op_name"] = names.tolist()
         cols[f"{prefix}_kernel_details"] = [_kernel_text(tree, o) if o >= 0 else None for o in op.tolist()]
-        cols[f"{prefix}_self_us"] = _cells(self_us)
-        cols[f"{prefix}_total_us"] = _cells(total_us)
+        cols[f"{prefix}_self_us"] = cells(self_us)
+        cols[f"{prefix}_total_us"] = cells(total_us)
         side_cols[prefix] = (present, self_us, total_us, inst, op)
 
     b_present, b_self, b_total, _, _ = side_cols["base"]
     c_present, c_self, c_total, _, _ = side_cols["comp"]
     self_diff = np.nan_to_num(c_self) - np.nan_to_num(b_self)
     total_diff = np.where(is_total, np.nan_to_num(c_total) - np.nan_to_num(b_total), np.nan)
-    cols["total_diff_us"] = _cells(total_diff)
-    cols["self_diff_us"] = _cells(self_diff)
+    cols["total_diff_us"] = cells(total_diff)
+    cols["self_diff_us"] = cells(self_diff)
     num = np.where(is_total, np.nan_to_num(c_total), np.nan_to_num(c_self))
     den = np.where(is_total, np.nan_to_num(b_total), np.nan_to_num(b_self))
-    cols["total_ratio"] = [ratio(x, y) for x, y in zip(num.tolist(), den.tolist())]
+    cols["total_ratio"] = ratios(num, den)
     slower = self_diff > 0
     for prefix, tree, present in (("base", b, b_present), ("comp", c, c_present)):
         _, _, _, inst, op = side_cols[prefix]
@@ -204,10 +199,6 @@ def _take(values: np.ndarray, idx: np.ndarray, missing=np.nan) -> np.ndarray:
     return ext[np.where(idx >= 0, idx, len(values))]
 
 
-def _cells(values: np.ndarray) -> list[float | None]:
-    return [None if math.isnan(v) else v for v in np.asarray(values, dtype=np.float64).tolist()]
-
-
 # --------------------------------------------------------------------------- ModuleCompareStatistic
 
 
@@ -223,7 +214,7 @@ class _Groups:
     kernel_text: dict[tuple[int, int], str]
 
 
-def _statistic(b: ModuleTree, c: ModuleTree, n_codes: int) -> Table:
+def _statistic(b: ModuleTree, c: ModuleTree) -> Table:
     codes, _ = pd.factorize(np.concatenate([b.group, c.group]), use_na_sentinel=False)
     n_groups = int(codes.max(initial=-1)) + 1
     bg, cg = _groups(b, codes[: b.n], n_groups), _groups(c, codes[b.n:], n_groups)

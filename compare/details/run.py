@@ -7,6 +7,8 @@ when a side has memory data; a sheet whose data neither side has is left out wit
 
 from __future__ import annotations
 
+import functools
+
 from perfcmp.details.apis import api_sheets
 from perfcmp.details.communication import communication_sheets
 from perfcmp.details.extract import SideDetails
@@ -25,9 +27,9 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions) -
     if "communication" in enabled:
         _add(sheets, notes, communication_sheets(base, comp, opts), "CommunicationCompare",
              "neither profile has communication ops")
-    pairs = None
-    if "operator" in enabled or "memory" in enabled:
-        pairs = align_ops(base, comp, opts)
+    # The op alignment feeds the per-pair rows of the operator and memory detail sheets only
+    # (not the statistic sheets): made once, when one of those is built.
+    pairs = functools.cache(lambda: align_ops(base, comp, opts) if opts.details else [])
     if "operator" in enabled:
         modules = {}
         if opts.modules and base.has_modules and comp.has_modules:
@@ -40,10 +42,10 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions) -
         if modules:
             sheets.update(modules)
         else:
-            _add(sheets, notes, operator_sheets(base, comp, opts, pairs), "OperatorCompareStatistic",
+            _add(sheets, notes, operator_sheets(base, comp, opts, pairs()), "OperatorCompareStatistic",
                  "neither profile has framework ops")
     if "memory" in enabled:
-        _add(sheets, notes, memory_sheets(base, comp, opts, pairs) if (base.has_memory or comp.has_memory) else {},
+        _add(sheets, notes, memory_sheets(base, comp, opts, pairs()) if (base.has_memory or comp.has_memory) else {},
              "MemoryCompareStatistic", "neither profile has per-op memory data ([memory] events or operator_memory.csv)")
     if "api" in enabled:
         _add(sheets, notes, api_sheets(base, comp, opts), "ApiCompare", "one profile has no host API events")
