@@ -35,10 +35,6 @@ class SideSummary(msgspec.Struct, kw_only=True):
     peak_reserved_bytes: float | None = None
     sha256: str = ""  # of the input's bytes (JSON/Markdown outputs); "" when not computed
 
-    @property
-    def label(self) -> str:
-        return self.device
-
 
 class OverallRow(msgspec.Struct, kw_only=True):
     """One OverallMetrics line, both sides. ``ratio`` = comparison / base; None when the base is

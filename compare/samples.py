@@ -23,7 +23,6 @@ import pandas as pd
 
 from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
-from perfcmp.readers.errors import InputError
 from perfcmp.readers.model import Profile
 
 SAMPLES_VERSION = 1
@@ -42,24 +41,6 @@ class SampleSet(msgspec.Struct, kw_only=True):
 
     def values(self, row: str) -> list[float | None]:
         return self.rows.get(row, [None] * len(self.steps))
-
-    def to_json(self) -> bytes:
-        return msgspec.json.format(msgspec.json.encode(self), indent=1)
-
-    @classmethod
-    def from_json(cls, data: bytes, source: str) -> "SampleSet":
-        try:
-            head = msgspec.json.decode(data, type=_Version)
-            if head.format_version > SAMPLES_VERSION:
-                raise InputError(f"sample format {head.format_version} is newer than this perfcmp reads "
-                                 f"({SAMPLES_VERSION}); upgrade perfcmp", source)
-            return msgspec.json.decode(data, type=cls)
-        except msgspec.MsgspecError as exc:
-            raise InputError(f"not a perfcmp sample set ({exc})", source) from None
-
-
-class _Version(msgspec.Struct):
-    format_version: int = 0
 
 
 def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], details: SideDetails | None) -> SampleSet:

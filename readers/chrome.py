@@ -51,9 +51,7 @@ class Args(msgspec.Struct, gc=False):
     # torch_npu device tasks
     task_type: str | None = msgspec.field(name="Task Type", default=None)
     stream_id: Number = msgspec.field(name="Stream Id", default=None)
-    task_id: Number = msgspec.field(name="Task Id", default=None)
     # torch_npu HCCL plane tasks
-    hccl_task_type: str | None = msgspec.field(name="task type", default=None)
     transport: str | None = msgspec.field(name="transport type", default=None)
 
 
@@ -82,9 +80,8 @@ class DeviceProperties(msgspec.Struct, gc=False):
 
 
 class KinetoTrace(msgspec.Struct, gc=False):
-    """A Kineto / PyTorch-profiler trace: a JSON object with a ``traceEvents`` array."""
+    """The header of a Kineto / PyTorch-profiler trace: what it holds besides ``traceEvents``."""
 
-    traceEvents: list[Event] | None = None
     deviceProperties: list[DeviceProperties] | None = None
     distributedInfo: DistributedInfo | None = None
     schemaVersion: Number = None

@@ -28,10 +28,6 @@ def contains(values, pattern: re.Pattern | str) -> np.ndarray:
     return per_unique(values, lambda s: pattern.search(str(s)) is not None, dtype=bool)
 
 
-def lower(values) -> np.ndarray:
-    return per_unique(values, lambda s: str(s).lower())
-
-
 def shared(values) -> np.ndarray:
     """The same strings as one object array in which equal strings are one object.
 

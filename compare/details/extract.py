@@ -16,7 +16,7 @@ Tables (pandas DataFrames; times in µs, sizes in bytes):
                 self_device_us (kernels launched directly under it), kernel_lo / kernel_hi and
                 alloc_lo / alloc_hi (slices of ``kernels`` / ``allocations`` for the subtree).
 ``kernels``     device tasks owned by an op, sorted by owner: owner (op index), name, key,
-                kind, dur_us, task_id (NPU, else -1), task_type, op_type, input_shapes.
+                kind, dur_us, start_us, task_type, op_type, input_shapes.
 ``allocations`` memory blocks owned by an op, sorted by owner: owner, name, bytes, alloc_us,
                 release_us (NaN: not released).
 ``apis``        per API key (all host events but python functions and step markers): key,
