@@ -27,6 +27,7 @@ import pandas as pd
 
 from perfcmp import intervals as iv
 from perfcmp.categories import COMPUTE_ROWS, MC2_PREFIX, Rules, categorise, parent_of
+from perfcmp.readers.hosttree import propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, table
 
 TOLERANCE_US = 1e-6  # float noise allowed when checking that parts add up
@@ -274,10 +275,8 @@ def _host_tasks(profile: Profile) -> pd.DataFrame:
     host = profile.host
     is_op = (host["cat"] == "cpu_op").to_numpy() & ~host["name"].astype(str).str.startswith("ProfilerStep#").to_numpy()
     parent = host["parent"].to_numpy()
-    has_op_ancestor = np.zeros(len(host), dtype=bool)
-    for i, p in enumerate(parent.tolist()):  # parents precede children
-        if p >= 0:
-            has_op_ancestor[i] = has_op_ancestor[p] or is_op[p]
+    op_at_or_above = propagate_down(parent, is_op)
+    has_op_ancestor = (parent >= 0) & op_at_or_above[np.clip(parent, 0, None)]
     rows = np.flatnonzero(is_op & ~has_op_ancestor)
     tasks = host.iloc[rows]
     return table("device", name=tasks["name"].to_numpy(), kind=np.full(len(rows), COMPUTE, dtype=object),

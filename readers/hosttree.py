@@ -76,31 +76,31 @@ def enclosing(host: pd.DataFrame, parent: np.ndarray, thread_keys: list[str], ts
     """For each (thread key, timestamp), the innermost host event containing it, or -1.
 
     Chrome-trace flow endpoints bind to the enclosing slice on their own thread; this is that
-    rule, exactly, with a binary search per thread and a walk up the (shallow) tree.
+    rule, exactly: a binary search per thread finds the last event starting at or before the
+    timestamp, then every query walks up the (shallow) tree together, one level per pass,
+    until its event contains the timestamp.
     """
-    out = np.full(len(ts), -1, dtype=np.int64)
+    row = np.full(len(ts), -1, dtype=np.int64)
     if len(host) == 0 or len(ts) == 0:
-        return out
+        return row
     host_thread = thread_labels(host)
     start = host["start_us"].to_numpy()
     end = start + host["dur_us"].to_numpy()
     keys = np.asarray(thread_keys, dtype=object)
-    for key in pd.unique(keys):
+    for key in pd.unique(keys):  # threads: a handful
         rows = np.flatnonzero(host_thread == key)
         if rows.size == 0:
             continue
         mask = keys == key
-        times = ts[mask]
-        cand = np.searchsorted(start[rows], times, side="right") - 1
-        found = np.full(cand.size, -1, dtype=np.int64)
-        for j, c in enumerate(cand.tolist()):
-            row = int(rows[c]) if c >= 0 else -1
-            t = times[j]
-            while row >= 0 and not (start[row] <= t < end[row] or start[row] == t):
-                row = parent[row]
-            found[j] = row
-        out[mask] = found
-    return out
+        last = np.searchsorted(start[rows], ts[mask], side="right") - 1
+        row[mask] = np.where(last >= 0, rows[np.clip(last, 0, None)], -1)
+    while True:
+        live = np.flatnonzero(row >= 0)
+        at, t = row[live], ts[live]
+        outside = ~(((start[at] <= t) & (t < end[at])) | (start[at] == t))
+        if not outside.any():
+            return row
+        row[live[outside]] = parent[at[outside]]
 
 
 def propagate_down(parent: np.ndarray, own: np.ndarray) -> np.ndarray:

@@ -108,3 +108,16 @@ def test_the_readme_example_is_a_golden_case():
     stdout = (case / "stdout.txt").read_text(encoding="utf-8").splitlines()
     for prefix in ("E2E ", "Verdict: "):
         assert next(line for line in stdout if line.startswith(prefix)) in readme, prefix
+
+
+def test_demo_profiles_regenerate_byte_for_byte(tmp_path):
+    """golden/make_demo.sh into a scratch directory gives exactly the shipped demo files."""
+    import subprocess
+    import sys
+
+    subprocess.run(["bash", str(ROOT / "golden" / "make_demo.sh"), str(tmp_path / "demo")], check=True,
+                   env={**os.environ, "PYTHON": sys.executable}, capture_output=True)
+    shipped = sorted(p.relative_to(ROOT / "golden" / "demo") for p in (ROOT / "golden" / "demo").rglob("*") if p.is_file())
+    made = sorted(p.relative_to(tmp_path / "demo") for p in (tmp_path / "demo").rglob("*") if p.is_file())
+    assert made == shipped
+    assert [p for p in shipped if (ROOT / "golden" / "demo" / p).read_bytes() != (tmp_path / "demo" / p).read_bytes()] == []

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfcmp.readers import load_profile
+from reader_helpers import read, warning_count
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
@@ -111,19 +111,6 @@ HOST_START = [0, 10, 15, 20, 35, 36, 50, 52, 100, 110, 115, 150, 152, 156, 20, 2
 HOST_DUR = [100, 40, 20, 5, 10, 4, 10, 3, 100, 30, 5, 10, 3, 2, 30, 5]
 # device rows in file order: gemm, relu, memcpy, nccl, add, memset
 DEVICE_LAUNCH = [3, 5, 7, 10, 12, 13]
-
-
-def read(path, **kwargs):
-    """load_profile, then the model's invariants: every profile a test reads must pass check()."""
-    profile = load_profile(str(path), **kwargs)
-    profile.check()
-    return profile
-
-
-def warning_count(profile, phrase: str) -> int:
-    found = [w.count for w in profile.warnings if phrase in w.message]
-    assert len(found) <= 1, profile.warnings
-    return found[0] if found else 0
 
 
 @pytest.fixture(params=["json", "json.gz", "dir"])

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from perfcmp.readers import load_profile
+from reader_helpers import read, warning_count
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA, DeviceKind
 
 MB = 1048576
@@ -19,19 +19,6 @@ DEVICE_NAMES = ["aclnnMm_MatMulCommon_MatMulV2", "aclnnAdd_AddAiCore_Add", "MEMC
 # host rows: 0 ProfilerStep#5, 1 aten::mm, 2 aten::add_, 3 c10d::allreduce_, 4 ProfilerStep#6, 5 aten::zero_
 # flows start at 12.25 (in aten::mm), 41.5 (aten::add_), 61 (c10d::allreduce_), 1011 (aten::zero_)
 DEVICE_LAUNCH = [1, 2, -1, -1, 5, 3]
-
-
-def read(path, **kwargs):
-    """load_profile, then the model's invariants: every profile a test reads must pass check()."""
-    profile = load_profile(str(path), **kwargs)
-    profile.check()
-    return profile
-
-
-def warning_count(profile, phrase: str) -> int:
-    found = [w.count for w in profile.warnings if phrase in w.message]
-    assert len(found) <= 1, profile.warnings
-    return found[0] if found else 0
 
 
 def same(values, expected) -> bool:
