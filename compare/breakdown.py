@@ -93,7 +93,7 @@ class Analyzer:
         self.end = self.start + tasks["dur_us"].to_numpy()
         self.kind = tasks["kind"].to_numpy()
         self.group = tasks["group"].to_numpy()
-        self.is_compute, self.is_comm, self.is_sdma = (self.kind == COMPUTE), (self.kind == COMM), (self.kind == SDMA)
+        self.is_compute, self.is_comm, self.is_sdma = self.kind == COMPUTE, self.kind == COMM, self.kind == SDMA
         self.category = np.full(len(tasks), "", dtype=object)
         self.category[self.is_compute] = categorise(tasks[self.is_compute], profile.host, rules, host_mode=self.host_mode)
         self._waits: dict[str, iv.Intervals] = {}  # per communication group: it does not depend on the window

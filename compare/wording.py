@@ -1,10 +1,13 @@
-"""How a verdict row's change is worded, the same in the console, the gate messages and the
-verdict's reasons: ``+19.6 %`` (``new`` when the base median is 0) and ``+319.0 µs per step``
-(time rows; the unit adapts: µs, ms, s) or ``+123.1 MiB`` (memory peaks; 1024-based)."""
+"""How a change is worded, the same in the console, the Markdown summary, the gate messages and
+the verdict's reasons: ``+19.6 %`` (``new`` when the base is 0) and ``+319.0 µs per step``
+(time rows; the unit adapts: µs, ms, s) or ``+123.1 MiB`` (memory peaks; 1024-based); and the
+order in which changed rows are listed."""
 
 from __future__ import annotations
 
-from perfcmp.result import VerdictRow
+from perfcmp.result import VerdictRow, ratio
+
+UNIT_ORDER = {"us": 0, "bytes": 1}  # time rows are listed before memory rows
 
 
 def relative_change(row: VerdictRow) -> str:
@@ -12,6 +15,20 @@ def relative_change(row: VerdictRow) -> str:
     if row.relative is not None:
         return f"{row.relative * 100:+.1f} %"
     return "new" if row.diff is not None else "n/a"
+
+
+def ratio_change(comp: float, base: float) -> str:
+    """comparison against base as ``+19.6 %``; ``new`` when the base is 0 and the comparison not."""
+    r = ratio(comp, base)
+    return "new" if r is None else f"{(r - 1) * 100:+.1f} %"
+
+
+def ranked_rows(rows: list[VerdictRow], worst_first: bool) -> list[VerdictRow]:
+    """Time rows before memory rows (their diffs are not comparable), each by diff: largest
+    first for regressions, most negative first for improvements; the row name breaks ties."""
+    sign = -1.0 if worst_first else 1.0
+    return sorted(rows, key=lambda r: (UNIT_ORDER.get(r.unit, len(UNIT_ORDER)), r.unit,
+                                       sign * (r.diff or 0.0), r.row))
 
 
 def amount(row: VerdictRow) -> str:

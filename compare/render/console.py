@@ -12,7 +12,7 @@ from prettytable import PrettyTable
 from perfcmp.render import top_changes
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary
 from perfcmp.verdict import OTHER_ROWS_NOTE
-from perfcmp.wording import amount, relative_change
+from perfcmp.wording import amount, ranked_rows, relative_change
 
 MAX_WARNING_LINES = 10
 GIB = 1024**3
@@ -104,8 +104,8 @@ def verdict_lines(result: ComparisonResult) -> list[str]:
     if shown:
         lines.append("  rows: " + ", ".join(shown))
     # time rows first (µs and bytes do not rank together), largest change first
-    worst = sorted((r for r in v.rows if r.verdict == "regressed" and r.row != "overall:e2e"),
-                   key=lambda r: (r.unit != "us", -(r.diff or 0.0), r.row))[:5]
+    regressed = [r for r in v.rows if r.verdict == "regressed" and r.row != "overall:e2e"]
+    worst = ranked_rows(regressed, worst_first=True)[:5]
     for r in worst:
         lines.append(f"  regressed: {r.row} {relative_change(r)} ({amount(r)})")
     if sum(v.skip_steps):

@@ -16,11 +16,11 @@ import re
 
 from perfcmp.render.console import headline
 from perfcmp.render.jsonout import portable, side_identity
-from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow, ratio
+from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
+from perfcmp.wording import ranked_rows, ratio_change
 
 MAX_WARNINGS = 10
 MIB = 1 << 20
-UNIT_ORDER = {"us": 0, "bytes": 1}  # time rows are listed before memory rows
 # shown literally, not as Markdown or HTML; "_" between letters or digits cannot emphasise
 _SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<![^\W_])_|_(?![^\W_]))")
 _BLOCK_START = re.compile(r"^(\d*)((?<=\d)[.)](?=\s|$)|(?<!\d)[-+#=])")
@@ -67,7 +67,7 @@ def headline_table(result: ComparisonResult) -> tuple[list[str], list[list[str]]
     for label, base_us, comp_us in (("E2E", b.e2e_us, c.e2e_us), ("Computing", b.computing_us, c.computing_us),
                                     ("Uncovered Communication", b.uncovered_us, c.uncovered_us),
                                     ("Free", b.free_us, c.free_us)):
-        rows.append([label, _ms(base_us), _ms(comp_us), _ms(comp_us - base_us, signed=True), _change(comp_us, base_us)])
+        rows.append([label, _ms(base_us), _ms(comp_us), _ms(comp_us - base_us, signed=True), ratio_change(comp_us, base_us)])
     return ["", "Base", "Comparison", "Diff", "Change"], rows
 
 
@@ -91,14 +91,6 @@ def verdict_blocks(v: Verdict, top: int) -> list[str]:
         blocks.append(f"### Failed gates ({len(failed)})\n\n"
                       + "\n".join(f"- {escape(g.message or g.expression)}" for g in failed))
     return blocks
-
-
-def ranked_rows(rows: list[VerdictRow], worst_first: bool) -> list[VerdictRow]:
-    """Time rows before memory rows (their diffs are not comparable), each by diff: largest
-    first for regressions, most negative first for improvements; the row name breaks ties."""
-    sign = -1.0 if worst_first else 1.0
-    return sorted(rows, key=lambda r: (UNIT_ORDER.get(r.unit, len(UNIT_ORDER)), r.unit,
-                                       sign * (r.diff or 0.0), r.row))
 
 
 def warning_blocks(result: ComparisonResult) -> list[str]:
@@ -181,6 +173,3 @@ def _or_dash(value: float | None, fmt) -> str:
     return "–" if value is None else fmt(value)
 
 
-def _change(comp: float, base: float) -> str:
-    r = ratio(comp, base)
-    return "new" if r is None else f"{(r - 1) * 100:+.1f} %"

@@ -12,7 +12,8 @@ from importlib import resources
 
 from prettytable import PrettyTable
 
-from perfcmp.result import ComparisonResult, ratio
+from perfcmp.result import ComparisonResult
+from perfcmp.wording import ratio_change
 
 
 SHOWN = 0.0005  # the smallest difference the three-decimal columns show
@@ -78,9 +79,7 @@ def _table(title: str, rows: list[tuple[str, float, float, float]]) -> str:
     table.title = title
     table.field_names = ["#", "name", "base", "comparison", "diff", "change"]
     for i, (name, base, comp, diff) in enumerate(rows, start=1):
-        r = ratio(comp, base)
-        change = "new" if r is None else f"{(r - 1) * 100:+.1f} %"
-        table.add_row([i, _clip(name), f"{base:.3f}", f"{comp:.3f}", f"{diff:+.3f}", change])
+        table.add_row([i, _clip(name), f"{base:.3f}", f"{comp:.3f}", f"{diff:+.3f}", ratio_change(comp, base)])
     table.align = "l"
     for column in ("base", "comparison", "diff", "change"):
         table.align[column] = "r"
