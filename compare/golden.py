@@ -25,7 +25,7 @@ from perfcmp.output import temporary_file
 from perfcmp.overall import overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.readers.errors import InputError, UsageError
-from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord
+from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord, decode_versioned
 from perfcmp.samples import SampleSet
 
 BASELINE_VERSION = 1
@@ -71,18 +71,7 @@ def load(name: str, directory: str | None = None) -> Baseline:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in path.parent.glob("*.json"))) or "none"
         raise InputError(f"no baseline named {name!r} here (stored: {known}); save one with 'perfcmp golden save'", str(path))
-    data = path.read_bytes()
-    try:
-        version = msgspec.json.decode(data, type=_Version).format_version
-    except msgspec.MsgspecError as exc:
-        raise InputError(f"not a perfcmp baseline ({exc})", str(path)) from None
-    if version > BASELINE_VERSION:
-        raise InputError(f"baseline format {version} is newer than this perfcmp reads ({BASELINE_VERSION}); upgrade perfcmp",
-                         str(path))
-    try:
-        return msgspec.json.decode(data, type=Baseline)
-    except msgspec.MsgspecError as exc:
-        raise InputError(f"malformed perfcmp baseline ({exc})", str(path)) from None
+    return decode_versioned(path.read_bytes(), Baseline, BASELINE_VERSION, "baseline", str(path))
 
 
 def check(name: str, profile_path: str, options: CompareOptions, directory: str | None = None) -> ComparisonResult:
@@ -116,7 +105,3 @@ def _write_atomically(path: Path, data: bytes) -> None:
     finally:
         if tmp is not None and os.path.exists(tmp):  # only after a failure: a rename leaves nothing
             os.unlink(tmp)
-
-
-class _Version(msgspec.Struct):
-    format_version: int = 0

@@ -160,21 +160,27 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
     @classmethod
     def from_json(cls, data: bytes, source: str = "result") -> "ComparisonResult":
-        try:
-            head = msgspec.json.decode(data, type=_Version)
-        except msgspec.MsgspecError as exc:
-            raise InputError(f"not a perfcmp result ({exc})", source) from None
-        if head.format_version > FORMAT_VERSION:
-            raise InputError(f"result format {head.format_version} is newer than this perfcmp reads "
-                             f"({FORMAT_VERSION}); upgrade perfcmp", source)
-        try:
-            return msgspec.json.decode(data, type=cls)
-        except msgspec.MsgspecError as exc:
-            raise InputError(f"malformed perfcmp result ({exc})", source) from None
+        return decode_versioned(data, cls, FORMAT_VERSION, "result", source)
 
 
 class _Version(msgspec.Struct):
     format_version: int = 0
+
+
+def decode_versioned(data: bytes, kind: type, newest: int, what: str, source: str):
+    """Decode a perfcmp JSON document of type ``kind`` whose ``format_version`` this version
+    reads (at most ``newest``); ``what`` names it in errors ("result", "baseline")."""
+    try:
+        version = msgspec.json.decode(data, type=_Version).format_version
+    except msgspec.MsgspecError as exc:
+        raise InputError(f"not a perfcmp {what} ({exc})", source) from None
+    if version > newest:
+        raise InputError(f"{what} format {version} is newer than this perfcmp reads ({newest}); upgrade perfcmp",
+                         source)
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.MsgspecError as exc:
+        raise InputError(f"malformed perfcmp {what} ({exc})", source) from None
 
 
 def ratio(comp: float, base: float) -> float | None:

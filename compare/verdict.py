@@ -133,10 +133,6 @@ class Thresholds:
 # --- steps: warm-up and outliers -----------------------------------------------------------
 
 
-def _e2e(samples: SampleSet) -> list[float | None]:
-    return list(samples.rows.get(E2E, [None] * len(samples.steps)))
-
-
 AUTO_SKIP_RULE = ("auto warm-up rule (with >= 3 steps, drop leading steps whose E2E is > 20 % above the median "
                   "E2E of the later steps, at most a third of the steps)")
 
@@ -159,7 +155,7 @@ def _choose_skip(samples: SampleSet, requested: int | None) -> tuple[int, str]:
         return requested, f"--skip-steps {requested}"
     if n < 3:
         return 0, f"0 dropped (only {n} step{'s' if n != 1 else ''})"
-    e2e = _e2e(samples)
+    e2e = samples.values(E2E)
     skip = 0
     while skip < n // 3:
         head, rest = e2e[skip], [v for v in e2e[skip + 1:] if v is not None]
@@ -175,7 +171,7 @@ def _choose_skip(samples: SampleSet, requested: int | None) -> tuple[int, str]:
 def outlier_steps(samples: SampleSet, skip: int) -> list[int]:
     """Step ids after the skip whose E2E robust z-score exceeds 3.5 (reported, not dropped)."""
     steps = samples.steps[skip:]
-    pairs = [(s, v) for s, v in zip(steps, _e2e(samples)[skip:]) if v is not None]
+    pairs = [(s, v) for s, v in zip(steps, samples.values(E2E)[skip:]) if v is not None]
     if len(pairs) < 3:
         return []
     x = np.array([v for _, v in pairs], dtype=float)
@@ -326,6 +322,7 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     # rows: medians and labels that need no test
     rows: dict[str, VerdictRow] = {}
     tested: list[str] = []  # rows that get the bootstrap and the test
+    clearing: set[str] = set()  # of those, the rows whose change clears the floors (and get a p-value)
     for row in sorted(set(sb.index) | set(sc.index)):
         dimension, _, key = row.partition(":")
         unit = "bytes" if dimension == MEMORY_DIMENSION else "us"
@@ -359,6 +356,8 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
             r.verdict = ("regressed" if r.diff > 0 else "improved") if floors else "unchanged"
             continue
         tested.append(row)
+        if floors:
+            clearing.add(row)
 
     # bootstrap intervals and tests, vectorised over the tested rows
     vbs = [sb.values(row) for row in tested]
@@ -368,8 +367,7 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     # Only a change that clears the floors can count, so only those rows are tested: the others
     # are "unchanged" whatever their p-value, and leaving them out of the correction keeps its
     # power for the rows that matter.
-    candidates = [i for i, row in enumerate(tested)
-                  if _clears_floors(row, rows[row].unit, rows[row].diff, rows[row].relative, base_e2e, t)]
+    candidates = [i for i, row in enumerate(tested) if row in clearing]
     pvals: list[float | None] = [None] * len(tested)
     for i, p in zip(candidates, mann_whitney_p([vbs[i] for i in candidates], [vcs[i] for i in candidates])):
         pvals[i] = 1.0 if p is None else p
