@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp import intervals as iv
-from perfcmp.categories import COMPUTE_ROWS, MC2_PREFIX, Rules, categorise, parent_of
+from perfcmp.categories import CHILDREN, COMPUTE_ROWS, MC2_PREFIX, Rules, categorise, parent_of
 from perfcmp.readers.hosttree import propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, table
 
@@ -192,8 +192,8 @@ class Analyzer:
         covered = float(share.sum())
         dur["other"] = dur.get("other", 0.0) + max(computing - covered, 0.0)
         for key, label, level in COMPUTE_ROWS:
-            if level == 1 and any(parent_of(k) == key for k, _, _ in COMPUTE_ROWS):
-                kids = [k for k, _, lv in COMPUTE_ROWS if lv == 2 and parent_of(k) == key]
+            if key in CHILDREN:
+                kids = CHILDREN[key]
                 total = sum(dur.get(k, 0.0) for k in kids)
                 n = sum(int(count.get(k, 0)) for k in kids)
                 rows.append(MetricRow(f"computing.{key}", label, 1, total, n))

@@ -202,11 +202,21 @@ def _launch_class(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules) -> tupl
     return cls, backward
 
 
+def _parents() -> dict[str, str]:
+    """Level-2 key -> the level-1 row above it in ``COMPUTE_ROWS``."""
+    parents, current = {}, ""
+    for key, _, level in COMPUTE_ROWS:
+        if level == 1:
+            current = key
+        else:
+            parents[key] = current
+    return parents
+
+
+PARENT = _parents()
+CHILDREN = {p: [k for k, q in PARENT.items() if q == p] for p in dict.fromkeys(PARENT.values())}
+
+
 def parent_of(leaf: str) -> str | None:
     """The level-1 row a leaf rolls up into (``None`` for level-1 leaves and MC2 rows)."""
-    for prefix in ("fa_fwd", "fa_bwd", "conv_fwd", "conv_bwd", "matmul"):
-        if leaf.startswith(prefix + "_"):
-            return prefix
-    if leaf.startswith("vector_"):
-        return "vector"
-    return None
+    return PARENT.get(leaf)
