@@ -32,7 +32,6 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     warnings: list[ReadWarning] = []
     groups_meta = _process_group_names(info_dir, shown_as, warnings)
     trace = AscendTrace(raw, trace_shown, warnings, groups_meta)
-    kernels = memory = None
     for name in SIDE_FILES:
         if not (output_dir / name).is_file():
             warnings.append(ReadWarning(shown_as, f"{name} not found: " + (
@@ -40,27 +39,20 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
                 else "memory peaks unavailable")))
     # A side file that is there but unusable (a truncated CSV, a header without Start Time) is
     # ignored with a warning, like a missing one: the trace alone still makes a profile.
-    try:
-        if (output_dir / "kernel_details.csv").is_file():
-            kernels = read_kernel_details(output_dir / "kernel_details.csv", _shown(shown_as, output_dir, info_dir, "kernel_details.csv"), warnings)
-    except InputError as exc:
-        warnings.append(ReadWarning(shown_as, f"kernel_details.csv ignored: {exc.message}"))
-    operator_memory = None
-    try:
-        if (output_dir / "operator_memory.csv").is_file():
-            operator_memory = read_operator_memory(output_dir / "operator_memory.csv",
-                                                   _shown(shown_as, output_dir, info_dir, "operator_memory.csv"))
-    except InputError as exc:
-        warnings.append(ReadWarning(shown_as, f"operator_memory.csv ignored: {exc.message}"))
-    try:
-        if (output_dir / "memory_record.csv").is_file():
-            memory = read_memory_record(output_dir / "memory_record.csv", _shown(shown_as, output_dir, info_dir, "memory_record.csv"))
-    except InputError as exc:
-        warnings.append(ReadWarning(shown_as, f"memory_record.csv ignored: {exc.message}"))
+    readers = {"kernel_details.csv": lambda path, shown: read_kernel_details(path, shown, warnings),
+               "operator_memory.csv": read_operator_memory, "memory_record.csv": read_memory_record}
+    side: dict[str, object] = {}
+    for name, read in readers.items():
+        try:
+            if (output_dir / name).is_file():
+                side[name] = read(output_dir / name, _shown(shown_as, output_dir, info_dir, name))
+        except InputError as exc:
+            warnings.append(ReadWarning(shown_as, f"{name} ignored: {exc.message}"))
     if not (info_dir / "profiler_metadata.json").is_file() and any(plane < 0 for _, plane in trace.comm_threads.values()):
         warnings.append(ReadWarning(shown_as, "profiler_metadata.json not found: communication groups named by their HCCL group ids"))
     info = _run_info(info_dir, shown_as, trace.origin, warnings)
-    return trace.to_profile(info, kernels, memory, operator_memory)
+    return trace.to_profile(info, side.get("kernel_details.csv"), side.get("memory_record.csv"),
+                            side.get("operator_memory.csv"))
 
 
 def read_trace_only(raw: RawJson, shown_as: str) -> Profile:
@@ -82,7 +74,7 @@ def _process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarni
     if not path.is_file():
         return {}
     try:
-        meta = read_json_file(path, f"{shown_as.rstrip('/')}/profiler_metadata.json")
+        meta = read_json_file(path, _shown(shown_as, info_dir, info_dir, "profiler_metadata.json"))
     except InputError as exc:
         warnings.append(ReadWarning(shown_as, f"profiler_metadata.json ignored: {exc.message}"))
         return {}
@@ -98,7 +90,7 @@ def _run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWar
         warnings.append(ReadWarning(shown_as, "profiler_info*.json not found: software versions and rank unknown"))
     else:
         try:
-            data = read_json_file(files[0], f"{shown_as.rstrip('/')}/{files[0].name}")
+            data = read_json_file(files[0], _shown(shown_as, info_dir, info_dir, files[0].name))
         except InputError as exc:
             warnings.append(ReadWarning(shown_as, f"{files[0].name} ignored: {exc.message}"))
             data = {}
