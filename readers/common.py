@@ -75,6 +75,15 @@ def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning]
     return [Step(int(i), float(r.start), float(r.end)) for i, r in merged.sort_index().iterrows()]
 
 
+def step_position(steps: list[Step], when: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per time: the position of the last step starting at or before it (-1 before the first),
+    and whether the time falls inside that step's half-open host span."""
+    starts = np.array([s.start_us for s in steps])
+    ends = np.array([s.end_us for s in steps])
+    idx = np.searchsorted(starts, when, side="right") - 1
+    return idx, (idx >= 0) & (when < ends[np.clip(idx, 0, None)])
+
+
 def assign_steps(device: pd.DataFrame, host: pd.DataFrame, steps: list[Step]) -> np.ndarray:
     """The step of each device task: the step whose host span holds the task's launch time.
 
@@ -87,11 +96,8 @@ def assign_steps(device: pd.DataFrame, host: pd.DataFrame, steps: list[Step]) ->
     when = device["start_us"].to_numpy().copy()
     known = launch >= 0
     when[known] = host["start_us"].to_numpy()[launch[known]]
-    starts = np.array([s.start_us for s in steps])
-    ends = np.array([s.end_us for s in steps])
     ids = np.array([s.step_id for s in steps], dtype=np.int64)
-    idx = np.searchsorted(starts, when, side="right") - 1
-    inside = (idx >= 0) & (when < ends[np.clip(idx, 0, None)])
+    idx, inside = step_position(steps, when)
     # A task launched from unknown code after the last step started still belongs to it while
     # the device drains; its own start is later than the host span by design.
     drained = (~known) & (idx >= 0)

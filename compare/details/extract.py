@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.names import Normalizer
+from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, Profile
 from perfcmp.readers.textmatch import per_unique
@@ -105,10 +106,7 @@ def _step_of(profile: Profile, start: np.ndarray) -> np.ndarray:
     """Position of the step whose host span holds each time (-1 outside every step)."""
     if not profile.steps:
         return np.full(len(start), -1, dtype=np.int64)
-    starts = np.array([s.start_us for s in profile.steps])
-    ends = np.array([s.end_us for s in profile.steps])
-    idx = np.searchsorted(starts, start, side="right") - 1
-    inside = (idx >= 0) & (start < ends[np.clip(idx, 0, None)])
+    idx, inside = step_position(profile.steps, start)
     return np.where(inside, idx, -1).astype(np.int64)
 
 
