@@ -78,7 +78,7 @@ def compare(
     from perfcmp.pipeline import run
     from perfcmp.policy import load_policy
 
-    formats = tuple(f.strip() for f in output_format.split(",") if f.strip())
+    formats = _formats(output_format)
     chosen = {name for name, on in (("profiling", enable_profiling), ("operator", enable_operator), ("memory", enable_memory),
                                     ("communication", enable_communication), ("api", enable_api), ("kernel", enable_kernel)) if on}
     detail = DetailOptions(enabled=frozenset(chosen or DIMENSIONS), details=not disable_details, modules=not disable_module,
@@ -151,7 +151,7 @@ def golden_check(
     from perfcmp.output import check_destination
     from perfcmp.policy import load_policy
 
-    formats = tuple(f.strip() for f in output_format.split(",") if f.strip())
+    formats = _formats(output_format)
     options = CompareOptions(base_path=str(baselines.baseline_path(name, directory)), comp_path=profile, output=output_path,
                              formats=formats, skip_steps=skip_steps,
                              policy=load_policy(policy_file, fail_on or [], require_verdict))
@@ -195,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt):
         return _fail("interrupted", 130)
     return code if isinstance(code, int) else 0
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    """``--format console, xlsx`` -> ("console", "xlsx"); checked by CompareOptions."""
+    return tuple(f.strip() for f in text.split(",") if f.strip())
 
 
 def _fail(message: str, code: int) -> int:

@@ -12,6 +12,7 @@ DEFAULT_FORMATS = ("console", "xlsx")
 
 
 DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")
+DETAIL_DIMENSIONS = frozenset(DIMENSIONS) - {"profiling"}  # the ones with detail sheets
 
 
 @dataclass(frozen=True)

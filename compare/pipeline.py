@@ -19,7 +19,7 @@ from perfcmp.categories import Rules, load_rules
 from perfcmp.details.extract import SideDetails, extract
 from perfcmp.details.run import compare_details
 from perfcmp.names import Normalizer, load_normalizer
-from perfcmp.options import CompareOptions
+from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.model import Profile
@@ -29,7 +29,6 @@ from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Verdict, 
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.verdict import Thresholds, judge
 
-DETAIL_DIMENSIONS = {"operator", "memory", "communication", "api", "kernel"}
 
 
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves

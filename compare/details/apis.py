@@ -46,13 +46,9 @@ def api_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dic
 
 
 def _per_key(apis: pd.DataFrame) -> pd.DataFrame:
-    """One row per key (already aggregated by extraction; grouped again defensively), in order of
-    first appearance, with the average per call."""
+    """One row per key (extraction aggregates per key), in order of first appearance, with the
+    average per call."""
     frame = apis.sort_values("first_us", kind="stable")
-    if frame["key"].duplicated().any():
-        frame = frame.groupby("key", sort=False).agg(name=("name", "first"), total_us=("total_us", "sum"),
-                                                     self_us=("self_us", "sum"), calls=("calls", "sum"),
-                                                     first_us=("first_us", "min")).reset_index()
     calls = frame["calls"].to_numpy()
     total = frame["total_us"].to_numpy(dtype=np.float64)
     out = pd.DataFrame({"name": frame["name"].to_numpy(), "total": total,
