@@ -10,7 +10,7 @@ import pandas as pd
 from perfcmp.result import Table, ratio
 
 __all__ = ["Table", "ratio", "ratios", "cells", "side_stats", "union_order", "kernel_lines", "kernel_line_list",
-           "alloc_lines", "KB", "MB"]
+           "alloc_lines", "alloc_line_list", "KB", "MB"]
 
 KB = 1024.0
 MB = 1024.0 * 1024.0
@@ -39,18 +39,23 @@ def kernel_line_list(kernels: pd.DataFrame) -> list[str]:
 
 
 def alloc_lines(allocations: pd.DataFrame, lo: int, hi: int) -> str:
-    """The peer's "Allocated Details" cell: ``<name>, (<alloc us>, <release us>), [duration: <us>], [size: <KB>]``
-    per block (times relative to the profile's start; release "N/A" when not released)."""
+    """The peer's "Allocated Details" cell for the blocks ``allocations[lo:hi]`` (see ``alloc_line_list``)."""
     if hi <= lo:
         return ""
-    rows = allocations.iloc[lo:hi]
+    return "".join(alloc_line_list(allocations.iloc[lo:hi]))
+
+
+def alloc_line_list(rows: pd.DataFrame) -> list[str]:
+    """One "Allocated Details" line per memory block: ``<name>, (<alloc us>, <release us>),
+    [duration: <us>], [size: <KB>]`` (times relative to the profile's start; release "N/A"
+    when not released)."""
     lines = []
     for name, alloc, release, size in zip(rows["name"].tolist(), rows["alloc_us"].tolist(),
                                           rows["release_us"].tolist(), rows["bytes"].tolist()):
         held = release - alloc if np.isfinite(release) else 0.0
         end = f"{release:.3f}" if np.isfinite(release) else "N/A"
         lines.append(f"{name}, ({alloc:.3f}, {end}), [duration: {held:.3f}], [size: {size / KB:.2f}]\n")
-    return "".join(lines)
+    return lines
 
 
 # --- statistics shared by the API, communication and kernel sheets -----------------------------

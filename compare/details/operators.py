@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import KB, MB, Table, alloc_lines, kernel_lines, ratios
+from perfcmp.details.common import KB, MB, Table, alloc_line_list, kernel_line_list, ratios
 from perfcmp.details.extract import SideDetails
 from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import DetailOptions
@@ -120,9 +120,9 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         sheets["OperatorCompare"] = _table({
             "order_id": np.arange(1, len(pairs) + 1),
             **rows.identity(),
-            "base_kernel_details": rows.cells(kernel_lines, "kernels", "kernel", base=True),
+            "base_kernel_details": rows.cells(kernel_line_list, "kernels", "kernel", base=True),
             "base_device_us": b_us,
-            "comp_kernel_details": rows.cells(kernel_lines, "kernels", "kernel", base=False),
+            "comp_kernel_details": rows.cells(kernel_line_list, "kernels", "kernel", base=False),
             "comp_device_us": c_us,
             "diff_us": c_us - b_us, "ratio": ratios(c_us, b_us),
             "match": [p.how for p in pairs], "step": rows.steps(), "phase": [p.phase for p in pairs],
@@ -157,9 +157,9 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         sheets["MemoryCompare"] = _table({
             "order_id": np.arange(1, len(pairs) + 1),
             **rows.identity(),
-            "base_alloc_details": rows.cells(alloc_lines, "allocations", "alloc", base=True),
+            "base_alloc_details": rows.cells(alloc_line_list, "allocations", "alloc", base=True),
             "base_size_kb": b_kb,
-            "comp_alloc_details": rows.cells(alloc_lines, "allocations", "alloc", base=False),
+            "comp_alloc_details": rows.cells(alloc_line_list, "allocations", "alloc", base=False),
             "comp_size_kb": c_kb,
             "diff_kb": c_kb - b_kb, "ratio": ratios(c_kb, b_kb),
             "match": [p.how for p in pairs], "step": rows.steps(),
@@ -302,26 +302,16 @@ class _PairRows:
             out.append(_slice_sums(weights(side), lo, hi))
         return out[0], out[1]
 
-    def cells(self, lines: Callable[[pd.DataFrame, int, int], str], table: str, prefix: str, base: bool) -> list:
-        """Each row's details text (``kernel_lines`` / ``alloc_lines`` of its subtree); None
-        for a missing side."""
+    def cells(self, line_list: Callable[[pd.DataFrame], list[str]], table: str, prefix: str, base: bool) -> list:
+        """Each row's details text (the lines of ``kernel_line_list`` / ``alloc_line_list`` of its
+        subtree's slice, each line formatted once); None for a missing side."""
         side, rows = self.sides[base], self.rows[base].tolist()
-        frame = getattr(side, table)
+        per_item = line_list(getattr(side, table))
         lo, hi = side.ops[f"{prefix}_lo"].tolist(), side.ops[f"{prefix}_hi"].tolist()
-        per_item = _item_lines(lines, frame)
-        if per_item is None:
-            return [lines(frame, lo[r], hi[r]) if r >= 0 else None for r in rows]
         return ["".join(per_item[lo[r]:hi[r]]) if r >= 0 else None for r in rows]
 
     def steps(self) -> list[int | None]:
         return [p.step + 1 if p.step >= 0 else None for p in self.pairs]
-
-
-def _item_lines(lines: Callable[[pd.DataFrame, int, int], str], frame: pd.DataFrame) -> list[str] | None:
-    """The details text of every item of ``frame``, one line each, from one call (formatting
-    per row would cost a pandas slice per row); None if a name holds a line break."""
-    parts = lines(frame, 0, len(frame)).split("\n")[:-1]
-    return [p + "\n" for p in parts] if len(parts) == len(frame) else None
 
 
 def _slice_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
