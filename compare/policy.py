@@ -51,7 +51,7 @@ from fnmatch import fnmatchcase
 from perfcmp.readers.errors import UsageError
 from perfcmp.result import GateResult, Verdict, VerdictRow
 from perfcmp.verdict import Thresholds
-from perfcmp.wording import amount, relative_change
+from perfcmp.wording import GIB, KIB, MIB, amount, relative_change
 
 ALIASES = {
     "e2e": "overall:e2e",
@@ -64,8 +64,8 @@ ALIASES = {
 }
 DIMENSIONS = ("overall", "memory", "op", "kernel", "comm")
 TIME_UNITS = {"us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6}
-MEMORY_UNITS = {"b": 1.0, "kb": 1024.0, "mb": 1024.0 ** 2, "gb": 1024.0 ** 3,  # 1024-based either way,
-                "kib": 1024.0, "mib": 1024.0 ** 2, "gib": 1024.0 ** 3}  # as the reports print them
+MEMORY_UNITS = {"b": 1.0, "kb": KIB, "mb": MIB, "gb": GIB,  # 1024-based either way,
+                "kib": KIB, "mib": MIB, "gib": GIB}  # as the reports print them
 THRESHOLD_KEYS = {"relative": float, "absolute_us": float, "absolute_bytes": float,
                   "share_of_step": float, "alpha": float, "correction": str}
 POLICY_KEYS = ("fail_on", "require_verdict", "thresholds")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from perfcmp.result import VerdictRow, ratio
 
 UNIT_ORDER = {"us": 0, "bytes": 1}  # time rows are listed before memory rows
+KIB, MIB, GIB = 1024.0, 1024.0**2, 1024.0**3  # every size perfcmp shows is 1024-based
 
 
 def relative_change(row: VerdictRow) -> str:
@@ -49,7 +50,7 @@ def signed_time(us: float) -> str:
 
 def signed_bytes(value: float) -> str:
     size = abs(value)
-    for unit, scale in (("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if size >= scale:
             return f"{value / scale:+.1f} {unit}"
     return f"{value:+.0f} B"

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.result import Table, ratio
+from perfcmp.wording import KIB, MIB
 
 __all__ = ["Table", "ratio", "ratios", "cells", "side_stats", "union_order", "kernel_lines", "kernel_line_list",
            "alloc_lines", "alloc_line_list", "KB", "MB"]
 
-KB = 1024.0
-MB = 1024.0 * 1024.0
+KB, MB = KIB, MIB  # the sheets' "KB" and "MB" columns are 1024-based, as the peer's
 
 
 def kernel_lines(kernels: pd.DataFrame, lo: int, hi: int) -> str:

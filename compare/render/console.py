@@ -12,10 +12,9 @@ from prettytable import PrettyTable
 from perfcmp.render import top_changes
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary
 from perfcmp.verdict import OTHER_ROWS_NOTE
-from perfcmp.wording import amount, ranked_rows, relative_change
+from perfcmp.wording import GIB, amount, ranked_rows, relative_change
 
 MAX_WARNING_LINES = 10
-GIB = 1024**3
 
 # Console column -> the OverallMetrics row keys it adds up (durations and counts).
 SUMMED_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (

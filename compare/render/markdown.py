@@ -17,10 +17,9 @@ import re
 from perfcmp.render.console import headline
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
-from perfcmp.wording import ranked_rows, ratio_change
+from perfcmp.wording import MIB, ranked_rows, ratio_change
 
 MAX_WARNINGS = 10
-MIB = 1 << 20
 # shown literally, not as Markdown or HTML; "_" between letters or digits cannot emphasise
 _SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<![^\W_])_|_(?![^\W_]))")
 _BLOCK_START = re.compile(r"^(\d*)((?<=\d)[.)](?=\s|$)|(?<!\d)[-+#=])")
