@@ -20,6 +20,9 @@ Tables (pandas DataFrames; columns declared once below in ``TABLES``):
               NPU operator_memory.csv).
 ``timeline``  the profiler's own overlap analysis when it wrote one (NPU ``Overlap Analysis``):
               ``lane`` in {"compute", "comm", "comm_uncovered", "free"}. Empty for GPU traces.
+``reference_steps`` the profiler's own per-step breakdown when the export carries one (torch_npu
+              ``step_trace_time.csv``, ``analysis.db`` ``StepTraceTime``): perfcmp checks its own
+              rows against it (``compare/selfcheck.py``). Empty for GPU traces.
 """
 
 from __future__ import annotations
@@ -91,6 +94,10 @@ TABLES: dict[str, dict[str, str]] = {
         "ts_us": "float64",
         "allocated_bytes": "float64",
         "reserved_bytes": "float64",
+        # NPU memory_record component: "PTA" (torch_npu caching allocator, what a GPU trace's
+        # [memory] totals measure), "APP" (the whole process, the profiler's "Mem Usage"),
+        # "GE", "WORKSPACE", ...; "" for GPU traces
+        "component": "object",
     },
     "allocations": {  # device memory blocks, each allocated under one host op
         "op": "int64",  # host row of the innermost op around the allocation, -1 when unknown
@@ -103,6 +110,14 @@ TABLES: dict[str, dict[str, str]] = {
         "lane": "object",
         "start_us": "float64",
         "dur_us": "float64",
+    },
+    "reference_steps": {  # the profiler's own numbers, µs, as it wrote them
+        "step_id": "int64",  # -1: the export has no step ids (one row for the whole profile)
+        "computing_us": "float64",
+        "uncovered_us": "float64",  # Communication(Not Overlapped)
+        "free_us": "float64",
+        "stage_us": "float64",  # the step's device span
+        "preparing_us": "float64",  # host step start -> first device task; NaN when not written
     },
 }
 
@@ -192,6 +207,7 @@ class Profile:
     timeline: pd.DataFrame
     warnings: list[ReadWarning] = field(default_factory=list)
     allocations: pd.DataFrame = field(default_factory=lambda: table("allocations"))
+    reference_steps: pd.DataFrame = field(default_factory=lambda: table("reference_steps"))
 
     def check(self) -> None:
         """Assert the model's invariants; a failure here is a bug in a reader."""
