@@ -1,0 +1,76 @@
+"""What an Ascend device task is, from the profiler's own records (shared by the text and DB readers).
+
+The profiler lists its kernels itself: a row of ``kernel_details.csv`` (text export) or of
+``COMPUTE_TASK_INFO`` (DB export) is a kernel, and its ``Computing`` time is the union of those
+kernels. Everything else on the hardware streams is not a kernel, whatever its name says:
+
+* collective ops (``hcom_*``; HCCL ``COMMUNICATION_OP``) are communication;
+* the HCCL plane tasks that carry a collective out (``Notify Wait``, ``SDMA``, ``Write Value``,
+  ``RDMASend``, ``Memcpy``, ``Reduce Inline`` ...) belong to their collective, not to Computing;
+* memory copies and sets (``MEMCPY_ASYNC`` on an SDMA or PCIe DMA engine) are SDMA;
+* synchronisation and bookkeeping (event record/wait, notifies, ``PLACE_HOLDER_SQE`` /
+  ``STARS_COMMON`` markers such as ``PROFILING_ENABLE``/``PROFILING_DISABLE``, which mark the
+  profiling window and do no work) are "other".
+
+Only when an export has no kernel table at all is a task's kind read from its task type, and
+only when the task type is unknown too, from its name.
+"""
+
+from __future__ import annotations
+
+from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA
+
+# Task types of kernels (trace_view "Task Type", kernel_details "Accelerator Core"/"Task Type",
+# DB TASK.taskType), across CANN releases.
+COMPUTE_TASK_TYPES = frozenset({
+    "AI_CORE", "AI_VECTOR_CORE", "AI_CPU", "AIV_SQE", "AIC_SQE", "MIX_AIC", "MIX_AIV", "FFTS_PLUS",
+    "KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_AICPU", "KERNEL_MIX_AIC", "KERNEL_MIX_AIV", "DSA_SQE",
+    "AICPU_SQE", "AIV", "AIC",
+})
+# Copies and sets done by the DMA engines.
+COPY_TASK_TYPES = frozenset({"SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC", "MEMCPY", "MEMSET_ASYNC", "ASYNCMEMCPY"})
+# HCCL's own tasks inside a collective (as task types on a hardware stream, or task names on an
+# HCCL plane), lower case with spaces and underscores removed.
+HCCL_TASK_WORDS = frozenset({
+    "notifywait", "notifyrecord", "sdma", "writevalue", "rdmasend", "rdma", "memcpy", "reduceinline",
+    "inlinereduce", "reducetbe", "localcopy", "interprocessortask", "hccs", "pcie", "rdmaput", "rdmawrite",
+})
+COMM_CORES = frozenset({"HCCL", "COMMUNICATION"})
+# Synchronisation and bookkeeping task types: never kernels.
+NON_KERNEL_TASK_TYPES = frozenset({
+    "EVENT_RECORD_SQE", "EVENT_WAIT_SQE", "NOTIFY_RECORD_SQE", "NOTIFY_WAIT_SQE", "EVENT_RECORD", "EVENT_WAIT",
+    "EVENT_RESET", "NOTIFY_RECORD", "NOTIFY_WAIT", "PLACE_HOLDER_SQE", "STARS_COMMON", "PROFILING_ENABLE",
+    "PROFILING_DISABLE", "WRITE_VALUE_SQE", "WRITE_VALUE", "CAPTURE_WAIT", "CAPTURE_RECORD", "MODEL_EXECUTE",
+    "MODEL_MAINTAINCE", "MAINTENANCE", "CMO", "BARRIER", "COND_SWITCH", "STREAM_SWITCH", "STREAM_ACTIVE",
+    "LABEL_SET", "LABEL_SWITCH", "LABEL_GOTO", "END_GRAPH", "RDMA_DB_SEND", "UNKNOWN",
+})
+
+
+def squeeze(text: str) -> str:
+    """Lower case without spaces or underscores: ``"Notify Wait"``, ``"Notify_Wait"`` -> ``"notifywait"``."""
+    return str(text).lower().replace(" ", "").replace("_", "")
+
+
+def is_hccl_task(task_type: str, name: str) -> bool:
+    """An HCCL plane task shown on a hardware stream (its task type is one of HCCL's words)."""
+    return squeeze(task_type) in HCCL_TASK_WORDS or squeeze(name) in HCCL_TASK_WORDS
+
+
+def task_kind(name: str, task_type: str, has_kernel_table: bool, in_kernel_table: bool, core: str = "") -> str:
+    """The ``device.kind`` of one hardware task (see the module docstring).
+
+    ``in_kernel_table``: the export's kernel table lists this task (then ``core`` is its
+    Accelerator Core / Task Type there); ``has_kernel_table``: the export has such a table.
+    """
+    upper = str(task_type).upper()
+    if in_kernel_table:
+        return COMM if str(core).upper() in COMM_CORES or str(name).lower().startswith("hcom_") else COMPUTE
+    if upper in COPY_TASK_TYPES or str(name).upper() in COPY_TASK_TYPES:
+        return SDMA
+    if str(name).lower().startswith("hcom_") or upper in COMM_CORES:
+        return COMM
+    if upper in COMPUTE_TASK_TYPES:
+        return COMPUTE  # a kernel the table misses (the caller warns)
+    if has_kernel_table or upper in NON_KERNEL_TASK_TYPES or is_hccl_task(task_type, name) or str(name).upper() in NON_KERNEL_TASK_TYPES:
+        return OTHER  # not in the profiler's kernel list, or a known non-kernel task
+    return COMPUTE  # no kernel table and an unknown task type: count it as a kernel
