@@ -2,17 +2,30 @@
 by group (wait vs transmit), free time (SDMA vs idle) and E2E, over the whole profiled window
 or one step's device window.
 
-Definitions (all exact interval arithmetic on half-open ``[start, end)`` µs intervals):
+Definitions (all exact interval arithmetic on half-open ``[start, end)`` µs intervals). *Work*
+is the device's kernels and collectives (``compute`` and ``comm`` tasks); copies, markers and
+bookkeeping tasks never stretch a window, which is how the profilers count it too (torch_npu's
+``step_trace_time.csv`` Stage runs from a step's first kernel or collective to its last).
 
-* E2E: the window. Without a step, from the first to the last device activity (kernels,
-  copies, communication, and the NPU profiler's own overlap lanes); a step's window runs from
-  its first device task to the next step's first device task (the last step: to its last end).
-* Computing: the union of compute kernels (NPU: the profiler's ``Computing`` lane when written).
+* A step's window: from the start of its first work (a task belongs to the step in which it was
+  *launched*) to the end of its last. Idle time between two steps goes to the step whose host
+  span it falls in: it is cut where the host entered the next step (clamped to the gap), so a
+  stall at the start of ``ProfilerStep#3`` counts in step 3, not step 2.
+* E2E without a step: the profiled steps end to end (the first step's window start to the
+  last one's end); a profile without steps, from its first work to its last.
+* Computing: the union of compute kernels (NPU: the profiler's ``Computing`` lane only when the
+  export has no kernel tasks at all).
 * Uncovered communication: the union of communication ops minus Computing.
 * Free: E2E − Computing − Uncovered; its SDMA part is copy time that overlaps neither.
-* Each category's time is its kernels' share of Computing, concurrent kernels splitting a
-  moment evenly, so categories sum exactly to Computing; ``Other`` is Computing no kernel
-  covers (NPU compute lane without a matching task).
+* Categories: a category's time is the summed duration of its kernels inside the window and its
+  count the number of those kernels, as the profiler's op_statistic.csv counts them. Kernels that
+  run at the same time (several streams) are counted once per kernel there, so one more row,
+  ``Concurrent Kernels``, holds the time counted twice: Σ categories − concurrent = Computing.
+  ``Other`` is Computing that no kernel covers (the profiler's lane without a matching task).
+* A communication group's uncovered time is split into Transmit (a transfer task of the
+  group — SDMA, RDMA, memcpy, reduce — runs on any plane) and Wait (nothing is transferred:
+  notify waits, synchronisation, the gaps between a collective's tasks). Groups without task
+  data (GPU traces) are all Transmit.
 
 A trace without any device activity (CPU build of torch) is analysed on the host: the
 outermost framework ops stand in for kernels and E2E spans the steps.
@@ -31,6 +44,7 @@ from perfcmp.readers.hosttree import propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, table
 
 TOLERANCE_US = 1e-6  # float noise allowed when checking that parts add up
+CONCURRENT = "computing.concurrent"  # kernel time counted twice in the category rows (subtracted)
 
 
 @dataclass
@@ -57,6 +71,7 @@ class Breakdown:
     peak_allocated_bytes: float | None = None
     peak_reserved_bytes: float | None = None
     basis: str = "device"  # "device", or "host" for traces without device activity
+    process_peak_bytes: float | None = None  # NPU: the whole process's peak reserved (APP), "Mem Usage"
 
     def value(self, key: str) -> float:
         for row in self.rows:
@@ -72,7 +87,7 @@ class Breakdown:
         by_key = {r.key: r for r in self.rows}
         for parent in ("computing", "free"):
             children = [r for r in self.rows if r.key.startswith(parent + ".") and r.level == 1]
-            got = sum(r.dur_us for r in children)
+            got = sum(-r.dur_us if r.key == CONCURRENT else r.dur_us for r in children)
             assert abs(got - by_key[parent].dur_us) <= TOLERANCE_US * max(1.0, self.e2e_us), (parent, got)
         for row in self.rows:
             kids = [r for r in self.rows if r.level == row.level + 1 and r.key.rsplit(".", 1)[0] == row.key and row.level >= 1]
@@ -94,48 +109,70 @@ class Analyzer:
         self.kind = tasks["kind"].to_numpy()
         self.group = tasks["group"].to_numpy()
         self.is_compute, self.is_comm, self.is_sdma = self.kind == COMPUTE, self.kind == COMM, self.kind == SDMA
+        self.is_work = self.is_compute | self.is_comm
         self.category = np.full(len(tasks), "", dtype=object)
         self.category[self.is_compute] = categorise(tasks[self.is_compute], profile.host, rules, host_mode=self.host_mode)
-        self._waits: dict[str, iv.Intervals] = {}  # per communication group: it does not depend on the window
+        self._waits: dict[str, tuple[iv.Intervals, iv.Intervals]] = {}  # per group: window-independent
         timeline = profile.timeline
         self.lanes = {lane: (timeline["start_us"].to_numpy()[m], (timeline["start_us"] + timeline["dur_us"]).to_numpy()[m])
                       for lane in ("compute", "comm") for m in [(timeline["lane"] == lane).to_numpy()] if m.any()}
         self.pmu_share = np.clip(np.nan_to_num(tasks["pmu_compute_us"].to_numpy() / np.maximum(tasks["dur_us"].to_numpy(), 1e-12),
                                                nan=1.0), 0.0, 1.0)
+        self._steps: dict[int, tuple[float, float]] | None = None
 
     # --- windows --------------------------------------------------------------------------
 
     def whole_window(self) -> tuple[float, float]:
-        """First to last device activity; in host mode, the steps (or all host events)."""
-        if self.host_mode:
-            steps = self.profile.steps
-            if steps:
-                return min(s.start_us for s in steps), max(s.end_us for s in steps)
-        starts = [self.start] + [lane[0] for lane in self.lanes.values()]
-        ends = [self.end] + [lane[1] for lane in self.lanes.values()]
+        """The profiled steps end to end; without steps, the first to the last work; without
+        work, every device task and the profiler's lanes."""
+        windows = self.step_windows()
+        if windows:
+            return min(lo for lo, _ in windows.values()), max(hi for _, hi in windows.values())
+        if self.is_work.any():
+            starts, ends = [self.start[self.is_work]], [self.end[self.is_work]]
+        else:  # only copies and markers, or only the profiler's lanes
+            starts = [self.start] + [lane[0] for lane in self.lanes.values()]
+            ends = [self.end] + [lane[1] for lane in self.lanes.values()]
         s, e = np.concatenate(starts), np.concatenate(ends)
         return (float(s.min()), float(e.max())) if s.size else (0.0, 0.0)
 
     def step_windows(self) -> dict[int, tuple[float, float]]:
-        """Each step's device window (see the module docstring), keyed by step id."""
+        """Each step's window (see the module docstring), keyed by step id."""
+        if self._steps is None:
+            self._steps = self._step_windows()
+        return self._steps
+
+    def _step_windows(self) -> dict[int, tuple[float, float]]:
         steps = self.profile.steps
         if self.host_mode:
             return {s.step_id: (s.start_us, s.end_us) for s in steps}
+        host_start = {s.step_id: s.start_us for s in steps}
         step_of = self.tasks["step_id"].to_numpy()
-        firsts, lasts = {}, {}
-        for s in steps:
-            mask = step_of == s.step_id
-            if mask.any():
-                firsts[s.step_id] = float(self.start[mask].min())
-                lasts[s.step_id] = float(self.end[mask].max())
-        ordered = sorted(firsts, key=lambda k: (firsts[k], k))
-        windows = {}
-        for i, sid in enumerate(ordered):
-            hi = firsts[ordered[i + 1]] if i + 1 < len(ordered) else lasts[sid]
-            windows[sid] = (firsts[sid], max(hi, firsts[sid]))
+        work = self.is_work if self.is_work.any() else np.ones(len(step_of), dtype=bool)
+        spans = pd.DataFrame({"step": step_of[work], "lo": self.start[work], "hi": self.end[work]})
+        spans = spans[spans["step"].isin(list(host_start))].groupby("step").agg(lo=("lo", "min"), hi=("hi", "max"))
+        ordered = spans.sort_values(["lo"], kind="stable")
+        ids, firsts, lasts = ordered.index.tolist(), ordered["lo"].tolist(), ordered["hi"].tolist()
+        cuts = [firsts[0]] if ids else []
+        for i in range(1, len(ids)):
+            # idle between two steps: cut where the host entered the later step, within the gap
+            gap_lo, gap_hi = lasts[i - 1], firsts[i]
+            cut = min(max(host_start[ids[i]], gap_lo), gap_hi) if gap_lo <= gap_hi else gap_hi
+            cuts.append(max(cut, cuts[-1]))
+        windows = {sid: (cuts[i], cuts[i + 1] if i + 1 < len(ids) else max(lasts[i], cuts[i])) for i, sid in enumerate(ids)}
         for s in steps:  # a step whose work was all launched elsewhere keeps its host span
             windows.setdefault(s.step_id, (s.start_us, s.end_us))
         return dict(sorted(windows.items()))
+
+    def step_spans(self) -> dict[int, tuple[float, float]]:
+        """Each step's own work span, first start to last end (the profiler's Stage)."""
+        step_of = self.tasks["step_id"].to_numpy()
+        out = {}
+        for sid in self.step_windows():
+            m = self.is_work & (step_of == sid)
+            if m.any():
+                out[sid] = (float(self.start[m].min()), float(self.end[m].max()))
+        return out
 
     # --- the breakdown ----------------------------------------------------------------------
 
@@ -143,7 +180,8 @@ class Analyzer:
         lo, hi = window if window is not None else self.whole_window()
         s, e = iv.clip(self.start, self.end, lo, hi)
         live = e > s
-        compute_iv = self._lane("compute", lo, hi) or iv.union(s[live & self.is_compute], e[live & self.is_compute])
+        no_kernels = not self.is_compute.any()
+        compute_iv = (self._lane("compute", lo, hi) if no_kernels else None) or iv.union(s[live & self.is_compute], e[live & self.is_compute])
         comm_mask = live & self.is_comm
         comm_iv = iv.union(s[comm_mask], e[comm_mask]) if comm_mask.any() else (self._lane("comm", lo, hi) or iv.EMPTY)
         uncovered_iv = iv.subtract(comm_iv, compute_iv)
@@ -156,7 +194,7 @@ class Analyzer:
         free = e2e - computing - uncovered
         sdma = iv.length(sdma_iv)
         category_rows = self._compute_rows(s, e, live, compute_iv, computing)
-        kernels = sum(r.count or 0 for r in category_rows if r.level == 1 and MC2_PREFIX not in r.key)
+        kernels = int((live & self.is_compute).sum())
         rows = [MetricRow("computing", "Computing Time", 0, computing, kernels)] + category_rows
         rows.append(MetricRow("comm", "Uncovered Communication Time", 0, uncovered))
         rows += self._comm_rows(s, e, comm_mask, uncovered_iv)
@@ -164,9 +202,9 @@ class Analyzer:
                  MetricRow("free.sdma", "SDMA", 1, sdma, int(sdma_mask.sum())),
                  MetricRow("free.free", "Free", 1, free - sdma),
                  MetricRow("e2e", "E2E Time", 0, e2e)]
-        allocated, reserved = self._memory_peaks(lo, hi, window is None)
+        allocated, reserved, process = self._memory_peaks(lo, hi, window is None)
         return Breakdown((lo, hi), e2e, computing, uncovered, free, rows, allocated, reserved,
-                         "host" if self.host_mode else "device")
+                         "host" if self.host_mode else "device", process)
 
     def _lane(self, lane: str, lo: float, hi: float):
         if lane not in self.lanes:
@@ -175,22 +213,24 @@ class Analyzer:
         return iv.union(s, e)
 
     def _compute_rows(self, s, e, live, compute_iv, computing) -> list[MetricRow]:
+        """Category rows (summed kernel time in the window, kernel counts), ``Other`` and
+        ``Concurrent Kernels``, so that Σ categories + Other − Concurrent = Computing."""
         mask = live & self.is_compute
-        share = iv.share_time(s[mask], e[mask], compute_iv)
-        cats = self.category[mask]
-        frame = pd.DataFrame({"cat": cats, "share": share, "pmu": self.pmu_share[mask]})
-        per = frame.groupby("cat", sort=True).agg(dur=("share", "sum"), n=("share", "size"))
+        dur_in = e[mask] - s[mask]
+        kernel_iv = iv.union(s[mask], e[mask])
+        frame = pd.DataFrame({"cat": self.category[mask], "dur": dur_in, "pmu": self.pmu_share[mask]})
+        per = frame.groupby("cat", sort=True).agg(dur=("dur", "sum"), n=("dur", "size"))
         dur = per["dur"].to_dict()
         count = per["n"].to_dict()
         rows: list[MetricRow] = []
         for key in sorted(k for k in dur if k.startswith(MC2_PREFIX)):
             sub = frame[frame["cat"] == key]
-            compute_part = float((sub["share"] * sub["pmu"]).sum())
+            compute_part = float((sub["dur"] * sub["pmu"]).sum())
             rows += [MetricRow(f"computing.{key}", key[len(MC2_PREFIX):], 1, dur[key], int(count[key])),
                      MetricRow(f"computing.{key}.computing", "Computing", 2, compute_part),
                      MetricRow(f"computing.{key}.communication", "Communication", 2, dur[key] - compute_part)]
-        covered = float(share.sum())
-        dur["other"] = dur.get("other", 0.0) + max(computing - covered, 0.0)
+        uncovered_by_kernels = iv.length(iv.subtract(compute_iv, kernel_iv))
+        dur["other"] = dur.get("other", 0.0) + uncovered_by_kernels
         for key, label, level in COMPUTE_ROWS:
             if key in CHILDREN:
                 kids = CHILDREN[key]
@@ -202,6 +242,8 @@ class Analyzer:
                                       None if key == "other" else int(count.get(key, 0))))
             else:
                 rows.append(MetricRow(f"computing.{parent_of(key)}.{key}", label, 2, dur.get(key, 0.0), int(count.get(key, 0))))
+        listed = sum(r.dur_us for r in rows if r.level == 1)
+        rows.append(MetricRow(CONCURRENT, "Concurrent Kernels (counted twice above)", 1, max(listed - computing, 0.0)))
         return rows
 
     def _comm_rows(self, s, e, comm_mask, uncovered_iv) -> list[MetricRow]:
@@ -213,9 +255,10 @@ class Analyzer:
             g_unc = iv.intersect(iv.union(s[m], e[m]), uncovered_iv)
             group_uncovered[g] = g_unc
             if g not in self._waits:
-                self._waits[g] = wait_intervals(self.profile.comm_tasks, g)
-            wait = iv.length(iv.intersect(self._waits[g], g_unc))
+                self._waits[g] = transfer_intervals(self.profile.comm_tasks, g)
+            transfer, has_tasks = self._waits[g]
             total = iv.length(g_unc)
+            wait = total - iv.length(iv.intersect(transfer, g_unc)) if has_tasks else 0.0
             rows += [MetricRow(f"comm.group:{g}", g, 1, total),
                      MetricRow(f"comm.group:{g}.wait", "Wait", 2, wait),
                      MetricRow(f"comm.group:{g}.transmit", "Transmit", 2, total - wait)]
@@ -230,44 +273,61 @@ class Analyzer:
             rows += pairs
         return rows
 
-    def _memory_peaks(self, lo: float, hi: float, whole: bool) -> tuple[float | None, float | None]:
+    def _memory_peaks(self, lo: float, hi: float, whole: bool) -> tuple[float | None, float | None, float | None]:
+        """Peak allocated and reserved bytes of the framework's allocator (NPU: the PTA rows of
+        memory_record.csv when there are any), and the process's peak (NPU APP rows: the
+        profiler's "Mem Usage"; None when the export has none)."""
         mem = self.profile.memory
         if mem.empty:
-            return None, None
+            return None, None, None
         if not whole:
             ts = mem["ts_us"].to_numpy()
             mem = mem[(ts >= lo) & (ts < hi)]
-        peaks = []
-        for col in ("allocated_bytes", "reserved_bytes"):
-            values = mem[col].to_numpy()
-            values = values[np.isfinite(values)]
-            peaks.append(float(values.max()) if values.size else None)
-        return peaks[0], peaks[1]
+        component = mem["component"].to_numpy()
+        app = component == "APP"
+        allocator = component == "PTA" if (component == "PTA").any() else ~app
+        peaks = [_peak(mem[col].to_numpy()[allocator]) for col in ("allocated_bytes", "reserved_bytes")]
+        return peaks[0], peaks[1], _peak(mem["reserved_bytes"].to_numpy()[app])
 
 
-def wait_intervals(comm_tasks: pd.DataFrame, group: str) -> iv.Intervals:
-    """Notify_Wait time of a group's least-waiting plane, without waits that belong to RDMA.
+def _peak(values: np.ndarray) -> float | None:
+    values = values[np.isfinite(values)]
+    return float(values.max()) if values.size else None
 
-    A plane waits for its slowest peer; the plane that waited least shows the group's real
-    synchronisation cost. A Notify_Wait right after RDMA sends (``RR`` or ``RRNR`` before it)
-    is the RDMA completion handshake, i.e. transfer time, so it is not counted as waiting.
+
+TRANSFER_WORDS = ("sdma", "rdma", "memcpy", "reduce", "localcopy", "pcie", "hccs")
+
+
+def transfer_intervals(comm_tasks: pd.DataFrame, group: str) -> tuple[iv.Intervals, bool]:
+    """When any plane of ``group`` transfers data, and whether the group has task data at all.
+
+    Transfer tasks are SDMA / RDMA sends, memcpys and reduces. A Notify_Wait right after two
+    RDMA sends (``RR`` or ``RRNR`` before it on its plane) is the RDMA completion handshake,
+    i.e. part of the transfer, as the profiler's communication analysis counts it.
     """
-    tasks = comm_tasks[comm_tasks["group"] == group]
+    tasks = comm_tasks[(comm_tasks["group"] == group).to_numpy()]
     if tasks.empty:
-        return iv.EMPTY
-    names = tasks["name"].astype(str).str.lower()
-    is_wait = names.str.contains("notify_wait").to_numpy() | names.str.contains("notify wait").to_numpy()
-    if not is_wait.any():
-        return iv.EMPTY
-    totals = tasks[is_wait].groupby("plane")["dur_us"].sum()
-    plane = int(totals.sort_values(kind="stable").index[0])
-    chosen = tasks[(tasks["plane"] == plane).to_numpy()].sort_values("start_us", kind="stable")
-    codes = ["N" if "notify_wait" in n or "notify wait" in n else ("R" if "rdma" in n else "O")
-             for n in chosen["name"].astype(str).str.lower()]
-    keep = np.array([c == "N" and "".join(codes[max(0, i - 2):i]) != "RR" and "".join(codes[max(0, i - 4):i]) != "RRNR"
-                     for i, c in enumerate(codes)], dtype=bool)
-    start = chosen["start_us"].to_numpy()[keep]
-    return iv.union(start, start + chosen["dur_us"].to_numpy()[keep])
+        return iv.EMPTY, False
+    tasks = tasks.sort_values(["plane", "start_us"], kind="stable")
+    squeezed = tasks["name"].astype(str).str.lower().str.replace(r"[\s_]", "", regex=True)
+    is_wait = squeezed.str.contains("notifywait").to_numpy()
+    is_rdma = squeezed.str.contains("rdma").to_numpy()
+    is_transfer = squeezed.str.contains("|".join(TRANSFER_WORDS)).to_numpy() & ~is_wait
+    code = np.where(is_wait, "N", np.where(is_rdma, "R", "O"))
+    plane = tasks["plane"].to_numpy()
+
+    def before(k: int) -> np.ndarray:  # the code k tasks earlier on the same plane ("" if none)
+        out = np.full(len(code), "", dtype=object)
+        if len(code) > k:
+            same = plane[k:] == plane[:-k]
+            out[k:] = np.where(same, code[:-k], "")
+        return out
+
+    b1, b2, b3, b4 = before(1), before(2), before(3), before(4)
+    handshake = is_wait & (((b2 == "R") & (b1 == "R")) | ((b4 == "R") & (b3 == "R") & (b2 == "N") & (b1 == "R")))
+    keep = is_transfer | handshake
+    start = tasks["start_us"].to_numpy()[keep]
+    return iv.union(start, start + tasks["dur_us"].to_numpy()[keep]), True
 
 
 def _host_tasks(profile: Profile) -> pd.DataFrame:

@@ -22,11 +22,12 @@ from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
-from perfcmp.readers.model import Profile
+from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Verdict, WarningRecord
 from perfcmp.samples import SampleSet, sample_profile
+from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.verdict import Thresholds, judge
 
 
@@ -129,10 +130,10 @@ class _Side:
 
     @classmethod
     def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None) -> "_Side":
-        summary, breakdown, steps, per_step = _analyse(profile, rules, step, path)
+        summary, breakdown, steps, per_step, checks = _analyse(profile, rules, step, path)
         details = extract(profile, names, step) if names is not None else None
         samples = sample_profile(profile, per_step, details)
-        return cls(summary, breakdown, steps, list(profile.warnings), details, samples)
+        return cls(summary, breakdown, steps, list(profile.warnings) + checks, details, samples)
 
 
 def input_digest(path: str) -> str:
@@ -177,7 +178,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
 
 
 def _analyse(profile: Profile, rules: Rules, step: int | None,
-             path: str) -> tuple[SideSummary, Breakdown, list[StepMetrics], dict[int, Breakdown]]:
+             path: str) -> tuple[SideSummary, Breakdown, list[StepMetrics], dict[int, Breakdown], list[ReadWarning]]:
     analyzer = Analyzer(profile, rules)
     windows = analyzer.step_windows()
     if step is not None and step not in windows:
@@ -187,11 +188,14 @@ def _analyse(profile: Profile, rules: Rules, step: int | None,
         listed = ", ".join(str(s) for s in windows)
         raise UsageError(f"step {step} not found; the steps in this profile are {listed}", path)
     per_step, step_breakdowns = [], {}
+    checks = {c.step: c for c in check_steps(analyzer, profile.reference_steps)}
     for sid, window in windows.items():
         b = step_breakdowns[sid] = analyzer.breakdown(window)
         b.check()
+        check = checks.get(sid)
         per_step.append(StepMetrics(step=sid, e2e_us=b.e2e_us, computing_us=b.computing_us,
-                                    uncovered_us=b.uncovered_us, free_us=b.free_us))
+                                    uncovered_us=b.uncovered_us, free_us=b.free_us,
+                                    profiler_check=check.summary() if check else ""))
     if step is not None:  # one step compared: its breakdown is the one just made
         breakdown = step_breakdowns[step]
     else:
@@ -204,5 +208,8 @@ def _analyse(profile: Profile, rules: Rules, step: int | None,
         basis=breakdown.basis, window_us=breakdown.window_us, e2e_us=breakdown.e2e_us,
         computing_us=breakdown.computing_us, uncovered_us=breakdown.uncovered_us, free_us=breakdown.free_us,
         peak_allocated_bytes=breakdown.peak_allocated_bytes, peak_reserved_bytes=breakdown.peak_reserved_bytes,
+        process_peak_bytes=breakdown.process_peak_bytes,
     )
-    return side, breakdown, per_step, step_breakdowns
+    reference = "analysis.db StepTraceTime" if info.metadata.get("export") == "db" else "step_trace_time.csv"
+    notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
+    return side, breakdown, per_step, step_breakdowns, notes

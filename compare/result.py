@@ -33,6 +33,7 @@ class SideSummary(msgspec.Struct, kw_only=True):
     free_us: float = 0.0
     peak_allocated_bytes: float | None = None
     peak_reserved_bytes: float | None = None
+    process_peak_bytes: float | None = None  # NPU: the process's peak reserved (memory_record APP)
     sha256: str = ""  # of the input's bytes (JSON/Markdown outputs); "" when not computed
 
 
@@ -59,6 +60,9 @@ class StepMetrics(msgspec.Struct, kw_only=True):
     computing_us: float
     uncovered_us: float
     free_us: float
+    # against the profiler's own breakdown of the step: "ok", the rows that differ
+    # ("Free +17.2 %"), or "" when the export carries none (compare/selfcheck.py)
+    profiler_check: str = ""
 
 
 class StepRow(msgspec.Struct, kw_only=True):

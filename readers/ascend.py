@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.readers.ascend_csv import read_json_file, read_kernel_details, read_memory_record, read_operator_memory
+from perfcmp.readers.ascend_csv import (read_json_file, read_kernel_details, read_memory_record, read_operator_memory,
+                                        read_step_trace_time)
 from perfcmp.readers.ascend_trace import AscendTrace
 from perfcmp.readers.chrome import RawJson, read_bytes, sniff_json
 from perfcmp.readers.errors import InputError
-from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo
+from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, table
 
 PRODUCER = "Ascend PyTorch profiler (torch_npu)"
 SIDE_FILES = ("kernel_details.csv", "memory_record.csv")
@@ -40,7 +41,8 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     # A side file that is there but unusable (a truncated CSV, a header without Start Time) is
     # ignored with a warning, like a missing one: the trace alone still makes a profile.
     readers = {"kernel_details.csv": lambda path, shown: read_kernel_details(path, shown, warnings),
-               "operator_memory.csv": read_operator_memory, "memory_record.csv": read_memory_record}
+               "operator_memory.csv": read_operator_memory, "memory_record.csv": read_memory_record,
+               "step_trace_time.csv": read_step_trace_time}
     side: dict[str, object] = {}
     for name, read in readers.items():
         try:
@@ -51,8 +53,12 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     if not (info_dir / "profiler_metadata.json").is_file() and any(plane < 0 for _, plane in trace.comm_threads.values()):
         warnings.append(ReadWarning(shown_as, "profiler_metadata.json not found: communication groups named by their HCCL group ids"))
     info = _run_info(info_dir, shown_as, trace.origin, warnings)
-    return trace.to_profile(info, side.get("kernel_details.csv"), side.get("memory_record.csv"),
-                            side.get("operator_memory.csv"))
+    profile = trace.to_profile(info, side.get("kernel_details.csv"), side.get("memory_record.csv"),
+                               side.get("operator_memory.csv"))
+    reference = side.get("step_trace_time.csv")
+    if reference is not None:
+        profile.reference_steps = table("reference_steps", **{c: reference[c].to_numpy() for c in reference.columns})
+    return profile
 
 
 def read_trace_only(raw: RawJson, shown_as: str) -> Profile:

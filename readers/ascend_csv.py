@@ -119,21 +119,45 @@ def read_kernel_details(path: Path, shown_as: str, warnings: list[ReadWarning]) 
 
 
 def read_memory_record(path: Path, shown_as: str) -> pd.DataFrame:
-    """memory_record.csv -> ts_ns, allocated_bytes, reserved_bytes for the PyTorch allocator.
+    """memory_record.csv -> ts_ns, allocated_bytes, reserved_bytes, component.
 
-    The file has a row series per component (PTA = the torch_npu caching allocator, GE, APP =
-    the whole process). PTA is what a GPU trace's ``[memory]`` totals measure, so it is used
-    when present; otherwise every row is.
+    The file has a row series per component: PTA (the torch_npu caching allocator, what a GPU
+    trace's ``[memory]`` totals measure), GE, PTA+GE, WORKSPACE, and APP (the whole process, only
+    its reserved total: the profiler's "Mem Usage"). Every row is kept with its component; the
+    breakdown picks. Sizes are MB (1024-based) in the file.
     """
     raw = read_csv_columns(path, MEMORY_COLUMNS, shown_as)
     if "ts" not in raw.columns:
         raise InputError("memory_record.csv has no Timestamp(us) column", shown_as)
-    if "component" in raw.columns and (raw["component"] == "PTA").any():
-        raw = raw[raw["component"] == "PTA"]
+    component = raw["component"].astype(str).str.strip().to_numpy(dtype=object) if "component" in raw else np.full(len(raw), "", dtype=object)
     return pd.DataFrame({
         "ts_ns": exact_ns(raw["ts"]),
         "allocated_bytes": _num(raw, "allocated_mb") * MB,
         "reserved_bytes": _num(raw, "reserved_mb") * MB,
+        "component": component,
+    })
+
+
+STEP_TRACE_COLUMNS = {
+    "Step": "step", "Computing": "computing", "Communication(Not Overlapped)": "uncovered",
+    "Free": "free", "Stage": "stage", "Preparing": "preparing",
+}
+
+
+def read_step_trace_time(path: Path, shown_as: str) -> pd.DataFrame:
+    """step_trace_time.csv, the profiler's own per-step breakdown -> the ``reference_steps``
+    columns (µs). A Step cell that is empty or not a number (a profile without steps) -> -1."""
+    raw = read_csv_columns(path, STEP_TRACE_COLUMNS, shown_as)
+    missing = [c for c in ("computing", "uncovered", "free") if c not in raw.columns]
+    if missing:
+        raise InputError("step_trace_time.csv lacks Computing, Communication(Not Overlapped) or Free; "
+                         "expected the torch_npu step_trace_time.csv header", shown_as)
+    step = _num(raw, "step")
+    ok_step = np.isfinite(step) & (np.abs(step) < 2**62)
+    return pd.DataFrame({
+        "step_id": np.where(ok_step, np.nan_to_num(step), -1).astype(np.int64),
+        "computing_us": _num(raw, "computing"), "uncovered_us": _num(raw, "uncovered"),
+        "free_us": _num(raw, "free"), "stage_us": _num(raw, "stage"), "preparing_us": _num(raw, "preparing"),
     })
 
 

@@ -21,17 +21,16 @@ from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_column
 from perfcmp.readers.common import assign_steps, build_host, forward_links, merge_warnings, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
-from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA, Profile, ReadWarning, RunInfo, table
+from perfcmp.readers.ascend_tasks import is_hccl_task, task_kind
+from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, table
 from perfcmp.readers.textmatch import per_unique, shared
 
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
 LAUNCH_FLOW_CAT = "async_npu"
 HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis", "CANN"
-SDMA_TASKS = {"SDMA_SQE", "PCIE_DMA_SQE", "MEMCPY_ASYNC"}
-SYNC_TASKS = {"EVENT_WAIT_SQE", "EVENT_RECORD_SQE", "NOTIFY_WAIT_SQE", "NOTIFY_RECORD_SQE",
-              "PROFILING_ENABLE", "PROFILING_DISABLE", "WRITE_VALUE_SQE", "CAPTURE_WAIT", "CAPTURE_RECORD"}
 OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
                  "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
+CANN_BLOCK = "cann::"  # operator_memory.csv blocks the CANN layer allocated for a kernel
 GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")
 
 
@@ -85,6 +84,7 @@ class AscendTrace:
             "task_type": shared([a.task_type or "" for a in args]),
             "stream": ints([a.stream_id if a.stream_id is not None else e.tid for a, e in zip(args, other)]),
             "transport": shared([a.transport or "" for a in args]),
+            "connection": ints([a.connection_id for a in args]),
         })
         parts["flow"].append(flow_columns(flow))
         parts["fwdbwd"].append(flow_columns(fwdbwd))
@@ -111,17 +111,27 @@ class AscendTrace:
         return Profile(info=info, steps=steps, host=host, device=device,
                        comm_tasks=self._comm_task_table(), memory=self._memory_table(memory),
                        timeline=self._timeline_table(), warnings=merge_warnings(self.warnings),
-                       allocations=self._allocation_table(host, operator_memory))
+                       allocations=self._allocation_table(host, device, operator_memory))
 
-    def _allocation_table(self, host: pd.DataFrame, blocks: pd.DataFrame | None) -> pd.DataFrame:
-        """operator_memory.csv blocks, each owned by the innermost op of the same name around its
-        allocation (any thread: the file does not say which), else the innermost op around it."""
+    def _allocation_table(self, host: pd.DataFrame, device: pd.DataFrame, blocks: pd.DataFrame | None) -> pd.DataFrame:
+        """operator_memory.csv blocks and the op that owns each.
+
+        ``cann::<kernel>`` blocks are allocated when the task queue dequeues the op, after the
+        op that launched it has ended, so they are owned through the launch: the op that
+        launched the first task of that name starting at or after the allocation. Other blocks
+        are owned by the innermost op of the same name around their allocation (any thread:
+        the file does not say which), else by the innermost op around it.
+        """
         if blocks is None or blocks.empty:
             return table("allocations")
         alloc = self._rel_us(blocks["alloc_ns"].to_numpy())
         release = np.where(blocks["release_ns"] > 0, self._rel_us(blocks["release_ns"].to_numpy()), np.nan)
         ops = host[(host["cat"] == "cpu_op").to_numpy()]
-        owner = _same_name_around(ops, alloc, blocks["name"].to_numpy())
+        names = blocks["name"].to_numpy()
+        owner = _same_name_around(ops, alloc, names)
+        cann = per_unique(names, lambda n: str(n).startswith(CANN_BLOCK), dtype=bool)
+        if cann.any():
+            owner[cann] = _launcher_of_next_task(device, alloc[cann], per_unique(names[cann], lambda n: str(n)[len(CANN_BLOCK):]))
         unnamed = owner < 0
         owner[unnamed] = _any_op_around(host, ops, alloc[unnamed])
         return table("allocations", op=owner, name=blocks["name"].to_numpy(), bytes=blocks["bytes"].to_numpy(),
@@ -169,27 +179,47 @@ class AscendTrace:
         return per_unique(pairs, lambda pt: self.comm_threads.get(pt, ("", -2))[0]) if pairs else np.empty(0, dtype=object)
 
     def _device_table(self, host: pd.DataFrame, kernels: pd.DataFrame | None) -> pd.DataFrame:
+        """Hardware tasks and collective ops, each of the kind the profiler's records give it
+        (``readers.ascend_tasks``). HCCL's own tasks on the hardware streams are not device rows:
+        they become the collective's plane tasks (``self.stream_comm_tasks``)."""
+        self.stream_comm_tasks = None
         if "dur_us" not in self.other:
             return table("device")
         in_hccl = np.isin(self.role, HCCL_ROLES)
         hw, _ = self._rows(self.role == HARDWARE, "device tasks")
         ops, _ = self._rows(in_hccl & (self._plane() == -1), "communication ops")
+        facts = _kernel_facts(hw, kernels)
+        has_table = kernels is not None
+        kind_hw = per_unique(list(zip(hw["name"], hw["task_type"], facts["listed"], facts["core"])),
+                             lambda f: task_kind(f[0], f[1], has_table, f[2], f[3])) if len(hw["name"]) else np.empty(0, dtype=object)
+        op_groups = dict(zip(ops["connection"].tolist(), self._group(ops).tolist())) if len(ops["name"]) else {}
+        op_groups.pop(-1, None)
+        hccl_task = (kind_hw == OTHER) & (np.isin(hw["connection"], list(op_groups)) |
+                                          per_unique(list(zip(hw["task_type"], hw["name"])), lambda f: is_hccl_task(*f), dtype=bool))
+        self.stream_comm_tasks = {k: v[hccl_task] for k, v in hw.items()}
+        self.stream_comm_tasks["group"] = per_unique(self.stream_comm_tasks["connection"], lambda c: op_groups.get(c, ""))
+        keep = ~hccl_task
+        hw, kind_hw, facts = ({k: v[keep] for k, v in hw.items()}, kind_hw[keep], {k: v[keep] for k, v in facts.items()})
         n_hw, n_ops = len(hw["ts_ns"]), len(ops["ts_ns"])
         cols = {k: np.concatenate([hw[k], ops[k]]) for k in ("name", "pid", "tid", "ts_ns", "dur_us", "stream")}
         names = cols["name"]
-        task_type = np.concatenate([hw["task_type"], np.full(n_ops, "HCCL", dtype=object)])
-        kind = np.concatenate([per_unique(list(zip(hw["name"], hw["task_type"])), lambda nt: _task_kind(*nt)) if n_hw else
-                               np.empty(0, dtype=object), np.full(n_ops, COMM, dtype=object)])
+        kind = np.concatenate([kind_hw, np.full(n_ops, COMM, dtype=object)])
+        # kernel_details' Accelerator Core (AI_CORE, MIX_AIC ...) is more precise than the trace's task type
+        task_type = np.concatenate([np.where(facts["core"] != "", facts["core"], hw["task_type"]), np.full(n_ops, "HCCL", dtype=object)])
         group = np.concatenate([np.full(n_hw, "", dtype=object), self._group(ops)])
         stream = np.concatenate([hw["stream"], np.full(n_ops, -1, dtype=np.int64)])
         device = table("device", name=names, kind=kind, stream=stream, start_us=self._rel_us(cols["ts_ns"]),
                        dur_us=cols["dur_us"], task_type=task_type, group=group,
                        launch=self._launches(cols, host))
         # Without kernel_details.csv the op type is still written in the task name
-        # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the CSV, when it matches, overrides it.
-        device["op_type"] = np.where(kind == COMPUTE, per_unique(names, _op_type_from_name), "")
-        if kernels is not None:
-            self._join_kernel_details(device, cols["ts_ns"], kernels)
+        # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the table's Type, when given, wins.
+        guessed = np.where(kind == COMPUTE, per_unique(names, _op_type_from_name), "")
+        listed_type = np.concatenate([facts["op_type"], np.full(n_ops, "", dtype=object)])
+        device["op_type"] = np.where(listed_type != "", listed_type, guessed)
+        for col in ("input_shapes", "mac_us", "pmu_compute_us"):
+            device[col] = np.concatenate([facts[col], table("device", name=np.empty(n_ops, dtype=object))[col].to_numpy()])
+        self._warn_unlisted_kernels(device, np.concatenate([facts["listed"], np.zeros(n_ops, dtype=bool)]), has_table)
+        self._warn_unlaunched_kernels(device, host)
         return device
 
     def _launches(self, tasks: dict[str, np.ndarray], host: pd.DataFrame) -> np.ndarray:
@@ -209,39 +239,39 @@ class AscendTrace:
             keys = [thread_label(p, t) for p, t in zip(found["pid_s"].tolist(), found["tid_s"].tolist())]
             out[found["row"].to_numpy()] = enclosing(host, host["parent"].to_numpy(), keys,
                                                     self._rel_us(found["ts_ns_s"].to_numpy(dtype=np.int64)))
-        unlinked = int((out < 0).sum())
-        if unlinked and len(host):
-            self.warnings.append(ReadWarning(self.shown_as, "device tasks with no launching op (no async_npu flow)", unlinked))
         return out
 
-    def _join_kernel_details(self, device: pd.DataFrame, start_ns: np.ndarray, kernels: pd.DataFrame) -> None:
-        """Attach kernel_details.csv facts to the trace task with the same start and name."""
-        left = pd.DataFrame({"start_ns": start_ns, "name": device["name"].to_numpy(), "row": np.arange(len(device))})
-        right = kernels.drop_duplicates(["start_ns", "name"])
-        hit = left.merge(right, on=["start_ns", "name"], how="inner")
-        rows = hit["row"].to_numpy()
-        for col in ("op_type", "input_shapes", "mac_us", "pmu_compute_us"):
-            values = device[col].to_numpy().copy()
-            found = hit[col].to_numpy()
-            keep = (found != "") if values.dtype == object else np.ones(len(found), dtype=bool)
-            values[rows[keep]] = found[keep]
-            device[col] = values
-        cores = hit["core"].to_numpy(dtype=object)
-        task = device["task_type"].to_numpy().copy()
-        task[rows] = np.where(cores != "", cores, task[rows])
-        device["task_type"] = task
-        compute_rows = int((device["kind"] == COMPUTE).sum())
-        missed = compute_rows - int((device["kind"].to_numpy()[rows] == COMPUTE).sum())
-        if missed:
-            self.warnings.append(ReadWarning(self.shown_as, "device tasks with no kernel_details.csv row at the same start "
-                                             "(kernel_details from another run?): kernel types guessed from names", missed))
+    def _warn_unlaunched_kernels(self, device: pd.DataFrame, host: pd.DataFrame) -> None:
+        """Kernels no framework op launched: they still count in Computing, but their op, module
+        and category are unknown. Copies and markers without a launching op are normal."""
+        lost = (device["kind"] == COMPUTE).to_numpy() & (device["launch"].to_numpy() < 0)
+        if lost.any() and len(host):
+            self.warnings.append(ReadWarning(self.shown_as, (
+                f"kernels with no launching framework op (no async_npu flow), {_ms(device, lost)} of kernel time: "
+                "counted in Computing, but missing from the operator, module and category rows; "
+                "was the trace cut or parsed without its framework data?"), int(lost.sum())))
+
+    def _warn_unlisted_kernels(self, device: pd.DataFrame, listed: np.ndarray, has_table: bool) -> None:
+        missed = has_table & (device["kind"] == COMPUTE).to_numpy() & ~listed
+        if missed.any():
+            self.warnings.append(ReadWarning(self.shown_as, (
+                f"kernels (by task type) with no kernel_details.csv row at their start and name, {_ms(device, missed)} "
+                "of kernel time: op types guessed from the task names; is kernel_details.csv from another run?"),
+                int(missed.sum())))
 
     def _comm_task_table(self) -> pd.DataFrame:
+        """HCCL plane tasks: from the HCCL process's plane threads when it has them (profiler
+        level 1 and 2), else the HCCL tasks on the hardware streams (level 0), each in the group
+        of the collective with its connection id and on a plane per stream."""
         if "dur_us" not in self.other:
             return table("comm_tasks")
         plane = self._plane()
         # plane tasks only: the collective ops were checked (and counted) in _device_table
         tasks, keep = self._rows(np.isin(self.role, HCCL_ROLES) & (plane >= 0), "communication tasks")
+        if not len(tasks["name"]) and self.stream_comm_tasks is not None and len(self.stream_comm_tasks["name"]):
+            hw = self.stream_comm_tasks
+            return table("comm_tasks", name=hw["task_type"], group=hw["group"], plane=hw["stream"],
+                         start_us=self._rel_us(hw["ts_ns"]), dur_us=hw["dur_us"], transport=hw["transport"])
         return table("comm_tasks", name=tasks["name"], group=self._group(tasks), plane=plane[keep],
                      start_us=self._rel_us(tasks["ts_ns"]), dur_us=tasks["dur_us"], transport=tasks["transport"])
 
@@ -258,7 +288,7 @@ class AscendTrace:
             return table("memory")
         ts = np.where(memory["ts_ns"] >= 0, (memory["ts_ns"] - self.origin) / 1000.0, np.nan)
         return table("memory", ts_us=ts, allocated_bytes=memory["allocated_bytes"].to_numpy(),
-                     reserved_bytes=memory["reserved_bytes"].to_numpy())
+                     reserved_bytes=memory["reserved_bytes"].to_numpy(), component=memory["component"].to_numpy())
 
 
 def _same_name_around(ops: pd.DataFrame, when: np.ndarray, names: np.ndarray) -> np.ndarray:
@@ -282,6 +312,24 @@ def _same_name_around(ops: pd.DataFrame, when: np.ndarray, names: np.ndarray) ->
     return out
 
 
+def _launcher_of_next_task(device: pd.DataFrame, when: np.ndarray, task_names: np.ndarray) -> np.ndarray:
+    """Per (time, task name): the launching op of the first device task of that name starting
+    at or after the time; -1 when there is none or it has no known launcher."""
+    out = np.full(len(when), -1, dtype=np.int64)
+    frame = pd.DataFrame({"name": device["name"].to_numpy(), "start": device["start_us"].to_numpy(),
+                          "launch": device["launch"].to_numpy()}).sort_values(["name", "start"], kind="stable")
+    by_name = {name: group for name, group in frame.groupby("name", sort=False)}
+    for name, idx in pd.Series(np.arange(len(when))).groupby(pd.Series(task_names), sort=False):
+        group = by_name.get(name)
+        if group is None:
+            continue
+        idx = idx.to_numpy()
+        k = np.searchsorted(group["start"].to_numpy(), when[idx], side="left")
+        ok = k < len(group)
+        out[idx[ok]] = group["launch"].to_numpy()[k[ok]]
+    return out
+
+
 def _any_op_around(host: pd.DataFrame, ops: pd.DataFrame, when: np.ndarray) -> np.ndarray:
     """Host row of the innermost op around each time on whichever thread has one (the latest
     start wins across threads); -1 when no op holds it."""
@@ -296,6 +344,28 @@ def _any_op_around(host: pd.DataFrame, ops: pd.DataFrame, when: np.ndarray) -> n
     return best
 
 
+def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> dict[str, np.ndarray]:
+    """Per hardware task, what the kernel table says of it: ``listed`` (it has a row with the
+    same start and name), ``core`` (Accelerator Core / Task Type, "" when N/A), ``op_type``,
+    ``input_shapes``, ``mac_us``, ``pmu_compute_us`` (NaN when not measured)."""
+    n = len(hw["ts_ns"])
+    facts = {"listed": np.zeros(n, dtype=bool), "core": np.full(n, "", dtype=object), "op_type": np.full(n, "", dtype=object),
+             "input_shapes": np.full(n, "", dtype=object), "mac_us": np.full(n, np.nan), "pmu_compute_us": np.full(n, np.nan)}
+    if kernels is None or kernels.empty or n == 0:
+        return facts
+    left = pd.DataFrame({"start_ns": hw["ts_ns"], "name": hw["name"], "row": np.arange(n)})
+    hit = left.merge(kernels.drop_duplicates(["start_ns", "name"]), on=["start_ns", "name"], how="inner")
+    rows = hit["row"].to_numpy()
+    facts["listed"][rows] = True
+    for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
+        facts[col][rows] = hit[col].to_numpy()
+    return facts
+
+
+def _ms(device: pd.DataFrame, mask: np.ndarray) -> str:
+    return f"{device['dur_us'].to_numpy()[mask].sum() / 1000.0:.3f} ms"
+
+
 def _op_type_from_name(name: str) -> str:
     """The op type torch_npu puts last in a task name, without an instance-number suffix.
 
@@ -306,17 +376,6 @@ def _op_type_from_name(name: str) -> str:
     if not tokens:
         return ""
     return tokens[-1] if len(tokens) > 1 else tokens[0].rstrip("0123456789")
-
-
-def _task_kind(name: str, task_type: str) -> str:
-    upper = str(task_type).upper()
-    if upper in SDMA_TASKS or str(name).upper() in SDMA_TASKS:
-        return SDMA
-    if upper in SYNC_TASKS:
-        return OTHER
-    if str(name).lower().startswith("hcom_") or upper in ("HCCL", "COMMUNICATION"):
-        return COMM
-    return COMPUTE
 
 
 def _hccl_threads(process_role: dict, thread_names: dict, sort_index: dict, group_names: dict[str, str]) -> dict:

@@ -51,6 +51,7 @@ class Args(msgspec.Struct, gc=False):
     # torch_npu device tasks
     task_type: str | None = msgspec.field(name="Task Type", default=None)
     stream_id: Number = msgspec.field(name="Stream Id", default=None)
+    connection_id: Number = None  # ties an HCCL op to its tasks on the hardware streams
     # torch_npu HCCL plane tasks
     transport: str | None = msgspec.field(name="transport type", default=None)
 

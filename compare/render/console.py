@@ -53,8 +53,13 @@ def distribution_table(result: ComparisonResult) -> PrettyTable:
     if any(v > 0 for v in other):
         columns.append(("Other Time", [_ms(v) for v in other]))
     columns.append(("Computing Time", [_ms(s.computing_us) for s, _ in sides]))
-    if any(s.peak_reserved_bytes for s, _ in sides):
-        columns.append(("Mem Usage", [_gib(s.peak_reserved_bytes) for s, _ in sides]))
+    # Mem Usage is the process's peak as the NPU profiler and the peer report it (APP); a GPU
+    # trace has only the allocator's, which then stands in for it
+    usage = [s.process_peak_bytes if s.process_peak_bytes is not None else s.peak_reserved_bytes for s, _ in sides]
+    if any(usage):
+        columns.append(("Mem Usage", [_gib(v) for v in usage]))
+    if any(s.process_peak_bytes for s, _ in sides) and any(s.peak_reserved_bytes for s, _ in sides):
+        columns.append(("Peak Reserved", [_gib(s.peak_reserved_bytes) for s, _ in sides]))
     if any(s.peak_allocated_bytes for s, _ in sides):
         columns.append(("Peak Allocated", [_gib(s.peak_allocated_bytes) for s, _ in sides]))
     waits = [_sum_wait(result.overall, side) for _, side in sides]

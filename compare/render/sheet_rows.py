@@ -42,6 +42,7 @@ def steps(result: ComparisonResult) -> list[dict]:
             row[f"{prefix}_step"] = metrics.step if metrics else None
             for name in ("e2e", "computing", "uncovered", "free"):
                 row[f"{prefix}_{name}_ms"] = _ms(getattr(metrics, f"{name}_us")) if metrics else None
+            row[f"{prefix}_check"] = metrics.profiler_check if metrics else ""
         rows.append(row)
     return rows
 

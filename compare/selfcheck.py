@@ -1,0 +1,115 @@
+"""perfcmp's per-step rows against the profiler's own breakdown, when the export carries one.
+
+torch_npu writes its per-step Computing / Communication(Not Overlapped) / Free / Stage in
+``step_trace_time.csv`` (text) or ``analysis.db`` ``StepTraceTime`` (DB). perfcmp computes the
+same four numbers from the tasks themselves; a difference means perfcmp misread the export
+(a new task type, a changed file), which is exactly what a new CANN release can bring.
+
+What is compared, per step the profiler lists:
+
+* Computing and Communication(Not Overlapped): perfcmp's, over the step's own work span;
+* Stage: the span itself, first work to last (perfcmp's step window adds the idle time
+  between steps that falls in the step's host span, which the profiler reports apart);
+* Free: the span's free time. The profiler adds to a step every free interval that *starts*
+  inside it, so its Free may also hold the idle time up to the next work: both readings are
+  accepted.
+
+A row differs when it is off by more than ``RELATIVE`` of the profiler's value and by more than
+``ABSOLUTE_US`` (float rounding in the files is far below either).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perfcmp import intervals as iv
+from perfcmp.breakdown import Analyzer
+
+RELATIVE = 0.005
+ABSOLUTE_US = 1.0
+ROWS = (("computing", "Computing"), ("uncovered", "Communication(Not Overlapped)"), ("free", "Free"), ("stage", "Stage"))
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """One step against the profiler: ``differences`` holds (row label, ours µs, profiler's µs)."""
+
+    step: int
+    differences: tuple[tuple[str, float, float], ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def summary(self) -> str:
+        """"ok" or the rows that differ, e.g. ``Free +17.2 %, Stage +3.8 %``."""
+        if self.ok:
+            return "ok"
+        return ", ".join(f"{label} {_relative(ours, theirs)}" for label, ours, theirs in self.differences)
+
+
+def check_steps(analyzer: Analyzer, reference: pd.DataFrame) -> list[StepCheck]:
+    """One ``StepCheck`` per profiler row whose step perfcmp also found (a profile without
+    steps is checked as one row against the profiler's row without a step id)."""
+    if reference.empty:
+        return []
+    spans = analyzer.step_spans()
+    if not spans and not analyzer.step_windows():
+        lo, hi = analyzer.whole_window()
+        spans = {-1: (lo, hi)} if hi > lo else {}
+    work_iv = _work(analyzer)
+    out = []
+    for row in reference.itertuples(index=False):
+        span = spans.get(int(row.step_id))
+        if span is None:
+            continue
+        b = analyzer.breakdown(span)
+        trailing = _idle_after(work_iv, span[1])
+        ours = {"computing": b.computing_us, "uncovered": b.uncovered_us, "free": b.free_us, "stage": b.e2e_us}
+        theirs = {"computing": row.computing_us, "uncovered": row.uncovered_us, "free": row.free_us, "stage": row.stage_us}
+        differences = []
+        for key, label in ROWS:
+            if not np.isfinite(theirs[key]):
+                continue
+            accepted = (ours[key], ours[key] + trailing) if key == "free" else (ours[key],)
+            if all(_differs(value, theirs[key]) for value in accepted):
+                differences.append((label, float(ours[key]), float(theirs[key])))
+        out.append(StepCheck(int(row.step_id), tuple(differences)))
+    return out
+
+
+def warning_lines(checks: list[StepCheck], source_name: str) -> list[tuple[str, int]]:
+    """(message, count) warnings, one per differing row across steps, naming step and numbers."""
+    by_row: dict[str, list[str]] = {}
+    for c in checks:
+        for label, ours, theirs in c.differences:
+            by_row.setdefault(label, []).append(
+                f"step {c.step}: {ours / 1000:.3f} ms here, {theirs / 1000:.3f} ms in the profiler's ({_relative(ours, theirs)})")
+    return [(f"{label} differs from the profiler's own {source_name} — " + "; ".join(items[:3]) +
+             ("; …" if len(items) > 3 else "") +
+             ": perfcmp may have misread this export (a new CANN release?); its rows for these steps are "
+             "suspect, please report it", len(items))
+            for label, items in by_row.items()]
+
+
+def _differs(ours: float, theirs: float) -> bool:
+    gap = abs(ours - theirs)
+    return gap > ABSOLUTE_US and gap > RELATIVE * abs(theirs)
+
+
+def _relative(ours: float, theirs: float) -> str:
+    return f"{(ours - theirs) / theirs * 100:+.1f} %" if theirs else f"{(ours - theirs) / 1000:+.3f} ms"
+
+
+def _work(analyzer: Analyzer) -> iv.Intervals:
+    m = analyzer.is_work
+    return iv.union(analyzer.start[m], analyzer.end[m])
+
+
+def _idle_after(work: iv.Intervals, t: float) -> float:
+    """Idle time from ``t`` to the next work that starts at or after it (0 when none does)."""
+    k = int(np.searchsorted(work[0], t, side="left"))
+    return float(work[0][k]) - t if k < len(work[0]) else 0.0
