@@ -24,6 +24,7 @@ class ColumnSpec:
     side: str | None = None
     worse_above_one: bool = False
     verdict_of: str | None = None  # "op:{name}": the verdict of that row, filled from the row's field
+    optional: bool = False  # left out of the sheet when every row's cell is empty
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,7 @@ class AscendTrace:
         hw, _ = self._rows(self.role == HARDWARE, "device tasks")
         ops, _ = self._rows(in_hccl & (self._plane() == -1), "communication ops")
         facts = _kernel_facts(hw, kernels)
+        op_facts = _kernel_facts(ops, kernels)  # the kernel table lists collectives too (Type hcom_allReduce_)
         has_table = kernels is not None
         kind_hw = per_unique(list(zip(hw["name"], hw["task_type"], facts["listed"], facts["core"])),
                              lambda f: task_kind(f[0], f[1], has_table, f[2], f[3])) if len(hw["name"]) else np.empty(0, dtype=object)
@@ -214,10 +215,10 @@ class AscendTrace:
         # Without kernel_details.csv the op type is still written in the task name
         # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the table's Type, when given, wins.
         guessed = np.where(kind == COMPUTE, per_unique(names, _op_type_from_name), "")
-        listed_type = np.concatenate([facts["op_type"], np.full(n_ops, "", dtype=object)])
+        listed_type = np.concatenate([facts["op_type"], op_facts["op_type"]])
         device["op_type"] = np.where(listed_type != "", listed_type, guessed)
         for col in ("input_shapes", "mac_us", "pmu_compute_us"):
-            device[col] = np.concatenate([facts[col], table("device", name=np.empty(n_ops, dtype=object))[col].to_numpy()])
+            device[col] = np.concatenate([facts[col], op_facts[col]])
         self._warn_unlisted_kernels(device, np.concatenate([facts["listed"], np.zeros(n_ops, dtype=bool)]), has_table)
         self._warn_unlaunched_kernels(device, host)
         return device

@@ -14,15 +14,15 @@ from perfcmp.result import ComparisonResult, SideSummary
 
 
 def profile(source, gemm_us, comm_us, warnings=()):
-    """One launch op, a gemm, a vector kernel, a collective and a copy; two steps."""
+    """One launch op, a gemm, a vector kernel, a collective, a copy and a last small kernel; two steps."""
     host = table("host", name=["ProfilerStep#1", "aten::mm", "cudaLaunchKernel", "ProfilerStep#2"],
                  cat=["user_annotation", "cpu_op", "runtime", "user_annotation"], pid=[1] * 4, tid=[1] * 4,
                  start_us=[0.0, 1.0, 2.0, 500.0], dur_us=[500.0, 10.0, 1.0, 500.0], parent=[-1, 0, 1, -1])
-    device = table("device", name=["ampere_sgemm", "vec_kernel", "ncclDevKernel_AllReduce", "Memcpy DtoH"],
-                   kind=[COMPUTE, COMPUTE, COMM, SDMA], stream=[7, 7, 20, 7],
-                   start_us=[10.0, 10.0 + gemm_us, 10.0 + gemm_us, 600.0],
-                   dur_us=[gemm_us, 100.0, comm_us, 50.0], launch=[2, -1, -1, -1], step_id=[1, 2, 2, 2],
-                   group=["", "", "Process group 0 (default_pg)", ""])
+    device = table("device", name=["ampere_sgemm", "vec_kernel", "ncclDevKernel_AllReduce", "Memcpy DtoH", "tail_kernel"],
+                   kind=[COMPUTE, COMPUTE, COMM, SDMA, COMPUTE], stream=[7, 7, 20, 7, 7],
+                   start_us=[10.0, 10.0 + gemm_us, 10.0 + gemm_us, 600.0, 700.0],
+                   dur_us=[gemm_us, 100.0, comm_us, 50.0, 10.0], launch=[2, -1, -1, -1, -1], step_id=[1, 2, 2, 2, 2],
+                   group=["", "", "Process group 0 (default_pg)", "", ""])
     p = Profile(RunInfo(source, DeviceKind.GPU, "test"), [Step(1, 0.0, 500.0), Step(2, 500.0, 1000.0)], host, device,
                 table("comm_tasks"), table("memory"), table("timeline"), list(warnings))
     p.check()
@@ -38,11 +38,12 @@ def result():
 
 
 def test_overall_numbers(result):
-    # base: window [10, 650): compute [10,310) = 300; comm [210,360) − compute = [310,360) = 50
+    # base: window [10, 710), first to last kernel; compute [10,310) + [700,710) = 310;
+    # comm [210,360) − compute = [310,360) = 50; the copy [600,650) is free time (SDMA)
     b, c = result.base, result.comparison
-    assert (b.e2e_us, b.computing_us, b.uncovered_us, b.free_us) == (640.0, 300.0, 50.0, 290.0)
-    # comparison: compute [10,410) = 400; comm [310,460) − compute = 50; window [10,650)
-    assert (c.e2e_us, c.computing_us, c.uncovered_us, c.free_us) == (640.0, 400.0, 50.0, 190.0)
+    assert (b.e2e_us, b.computing_us, b.uncovered_us, b.free_us) == (700.0, 310.0, 50.0, 340.0)
+    # comparison: compute [10,410) + [700,710) = 410; comm [310,460) − compute = 50
+    assert (c.e2e_us, c.computing_us, c.uncovered_us, c.free_us) == (700.0, 410.0, 50.0, 240.0)
     rows = {r.key: r for r in result.overall}
     assert rows["computing.matmul.matmul_cube"].base_us == 200.0
     assert rows["computing.matmul.matmul_cube"].comp_us == 300.0
@@ -53,10 +54,10 @@ def test_overall_numbers(result):
 
 def test_headline_and_table(result):
     text = console.render(result)
-    assert "E2E 0.640 ms → 0.640 ms (±0.0 %): computing +0.100 ms, uncovered communication ±0.000 ms, free −0.100 ms" in text
+    assert "E2E 0.700 ms → 0.700 ms (±0.0 %): computing +0.100 ms, uncovered communication ±0.000 ms, free −0.100 ms" in text
     lines = text.splitlines()
     base_row = next(line for line in lines if line.startswith("| Base (GPU)"))
-    assert "0.200ms(1)" in base_row and "0.300ms" in base_row and "0.640ms" in base_row
+    assert "0.200ms(1)" in base_row and "0.310ms" in base_row and "0.700ms" in base_row
     assert any(line.startswith("| Comparison (GPU)") for line in lines)
     assert "  comparison: odd thing (×3)" in lines
 

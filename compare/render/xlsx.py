@@ -6,6 +6,8 @@ the specs; ``ooxml`` writes the file. The same result gives the same bytes.
 
 from __future__ import annotations
 
+import dataclasses
+
 from perfcmp.render.ooxml import Sheet, Style, Workbook, column_letter
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.result import ComparisonResult, Table
@@ -29,6 +31,7 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
 
 
 def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
+    spec = _without_empty_optional_columns(spec, table)
     banners = _banners(spec, result)
     sheet = book.add_sheet(spec.name, [c.width for c in spec.columns], freeze=(HEAD_ROWS, 1),
                            merges=[ref for ref, *_ in banners if ":" in ref])
@@ -42,6 +45,18 @@ def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: Comparis
     else:
         _write_tree_rows(sheet, spec, table, where, styles, layout.style)
     sheet.close()
+
+
+def _without_empty_optional_columns(spec: SheetSpec, table: Table) -> SheetSpec:
+    """Drop the ``optional`` columns no row fills (a GPU pair has no profiler check to show)."""
+    position = {name: i for i, name in enumerate(table.columns)}
+
+    def filled(field: str) -> bool:
+        i = position.get(field)
+        return i is not None and any(row[i] not in (None, "") for row in table.rows)
+
+    columns = tuple(c for c in spec.columns if not c.optional or filled(c.field))
+    return spec if len(columns) == len(spec.columns) else dataclasses.replace(spec, columns=columns)
 
 
 class _Styles:
