@@ -33,18 +33,21 @@ def order_host(host: pd.DataFrame) -> np.ndarray:
     return np.lexsort((-host["dur_us"].to_numpy(), host["start_us"].to_numpy(), thread))
 
 
-def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
+def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Parent row and depth of every host event; rows must already be in ``order_host`` order.
 
     Returns:
-        (parent, depth, misnested): ``parent`` is -1 at top level; ``misnested`` counts events
-        that start inside another but end after it (kept as children, clipped in spirit).
+        (parent, depth, overrun_ns): ``parent`` is -1 at top level; ``overrun_ns`` is, per row,
+        how far (integer ns) the event ends after its parent ends: 0 for a properly nested
+        event, > 0 for one that starts inside another but ends after it (kept as its child;
+        which of those are worth a warning is the caller's call, see ``common.build_host``).
     """
     n = len(host)
     parent = np.full(n, -1, dtype=np.int64)
     depth = np.zeros(n, dtype=np.int64)
+    overrun = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return parent, depth, 0
+        return parent, depth, overrun
     # Integer nanoseconds: float µs sums like 100.1 + 0.2 overshoot 100.3 by one ulp, which
     # would make an op starting exactly at 100.3 the child of one ending there.
     start_ns = np.rint(host["start_us"].to_numpy() * 1000.0).astype(np.int64)
@@ -52,8 +55,7 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
     end = (start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)).tolist()
     thread = thread_labels(host).tolist()
     stack: list[int] = []
-    stack_end: list[float] = []
-    misnested = 0
+    stack_end: list[int] = []
     current = None
     for i in range(n):
         if thread[i] != current:
@@ -66,10 +68,46 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
             parent[i] = stack[-1]
             depth[i] = len(stack)
             if end[i] > stack_end[-1]:
-                misnested += 1
+                overrun[i] = end[i] - stack_end[-1]
         stack.append(i)
         stack_end.append(end[i])
-    return parent, depth, misnested
+    return parent, depth, overrun
+
+
+def nested_in_same(parent: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Per row: whether some ancestor carries the same label (``label < 0``: none; such rows
+    never match, but are walked through).
+
+    One vectorised pass per tree level: every pending row steps one ancestor up at a time.
+    """
+    found = np.zeros(len(parent), dtype=bool)
+    rows = np.flatnonzero(label >= 0)
+    up = parent[rows]
+    while rows.size:
+        live = up >= 0
+        rows, up = rows[live], up[live]
+        same = label[up] == label[rows]
+        found[rows[same]] = True
+        rows, up = rows[~same], parent[up[~same]]
+    return found
+
+
+def busy_us(host: pd.DataFrame) -> float:
+    """Σ over threads of the union of the host events' spans (µs): how long each thread was
+    inside some event. A union, not the top-level events' sum, so it holds when events overlap
+    without nesting."""
+    if host.empty:
+        return 0.0
+    thread = pd.factorize(thread_labels(host))[0]
+    start = host["start_us"].to_numpy()
+    end = start + host["dur_us"].to_numpy()
+    order = np.lexsort((start, thread))
+    thread, start, end = thread[order], start[order], end[order]
+    reach = pd.Series(end).groupby(thread).cummax().to_numpy()  # furthest end so far, per thread
+    new_thread = np.concatenate([[True], thread[1:] != thread[:-1]])
+    gap = np.concatenate([[True], start[1:] > reach[:-1]])
+    first = np.flatnonzero(new_thread | gap)  # where each merged span begins
+    return float((np.maximum.reduceat(end, first) - start[first]).sum())
 
 
 def enclosing(host: pd.DataFrame, parent: np.ndarray, thread_keys: list[str], ts: np.ndarray) -> np.ndarray:

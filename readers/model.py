@@ -17,7 +17,7 @@ Tables (pandas DataFrames; columns declared once below in ``TABLES``):
 ``comm_tasks`` NPU HCCL plane tasks (Notify_Wait, Memcpy, Reduce_Inline, ...).
 ``memory``    allocator samples: totals after each allocation/free event.
 ``allocations`` device memory blocks with the op that allocated them (GPU ``[memory]`` pairs,
-              NPU operator_memory.csv).
+              NPU operator_memory.csv); host blocks for a torch trace with no device memory.
 ``timeline``  the profiler's own overlap analysis when it wrote one (NPU ``Overlap Analysis``):
               ``lane`` in {"compute", "comm", "comm_uncovered", "free"}. Empty for GPU traces.
 ``reference_steps`` the profiler's own per-step breakdown when the export carries one (torch_npu
@@ -96,10 +96,11 @@ TABLES: dict[str, dict[str, str]] = {
         "reserved_bytes": "float64",
         # NPU memory_record component: "PTA" (torch_npu caching allocator, what a GPU trace's
         # [memory] totals measure), "APP" (the whole process, the profiler's "Mem Usage"),
-        # "GE", "WORKSPACE", ...; "" for GPU traces
+        # "GE", "WORKSPACE", ...; "" for GPU traces' device samples, "CPU" for a torch trace's
+        # host-memory samples (used only when it has no device ones: the CPU build of torch)
         "component": "object",
     },
-    "allocations": {  # device memory blocks, each allocated under one host op
+    "allocations": {  # device (CPU-only torch traces: host) memory blocks, each allocated under one host op
         "op": "int64",  # host row of the innermost op around the allocation, -1 when unknown
         "name": "object",  # the op's name as the profiler recorded it with the block
         "bytes": "float64",

@@ -30,6 +30,7 @@ DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy",
                "gpu_memset": "memset", "memset": "memset"}
 FLOW_CATS = ("ac2g", "async_cpu_to_gpu", "async_gpu", "async")
 COMM_KERNEL_PREFIXES = ("nccl", "rccl")
+CPU_COMPONENT = "CPU"  # memory.component of host-memory samples (device ones: "", as before components existed)
 
 
 def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) -> Profile:
@@ -56,15 +57,12 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     if device.empty:
         warnings.append(ReadWarning(shown_as, "trace has no device kernels (CPU-only recording): time breakdown comes from host ops"))
     host["forward"] = forward_links(host, groups["fwdbwd"], origin)
-    device_memory = groups["memory"]
-    if len(device_memory["ts_ns"]):
-        keep = device_memory["device_id"] >= 0
-        device_memory = {k: v[keep] for k, v in device_memory.items()}
-    allocations = allocation_table(device_memory, host, origin, shown_as, warnings)
+    memory, component = _memory_samples(groups["memory"])
+    allocations = allocation_table(memory, host, origin, shown_as, warnings)
     return Profile(
         info=_run_info(header, shown_as, origin),
         steps=steps, host=host, device=device,
-        comm_tasks=table("comm_tasks"), memory=_memory_table(device_memory, origin), timeline=table("timeline"),
+        comm_tasks=table("comm_tasks"), memory=_memory_table(memory, origin, component), timeline=table("timeline"),
         warnings=merge_warnings(warnings), allocations=allocations,
     )
 
@@ -231,12 +229,28 @@ def _comm_groups(launch: np.ndarray, stream: np.ndarray, host: pd.DataFrame, hos
     return np.array(labels, dtype=object)
 
 
-def _memory_table(cols: dict[str, np.ndarray], origin: int) -> pd.DataFrame:
-    """Device allocator totals from ``[memory]`` instants (host-memory samples, Device Id -1, are skipped)."""
+def _memory_samples(cols: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], str]:
+    """The ``[memory]`` instants the memory table and the allocations are built from, and
+    their component: the device's ("", Device Id >= 0) when the trace has any, else the host's
+    ("CPU", Device Id -1), which is all a trace recorded with the CPU build of torch has.
+    Mixing the two would add host totals into device peaks, so a trace with both keeps the
+    device's."""
     if not len(cols["ts_ns"]):
+        return cols, ""
+    on_device = cols["device_id"] >= 0
+    if not on_device.any():
+        return cols, CPU_COMPONENT
+    return {k: v[on_device] for k, v in cols.items()}, ""
+
+
+def _memory_table(cols: dict[str, np.ndarray], origin: int, component: str) -> pd.DataFrame:
+    """Allocator totals (bytes) after each ``[memory]`` instant: ts_us, allocated_bytes,
+    reserved_bytes, and ``component`` on every row ("" device, "CPU" host; see ``_memory_samples``)."""
+    n = len(cols["ts_ns"])
+    if not n:
         return table("memory")
-    return table("memory", ts_us=(cols["ts_ns"] - origin) / 1000.0,
-                 allocated_bytes=cols["allocated"], reserved_bytes=cols["reserved"])
+    return table("memory", ts_us=(cols["ts_ns"] - origin) / 1000.0, allocated_bytes=cols["allocated"],
+                 reserved_bytes=cols["reserved"], component=np.full(n, component, dtype=object))
 
 
 def _device_id(value) -> int:

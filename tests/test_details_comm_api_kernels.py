@@ -6,6 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import pytest
 
 from perfcmp.details.apis import api_sheets
@@ -14,6 +15,7 @@ from perfcmp.details.extract import extract
 from perfcmp.details.kernels import kernel_sheets
 from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions
+from perfcmp.readers.hosttree import nested_in_same
 from perfcmp.readers.model import COMM, COMPUTE, DeviceKind, Profile, RunInfo, table
 from perfcmp.result import Table
 
@@ -192,6 +194,51 @@ def test_api_sheet_needs_both_sides():
     assert api_sheets(details(host=API_BASE), details(), OPTS) == {}
 
 
+# An equivalence gives a torch op and the runtime call inside it one key ("allreduce"): the nest
+# is one call. NPU as torch_npu writes it: c10d::allreduce_ > HcclAllreduce > HcclAllreduce.
+API_NEST_NPU = [("c10d::allreduce_", 0.0, 100.0, -1),   # 0 call 1: self 100 − 30 − 10 = 60
+                ("HcclAllreduce", 20.0, 30.0, 0),       # 1 inside 0: self 30 − 12 = 18
+                ("HcclAllreduce", 25.0, 12.0, 1),       # 2 inside 1: self 12
+                ("aten::copy_", 60.0, 10.0, 0),         # 3 another key, self 10
+                ("c10d::allreduce_", 200.0, 50.0, -1),  # 4 call 2: self 50 − 20 = 30
+                ("HcclAllreduce", 210.0, 20.0, 4),      # 5 inside 4: self 20
+                ("HcclAllreduce", 300.0, 5.0, -1)]      # 6 on its own: call 3, self 5
+# GPU: c10d::allreduce_ > record_param_comms > nccl:all_reduce (a user annotation), the same key
+# two levels down; aten::mm's children overrun it (misnested), so its self time is clipped at 0.
+API_NEST_GPU = [("c10d::allreduce_", 0.0, 80.0, -1),                         # 0 self 80 − 60 = 20
+                ("record_param_comms", 5.0, 60.0, 0),                        # 1 self 60 − 40 = 20
+                ("nccl:all_reduce", 10.0, 40.0, 1, "", "user_annotation"),   # 2 inside 0: self 40 − 5 = 35
+                ("cudaLaunchKernel", 20.0, 5.0, 2, "", "runtime"),           # 3 self 5
+                ("aten::mm", 100.0, 10.0, -1),                               # 4 self 10 − 8 − 6 < 0: 0
+                ("aten::add", 101.0, 8.0, 4),                                # 5 self 8
+                ("aten::mul", 104.0, 6.0, 4)]                                # 6 self 6
+
+
+def test_api_nested_events_of_one_key_are_one_call():
+    npu_side = npu(host=API_NEST_NPU)
+    gpu_side = details(host=API_NEST_GPU)
+    rows = {r["name"]: r for r in records(api_sheets(gpu_side, npu_side, OPTS), "ApiCompare")}
+    allreduce = rows["c10d::allreduce_"]
+    # GPU: 1 call of 80 µs (nccl:all_reduce is part of it, not 40 µs more); self 20 + 35 = 55
+    assert pick(allreduce, "base_calls", "base_total_ms", "base_self_ms", "base_avg_ms") == pytest.approx((1, 0.08, 0.055, 0.08))
+    # NPU: calls 0, 4 and 6 (not 6 calls); total 100 + 50 + 5 = 155; self 60 + 18 + 12 + 30 + 20 + 5 = 145
+    assert pick(allreduce, "comp_calls", "comp_total_ms", "comp_self_ms", "comp_avg_ms") == pytest.approx(
+        (3, 0.155, 0.145, 0.155 / 3))
+    assert pick(allreduce, "total_ratio", "calls_ratio") == pytest.approx((155 / 80, 3.0))
+    assert "HcclAllreduce" not in rows and "nccl:all_reduce" not in rows  # one row per key
+    # other keys inside the nest keep their own rows; a negative self time is clipped at 0
+    assert pick(rows["record_param_comms"], "base_calls", "base_total_ms", "base_self_ms") == pytest.approx((1, 0.06, 0.02))
+    assert pick(rows["aten::mm"], "base_calls", "base_total_ms", "base_self_ms") == pytest.approx((1, 0.01, 0.0))
+    assert pick(rows["aten::copy_"], "comp_calls", "comp_total_ms") == pytest.approx((1, 0.01))
+
+
+def test_nested_in_same_walks_through_other_labels():
+    # 0 ─ 1 ─ 2 ─ 3,  4 ─ 5;  labels: 0 and 2 share 7 (through 1), 3 has none (-1), 5 differs from 4
+    parent = np.array([-1, 0, 1, 2, -1, 4])
+    label = np.array([7, 8, 7, -1, 9, 7])
+    assert nested_in_same(parent, label).tolist() == [False, False, True, False, False, False]
+
+
 # --- KernelCompare / KernelTypeCompare ----------------------------------------------------------
 
 def npu_kernels(rows):
@@ -305,3 +352,22 @@ def test_sample_real_npu_against_itself():
     kernels = records(kernel_sheets(side, side, OPTS), "KernelCompare")
     assert kernels and sum(r["base_calls"] for r in kernels) == len(side.compute)
     assert all(r["total_ratio"] == 1.0 and r["base_total_us"] == r["comp_total_us"] for r in kernels)
+
+
+def test_sample_npu_allreduce_counts_each_collective_once():
+    # rank 0 of the real level-0 job: 4 c10d::allreduce_ ops, each holding HcclAllreduce >
+    # HcclAllreduce (12 events of key "allreduce"). Their durations: 141.29 + 90.79 + 117.17 + 97.71
+    side = sample("npu/real_msinsight_level0/text/rank0_ascend_pt")
+    row = side.apis.set_index("key").loc["allreduce"]
+    assert (row["name"], row["calls"]) == ("c10d::allreduce_", 4)  # was 12
+    assert row["total_us"] == pytest.approx(446.96)  # was 565.73, the nested calls added again
+    assert row["self_us"] == pytest.approx(344.78)  # unchanged: self times never overlap
+
+
+def test_sample_gpu_api_calls_match_the_collectives():
+    # nccl_data: 15 all-reduces and 6 broadcasts (CommunicationCompare); each c10d op holds an
+    # nccl:* annotation of the same key, which used to double the calls (30 and 12)
+    side = sample("gpu/nccl_data.pt.trace.json.gz")
+    apis = side.apis.set_index("key")
+    assert apis.loc[["allreduce", "broadcast"], "calls"].tolist() == [15, 6]
+    assert apis.loc[["allreduce", "broadcast"], "total_us"].tolist() == pytest.approx([4322.516, 1815.452])

@@ -203,6 +203,55 @@ def test_memory_instants_device_ids_and_bytes(write_kineto):
     assert memory["reserved_bytes"].tolist() == [2097152.0, 2097152.0]
 
 
+def host_memory(rel, addr, nbytes, allocated):
+    """A [memory] instant as the CPU build of torch writes it: Device Type 0, Device Id -1, no reserve."""
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 10, "ts": T + rel,
+            "args": {"Total Reserved": 0, "Total Allocated": allocated, "Bytes": nbytes, "Addr": addr,
+                     "Device Type": 0, "Device Id": -1}}
+
+
+# A CPU-only trace: no kernels, and only host-memory samples.
+#   aten::empty [10, 15) allocates 4096 B at 0xA (total 4096); aten::add [50, 60) allocates 1024 B at
+#   0xB (total 5120); aten::zero_ [80, 85) frees 0xA (total 1024); 0xB is never freed.
+CPU_ONLY_EVENTS = [
+    X("user_annotation", "ProfilerStep#1", 0, 100),
+    op("aten::empty", 10, 5), op("aten::add", 50, 10), op("aten::zero_", 80, 5),
+    host_memory(12, 0xA, 4096, 4096), host_memory(52, 0xB, 1024, 5120), host_memory(82, 0xA, -4096, 1024),
+]
+
+
+def test_cpu_only_trace_keeps_its_host_memory_samples(write_kineto):
+    profile = read(write_kineto(CPU_ONLY_EVENTS))
+    memory = profile.memory
+    assert memory["ts_us"].tolist() == [12.0, 52.0, 82.0]
+    assert memory["allocated_bytes"].tolist() == [4096.0, 5120.0, 1024.0]
+    assert memory["reserved_bytes"].tolist() == [0.0, 0.0, 0.0]
+    assert memory["component"].tolist() == ["CPU"] * 3
+    blocks = profile.allocations
+    assert blocks["name"].tolist() == ["aten::empty", "aten::add"]  # the op around each allocation
+    assert blocks["bytes"].tolist() == [4096.0, 1024.0]
+    assert blocks["alloc_us"].tolist() == [12.0, 52.0]
+    assert blocks["release_us"].tolist()[0] == 82.0 and np.isnan(blocks["release_us"].tolist()[1])
+
+
+def test_device_memory_wins_over_host_memory(write_kineto):
+    # MAIN_EVENTS has device samples at T+12 and T+170 and one host sample at T+13
+    memory = read(write_kineto(MAIN_EVENTS + [host_memory(14, 0xC, 64, 64)])).memory
+    assert memory["ts_us"].tolist() == [12.0, 170.0]
+    assert memory["component"].tolist() == ["", ""]  # device rows: "", as before there were components
+
+
+def test_cpu_only_pair_compares_memory(write_kineto, tmp_path):
+    from perfcmp.options import CompareOptions
+    from perfcmp.pipeline import run
+
+    path = write_kineto(CPU_ONLY_EVENTS, name="cpu.pt.trace.json")
+    result = run(CompareOptions(str(path), str(path)))
+    assert result.base.peak_allocated_bytes == 5120.0 and result.comparison.peak_allocated_bytes == 5120.0
+    assert "MemoryCompare" in result.details
+    assert not [w for w in result.warnings if "memory" in w.message.lower()]
+
+
 def test_run_info_from_the_trace_header(write_kineto):
     path = write_kineto(MAIN_EVENTS, deviceProperties=[{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
                         distributedInfo={"backend": "nccl", "rank": 1, "world_size": 2})

@@ -1,10 +1,12 @@
 """``ApiCompare``: every host API (framework ops, runtime calls, annotations) per normalised key.
 
 Per side: total and self time (ms) summed over the calls, the average per call and the call
-count, from ``SideDetails.apis`` (self = duration minus the direct children's, so it can be
-negative only if the profiler nested events wrongly). Unlike the peer, the ratios are computed
-on the unrounded values (the peer rounds to 0.01 ms first, so a fast API shows an infinite
-average ratio), and an infinite ratio is an empty cell, never an "INF" string.
+count, from ``SideDetails.apis``. A call is an outermost event of its key: events nested in one
+with the same key (``HcclAllreduce`` inside ``c10d::allreduce_``, both "allreduce") belong to
+that call, so calls and total time count them once; self time is each event's duration minus
+its direct children's, never negative, summed (see ``extract._apis``). Unlike the peer, the
+ratios are computed on the unrounded values (the peer rounds to 0.01 ms first, so a fast API
+shows an infinite average ratio), and an infinite ratio is an empty cell, never an "INF" string.
 
 Rows: the base APIs in order of first appearance (``first_us``), then the comparison-only ones.
 The name shown is the base's (the comparison's for a comparison-only API).

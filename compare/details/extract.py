@@ -20,7 +20,8 @@ Tables (pandas DataFrames; times in µs, sizes in bytes):
 ``allocations`` memory blocks owned by an op, sorted by owner: owner, name, bytes, alloc_us,
                 release_us (NaN: not released).
 ``apis``        per API key (all host events but python functions and step markers): key,
-                name (first seen), total_us, self_us, calls, first_us.
+                name (first seen), total_us, self_us, calls, first_us; events nested in one
+                with the same key are part of that call, not calls of their own (``_apis``).
 ``compute``     every compute kernel (owned or not): name, key, kernel (op type, else the name),
                 core (task type), input_shapes, dur_us.
 ``comm``        communication ops: name, key (the collective), group, start_us, dur_us.
@@ -39,7 +40,7 @@ import pandas as pd
 
 from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
-from perfcmp.readers.hosttree import propagate_down
+from perfcmp.readers.hosttree import nested_in_same, propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, Profile
 from perfcmp.readers.textmatch import per_unique
 
@@ -231,17 +232,31 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
 
 
 def _apis(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
+    """Per API key: key, name (the first call's), total_us, self_us, calls, first_us (µs).
+
+    An equivalence can give a torch op and the runtime call inside it one key (``c10d::
+    allreduce_`` around ``HcclAllreduce``), and a name can nest in itself: of events nested in
+    one with the same key only the outermost counts as a call and adds its duration to
+    total_us, so nothing is counted twice. self_us adds every event's own self time (duration
+    minus its direct children's, clipped at 0: negative only where the host events were
+    misnested), since those are disjoint: the nest's time outside other keys' events.
+    """
     host = profile.host
     keep = (host["cat"] != "python_function").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
     dur = host["dur_us"].to_numpy()
     parent = host["parent"].to_numpy()
     children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]
-    frame = pd.DataFrame({"name": host["name"].to_numpy(), "total_us": dur, "self_us": dur - children,
+    keys = np.full(len(host), None, dtype=object)
+    keys[keep] = normalizer.keys(host["name"].to_numpy()[keep])
+    code = np.full(len(host), -1, dtype=np.int64)
+    code[keep] = pd.factorize(keys[keep])[0]
+    outer = ~nested_in_same(parent, code)
+    frame = pd.DataFrame({"key": keys, "name": host["name"].to_numpy(), "total_us": np.where(outer, dur, 0.0),
+                          "self_us": np.clip(dur - children, 0.0, None), "calls": outer.astype(np.int64),
                           "start_us": host["start_us"].to_numpy()})[keep]
-    frame["key"] = normalizer.keys(frame["name"].to_numpy())
     frame = frame.sort_values(["start_us"], kind="stable")
     grouped = frame.groupby("key", sort=False).agg(name=("name", "first"), total_us=("total_us", "sum"),
-                                                  self_us=("self_us", "sum"), calls=("total_us", "size"),
+                                                  self_us=("self_us", "sum"), calls=("calls", "sum"),
                                                   first_us=("start_us", "min"))
     return grouped.reset_index()
 

@@ -1,0 +1,85 @@
+"""Host events that overlap without nesting: which ones are a broken trace worth a warning, and
+how much host time the warning says they touch. Times are µs after the trace origin T."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reader_helpers import read, warning_count
+from perfcmp.readers.hosttree import busy_us
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+NPU_LEVEL0 = [f"npu/real_msinsight_level0/text/rank{r}_ascend_pt" for r in (0, 1)]
+GPU_SAMPLES = sorted(f"gpu/{p.name}" for p in (SAMPLES / "gpu").glob("*.gz")) if (SAMPLES / "gpu").is_dir() else []
+MISNESTED = "start inside another event but end after it"
+
+T = 1_700_000_000_000_000
+ENTER = "<built-in method _record_function_enter_new of PyCapsule object at 0xfffdbf06af30>"
+EXIT = "torch/autograd/profiler.py(636): __exit__"
+
+
+def X(cat, name, rel, dur, tid=10):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": T + rel, "dur": dur}
+
+
+# Thread 10:
+#   ENTER (python)             [0, 10)     top level
+#   Optimizer.step (annot.)    [5, 100)    starts in ENTER, ends after it: python vs framework, expected
+#   EXIT (python)              [95, 120)   starts in the annotation, ends after it: expected
+#   aten::a                    [200, 300)  top level
+#   aten::b                    [250, 330)  starts in aten::a, ends 30 after it: two framework ops, genuine
+# Thread 20:
+#   aten::c                    [400, 410)
+#   cudaLaunchKernel (runtime) [405, 415)  CUPTI vs framework clock: expected
+# Host time (union per thread): [0, 120) + [200, 330) + [400, 415) = 120 + 130 + 15 = 265 µs.
+EVENTS = [
+    X("python_function", ENTER, 0, 10),
+    X("user_annotation", "Optimizer.step#SGD.step", 5, 95),
+    X("python_function", EXIT, 95, 25),
+    X("cpu_op", "aten::a", 200, 100),
+    X("cpu_op", "aten::b", 250, 80),
+    X("cpu_op", "aten::c", 400, 10, tid=20),
+    X("cuda_runtime", "cudaLaunchKernel", 405, 10, tid=20),
+]
+
+
+def test_only_one_recorders_overlaps_are_misnesting(write_kineto):
+    profile = read(write_kineto(EVENTS))
+    found = [w for w in profile.warnings if MISNESTED in w.message]
+    assert len(found) == 1 and found[0].count == 1  # aten::b only
+    # aten::b covers 80 µs = 0.080 ms, 80 / 265 = 30.2 % of the host time; 330 − 300 = 30 µs past aten::a
+    assert "0.080 ms of host time (30.2 % of 0.265 ms)" in found[0].message
+    assert "understated by up to 0.030 ms" in found[0].message
+
+
+def test_overlapping_events_still_nest_under_the_one_they_start_in(write_kineto):
+    host = read(write_kineto(EVENTS)).host
+    names = host["name"].tolist()
+    parent = {names[i]: names[p] if p >= 0 else None for i, p in enumerate(host["parent"].tolist())}
+    assert parent == {ENTER: None, "Optimizer.step#SGD.step": ENTER, EXIT: "Optimizer.step#SGD.step",
+                      "aten::a": None, "aten::b": "aten::a", "aten::c": None, "cudaLaunchKernel": "aten::c"}
+
+
+def test_record_function_enter_and_exit_alone_give_no_warning(write_kineto):
+    profile = read(write_kineto(EVENTS[:3] + EVENTS[5:]))
+    assert warning_count(profile, MISNESTED) == 0
+
+
+def test_busy_time_is_the_union_per_thread():
+    host = pd.DataFrame({"pid": [1] * 5, "tid": [1, 1, 1, 1, 2], "start_us": [0.0, 5.0, 95.0, 130.0, 0.0],
+                         "dur_us": [10.0, 95.0, 25.0, 10.0, 3.0]})
+    # thread 1: [0, 120) ∪ [130, 140) = 130; thread 2: 3
+    assert busy_us(host) == 133.0
+    assert busy_us(host.iloc[:0]) == 0.0
+
+
+@pytest.mark.parametrize("rel", NPU_LEVEL0 + GPU_SAMPLES)
+def test_real_samples_have_no_misnesting(rel):
+    # the level-0 torch_npu exports had 10 (record_function enter/exit python events around
+    # ProfilerStep#50, DataLoader, forward, zero_grad and step scopes): all by design
+    if not (SAMPLES / rel).exists():
+        pytest.skip(f"reference sample not found at {SAMPLES / rel}")
+    assert warning_count(read(SAMPLES / rel), MISNESTED) == 0
