@@ -188,7 +188,7 @@ def _analyse(profile: Profile, rules: Rules, step: int | None,
         listed = ", ".join(str(s) for s in windows)
         raise UsageError(f"step {step} not found; the steps in this profile are {listed}", path)
     per_step, step_breakdowns = [], {}
-    checks = {c.step: c for c in check_steps(analyzer, profile.reference_steps)}
+    checks = {c.step: c for c in check_steps(analyzer, profile.reference_steps, "MindSpore" in profile.info.producer)}
     for sid, window in windows.items():
         b = step_breakdowns[sid] = analyzer.breakdown(window)
         b.check()

@@ -7,6 +7,7 @@ when present. A missing or unusable side file is a warning, never a failure.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from perfcmp.readers.ascend_csv import (read_json_file, read_kernel_details, read_memory_record, read_operator_memory,
@@ -17,6 +18,8 @@ from perfcmp.readers.errors import InputError
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, table
 
 PRODUCER = "Ascend PyTorch profiler (torch_npu)"
+MINDSPORE_PRODUCER = "MindSpore profiler"
+RANK_IN_NAME = re.compile(r"profiler_info_(\d{1,9})\.json")
 SIDE_FILES = ("kernel_details.csv", "memory_record.csv")
 
 
@@ -52,7 +55,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
             warnings.append(ReadWarning(shown_as, f"{name} ignored: {exc.message}"))
     if not (info_dir / "profiler_metadata.json").is_file() and any(plane < 0 for _, plane in trace.comm_threads.values()):
         warnings.append(ReadWarning(shown_as, "profiler_metadata.json not found: communication groups named by their HCCL group ids"))
-    info = _run_info(info_dir, shown_as, trace.origin, warnings)
+    info = _run_info(info_dir, shown_as, trace.origin, warnings, mindspore=trace.is_mindspore)
     profile = trace.to_profile(info, side.get("kernel_details.csv"), side.get("memory_record.csv"),
                                side.get("operator_memory.csv"))
     reference = side.get("step_trace_time.csv")
@@ -65,7 +68,8 @@ def read_trace_only(raw: RawJson, shown_as: str) -> Profile:
     """Read a bare trace_view.json: no side files, so no kernel types or memory."""
     warnings: list[ReadWarning] = []
     trace = AscendTrace(raw, shown_as, warnings, {})
-    info = RunInfo(source=shown_as, device=DeviceKind.NPU, producer=PRODUCER, origin_ns=trace.origin)
+    info = RunInfo(source=shown_as, device=DeviceKind.NPU, producer=MINDSPORE_PRODUCER if trace.is_mindspore else PRODUCER,
+                   origin_ns=trace.origin)
     return trace.to_profile(info, None, None)
 
 
@@ -84,11 +88,19 @@ def _process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarni
     except InputError as exc:
         warnings.append(ReadWarning(shown_as, f"profiler_metadata.json ignored: {exc.message}"))
         return {}
-    info = meta.get("parallel_group_info", {}) if isinstance(meta, dict) else {}
+    info = meta.get("parallel_group_info") if isinstance(meta, dict) else None
+    if not isinstance(info, dict):  # absent, null, or not the documented {group id: {...}}
+        return {}
     return {str(k): str(v.get("group_name")) for k, v in info.items() if isinstance(v, dict) and v.get("group_name")}
 
 
-def _run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning]) -> RunInfo:
+def _run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning], mindspore: bool = False) -> RunInfo:
+    """Versions, rank and profiler level from ``profiler_info_{rank}.json``.
+
+    torch_npu writes ``rank_id``, ``torch_npu_version``, ``cann_version`` and
+    ``config.experimental_config._profiler_level``; MindSpore writes no rank key (the rank is in
+    the file name, always), ``ms_version``, ``cann_version`` and ``profiler_parameters.profiler_level``.
+    """
     meta: dict[str, str] = {}
     rank = None
     files = sorted(info_dir.glob("profiler_info*.json"))
@@ -101,13 +113,27 @@ def _run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWar
             warnings.append(ReadWarning(shown_as, f"{files[0].name} ignored: {exc.message}"))
             data = {}
         if isinstance(data, dict):
-            for key in ("torch_npu_version", "cann_version"):
-                if data.get(key):
-                    meta[key.replace("_", " ")] = str(data[key])
-            if isinstance(data.get("rank_id"), int) and data["rank_id"] >= 0:
-                rank = data["rank_id"]
-            level = data.get("config", {}).get("experimental_config", {}).get("_profiler_level") if isinstance(data.get("config"), dict) else None
-            if level:
+            mindspore = mindspore or "ms_version" in data
+            for key in ("torch_npu_version", "ms_version", "cann_version"):
+                if data.get(key) and isinstance(data[key], (str, int, float)):
+                    meta[key.replace("_", " ").replace("ms ", "mindspore ")] = str(data[key])
+            rank_id = data.get("rank_id")
+            if isinstance(rank_id, int) and not isinstance(rank_id, bool) and rank_id >= 0:
+                rank = rank_id
+            level = _nested(data, "config", "experimental_config", "_profiler_level") or _nested(data, "profiler_parameters", "profiler_level")
+            if isinstance(level, (str, int)) and level != "":
                 meta["profiler level"] = str(level)
-    return RunInfo(source=shown_as, device=DeviceKind.NPU, producer=PRODUCER, device_name="Ascend NPU",
-                   rank=rank, origin_ns=origin, metadata=meta)
+        named = RANK_IN_NAME.fullmatch(files[0].name)
+        if rank is None and named:
+            rank = int(named.group(1))
+    return RunInfo(source=shown_as, device=DeviceKind.NPU, producer=MINDSPORE_PRODUCER if mindspore else PRODUCER,
+                   device_name="Ascend NPU", rank=rank, origin_ns=origin, metadata=meta)
+
+
+def _nested(data: object, *keys: str) -> object:
+    """``data[k1][k2]...`` through dicts only; None where a level is missing or not a dict."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data

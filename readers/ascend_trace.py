@@ -1,4 +1,4 @@
-"""torch_npu ``trace_view.json`` -> the NPU profile's tables.
+"""torch_npu / MindSpore ``trace_view.json`` -> the NPU profile's tables.
 
 The file is a JSON array whose processes are told apart by ``process_name`` metadata:
 ``Python`` (framework ops, ``ProfilerStep#N``), ``CANN`` (AscendCL calls), ``Ascend Hardware``
@@ -28,6 +28,9 @@ from perfcmp.readers.textmatch import per_unique, shared
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
 LAUNCH_FLOW_CAT = "async_npu"
 HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis", "CANN"
+# MindSpore's framework process: its events are framework ops whatever their cat ("" in 2.5+,
+# "cpu_op" before), like torch_npu's Python process (benchmarks/MINDSPORE_FORMAT.md)
+MINDSPORE = "MindSpore"
 OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
                  "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
 CANN_BLOCK = "cann::"  # operator_memory.csv blocks the CANN layer allocated for a kernel
@@ -54,12 +57,13 @@ class AscendTrace:
         if not seen:
             raise InputError("trace has no events; expected torch_npu trace events", shown_as)
         if not self.process_role:
-            raise InputError("JSON array without torch_npu process metadata (process_name Python / Ascend Hardware); "
-                             "expected an Ascend trace_view.json", shown_as)
+            raise InputError("JSON array without Ascend profiler process metadata (process_name Python, MindSpore, "
+                             "Ascend Hardware); expected a torch_npu or MindSpore trace_view.json", shown_as)
         self.host, self.other, self.flow, self.fwdbwd = (concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd"))
         self.role = per_unique(self.other.get("pid", np.empty(0, dtype=object)), lambda p: self.process_role.get(p, ""))
+        self.is_mindspore = MINDSPORE in self.process_role.values()
         self.comm_threads = _hccl_threads(self.process_role, self.thread_names, self.sort_index, group_names)
-        used = np.isin(self.role, (HARDWARE, OVERLAP) + HCCL_ROLES)
+        used = np.isin(self.role, (HARDWARE, OVERLAP, MINDSPORE) + HCCL_ROLES)
         starts = [a for a in (self.host["ts_ns"], self.other["ts_ns"][used] if used.size else self.other["ts_ns"]) if a.size]
         self.origin = min(int(a.min()) for a in starts) if starts else 0
 
@@ -106,6 +110,10 @@ class AscendTrace:
                    operator_memory: pd.DataFrame | None = None) -> Profile:
         host = self._host_table()
         device = self._device_table(host, kernels)
+        if not (host["cat"] == "cpu_op").any() and len(device):
+            self.warnings.append(ReadWarning(self.shown_as, (
+                "no framework layer in the trace (no Python or MindSpore process with ops): steps, operator, "
+                "module and category-by-op rows are unavailable; profile with CPU activity to get them")))
         steps = steps_from_host(host[host["cat"] == "cpu_op"], self.shown_as, self.warnings)
         device["step_id"] = assign_steps(device, host, steps)
         return Profile(info=info, steps=steps, host=host, device=device,
@@ -147,20 +155,21 @@ class AscendTrace:
         return {k: v[ok] for k, v in self.other.items()}, ok
 
     def _host_table(self) -> pd.DataFrame:
-        """Framework ops from the Python process, plus the CANN process's AscendCL calls as runtime
-        API rows (they nest on their own pid, apart from the ops)."""
+        """Framework ops from the Python process (MindSpore: the MindSpore process), plus the CANN
+        process's AscendCL calls as runtime API rows (they nest on their own pid, apart from the ops)."""
         names = ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types", "call_stack")
         parts = []
         if "dur_us" in self.host:
             ok = valid_durations(self.host["dur_us"], self.shown_as, "host events", self.warnings)
             parts.append({**{k: self.host[k][ok] for k in names}, "ts_ns": self.host["ts_ns"][ok]})
         if "dur_us" in self.other:
-            cann, _ = self._rows(self.role == CANN, "CANN API events")
-            n = len(cann["ts_ns"])
-            blank = np.full(n, "", dtype=object)
-            parts.append({"name": cann["name"], "cat": np.full(n, "runtime", dtype=object), "pid": cann["pid"],
-                          "tid": cann["tid"], "dur_us": cann["dur_us"], "input_shapes": blank, "input_types": blank,
-                          "call_stack": blank, "ts_ns": cann["ts_ns"]})
+            for role, cat, what in ((MINDSPORE, "cpu_op", "MindSpore framework events"), (CANN, "runtime", "CANN API events")):
+                rows, _ = self._rows(self.role == role, what)
+                n = len(rows["ts_ns"])
+                blank = np.full(n, "", dtype=object)
+                parts.append({"name": rows["name"], "cat": np.full(n, cat, dtype=object), "pid": rows["pid"],
+                              "tid": rows["tid"], "dur_us": rows["dur_us"], "input_shapes": blank, "input_types": blank,
+                              "call_stack": blank, "ts_ns": rows["ts_ns"]})
         if not parts:
             return build_host({}, set(), self.shown_as, self.warnings)[0]
         columns = concat(parts)
@@ -354,13 +363,20 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
              "input_shapes": np.full(n, "", dtype=object), "mac_us": np.full(n, np.nan), "pmu_compute_us": np.full(n, np.nan)}
     if kernels is None or kernels.empty or n == 0:
         return facts
-    left = pd.DataFrame({"start_ns": hw["ts_ns"], "name": hw["name"], "row": np.arange(n)})
-    hit = left.merge(kernels.drop_duplicates(["start_ns", "name"]), on=["start_ns", "name"], how="inner")
+    # MindSpore writes kernel_details Name as "<launch op>/<task>" and graph-mode task names are
+    # scope paths: both sides are joined on the name's last "/" component (and the exact start)
+    left = pd.DataFrame({"start_ns": hw["ts_ns"], "leaf": per_unique(hw["name"], _leaf), "row": np.arange(n)})
+    right = kernels.assign(leaf=per_unique(kernels["name"].to_numpy(), _leaf)).drop_duplicates(["start_ns", "leaf"])
+    hit = left.merge(right, on=["start_ns", "leaf"], how="inner")
     rows = hit["row"].to_numpy()
     facts["listed"][rows] = True
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
         facts[col][rows] = hit[col].to_numpy()
     return facts
+
+
+def _leaf(name: str) -> str:
+    return str(name).rsplit("/", 1)[-1]
 
 
 def _ms(device: pd.DataFrame, mask: np.ndarray) -> str:
