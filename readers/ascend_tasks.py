@@ -12,13 +12,19 @@ kernels. Everything else on the hardware streams is not a kernel, whatever its n
   ``STARS_COMMON`` markers such as ``PROFILING_ENABLE``/``PROFILING_DISABLE``, which mark the
   profiling window and do no work) are "other".
 
-Only when an export has no kernel table at all is a task's kind read from its task type, and
-only when the task type is unknown too, from its name.
+A task whose type says kernel (``AI_CORE`` ...) but that the table does not list is not counted
+either: the profiler leaves it out of its own Computing (on a real DB export, 13 such
+``KERNEL_AICORE`` tasks, 0.26 ms, are exactly the difference). Only when an export has no kernel
+table — or one that lists fewer than half of the kernel-typed tasks, i.e. from another run — is
+a task's kind read from its task type, and only when the task type is unknown too, from its name.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA
+from perfcmp.readers.textmatch import per_unique
 
 # Task types of kernels (trace_view "Task Type", kernel_details "Accelerator Core"/"Task Type",
 # DB TASK.taskType), across CANN releases.
@@ -69,8 +75,31 @@ def task_kind(name: str, task_type: str, has_kernel_table: bool, in_kernel_table
         return SDMA
     if str(name).lower().startswith("hcom_") or upper in COMM_CORES:
         return COMM
+    if has_kernel_table:
+        return OTHER  # not in the profiler's kernel list: the profiler does not count it
     if upper in COMPUTE_TASK_TYPES:
-        return COMPUTE  # a kernel the table misses (the caller warns)
-    if has_kernel_table or upper in NON_KERNEL_TASK_TYPES or is_hccl_task(task_type, name) or str(name).upper() in NON_KERNEL_TASK_TYPES:
+        return COMPUTE
+    if upper in NON_KERNEL_TASK_TYPES or is_hccl_task(task_type, name) or str(name).upper() in NON_KERNEL_TASK_TYPES:
         return OTHER  # not in the profiler's kernel list, or a known non-kernel task
     return COMPUTE  # no kernel table and an unknown task type: count it as a kernel
+
+
+def task_kinds(names: np.ndarray, task_types: np.ndarray, listed: np.ndarray, cores: np.ndarray,
+               has_kernel_table: bool) -> tuple[np.ndarray, str | None]:
+    """``task_kind`` of every hardware task, and a warning when the kernel table does not fit.
+
+    A table that lists fewer than half of the tasks whose type says kernel is from another run
+    (or cut short): it is then ignored for the kinds, which come from the task types, and the
+    returned message says so with the time it touches.
+    """
+    typed = per_unique(task_types, lambda t: str(t).upper() in COMPUTE_TASK_TYPES, dtype=bool) if len(names) else np.zeros(0, dtype=bool)
+    trusted = has_kernel_table
+    message = None
+    if has_kernel_table and typed.any() and (listed & typed).sum() * 2 < typed.sum():
+        trusted = False
+        message = (f"the kernel table lists only {int((listed & typed).sum())} of the {int(typed.sum())} kernel tasks: "
+                   "it seems to come from another run or was cut short, so kernels are told by their task types and "
+                   "op types and shapes are missing for the rest; export the profile again")
+    facts = list(zip(names, task_types, listed, cores))
+    kinds = per_unique(facts, lambda f: task_kind(f[0], f[1], trusted, f[2], f[3])) if facts else np.empty(0, dtype=object)
+    return kinds, message

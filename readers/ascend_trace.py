@@ -21,7 +21,7 @@ from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_column
 from perfcmp.readers.common import assign_steps, build_host, forward_links, merge_warnings, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
-from perfcmp.readers.ascend_tasks import is_hccl_task, task_kind
+from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, table
 from perfcmp.readers.textmatch import per_unique, shared
 
@@ -200,8 +200,9 @@ class AscendTrace:
         facts = _kernel_facts(hw, kernels)
         op_facts = _kernel_facts(ops, kernels)  # the kernel table lists collectives too (Type hcom_allReduce_)
         has_table = kernels is not None
-        kind_hw = per_unique(list(zip(hw["name"], hw["task_type"], facts["listed"], facts["core"])),
-                             lambda f: task_kind(f[0], f[1], has_table, f[2], f[3])) if len(hw["name"]) else np.empty(0, dtype=object)
+        kind_hw, misfit = task_kinds(hw["name"], hw["task_type"], facts["listed"], facts["core"], has_table)
+        if misfit:
+            self.warnings.append(ReadWarning(self.shown_as, misfit.replace("the kernel table", "kernel_details.csv")))
         op_groups = dict(zip(ops["connection"].tolist(), self._group(ops).tolist())) if len(ops["name"]) else {}
         op_groups.pop(-1, None)
         hccl_task = (kind_hw == OTHER) & (np.isin(hw["connection"], list(op_groups)) |
@@ -228,7 +229,6 @@ class AscendTrace:
         device["op_type"] = np.where(listed_type != "", listed_type, guessed)
         for col in ("input_shapes", "mac_us", "pmu_compute_us"):
             device[col] = np.concatenate([facts[col], op_facts[col]])
-        self._warn_unlisted_kernels(device, np.concatenate([facts["listed"], np.zeros(n_ops, dtype=bool)]), has_table)
         self._warn_unlaunched_kernels(device, host)
         return device
 
@@ -260,14 +260,6 @@ class AscendTrace:
                 f"kernels with no launching framework op (no async_npu flow), {_ms(device, lost)} of kernel time: "
                 "counted in Computing, but missing from the operator, module and category rows; "
                 "was the trace cut or parsed without its framework data?"), int(lost.sum())))
-
-    def _warn_unlisted_kernels(self, device: pd.DataFrame, listed: np.ndarray, has_table: bool) -> None:
-        missed = has_table & (device["kind"] == COMPUTE).to_numpy() & ~listed
-        if missed.any():
-            self.warnings.append(ReadWarning(self.shown_as, (
-                f"kernels (by task type) with no kernel_details.csv row at their start and name, {_ms(device, missed)} "
-                "of kernel time: op types guessed from the task names; is kernel_details.csv from another run?"),
-                int(missed.sum())))
 
     def _comm_task_table(self) -> pd.DataFrame:
         """HCCL plane tasks: from the HCCL process's plane threads when it has them (profiler

@@ -4,30 +4,40 @@ Accepted inputs:
 
 * GPU: a ``*.json`` / ``*.json.gz`` Kineto trace (a JSON object with ``traceEvents``), or a
   directory holding exactly one ``*.pt.trace.json[.gz]``.
-* NPU (torch_npu text export): an ``*_ascend_pt`` / ``*_ascend_ms`` directory holding
-  ``ASCEND_PROFILER_OUTPUT``, that output directory itself, or a ``trace_view.json`` file (a JSON
-  array); with a file, the CSV/JSON files beside it are not read.
+* NPU: an ``*_ascend_pt`` / ``*_ascend_ms`` directory holding ``ASCEND_PROFILER_OUTPUT``, or that
+  output directory itself, with the text export (``trace_view.json`` and its CSV/JSON side files),
+  the SQLite DB export (``ascend_pytorch_profiler_N.db``, ``ascend_mindspore_profiler_N.db``) or
+  both; or one file of either: a ``trace_view.json`` (a JSON array; the files beside it are not
+  read) or the ``.db`` itself (``profiler_info_N.json`` is still looked up).
 
-Each file is read once: the bytes read for sniffing are the bytes decoded.
+A directory holding both exports is read from the text one, which carries more (call stacks and
+events the DB leaves out), unless ``npu_source`` asks for the other; ``RunInfo.metadata["export"]``
+then says which was read. A DB read always says ``"db"``.
+
+Each JSON file is read once: the bytes read for sniffing are the bytes decoded. A DB is opened
+read-only and queried, never read whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from perfcmp.readers import ascend, torch_trace
+from perfcmp.readers import ascend, ascend_db, torch_trace
 from perfcmp.readers.chrome import SQLITE_MAGIC, read_bytes, sniff_json
-from perfcmp.readers.errors import InputError
+from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.readers.model import Profile
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 GPU_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 DB_PREFIXES = ("ascend_pytorch_profiler", "ascend_mindspore_profiler", "msmonitor")
+NPU_SOURCES = ("text", "db")
 
 
 def detect(path: str) -> str:
-    """Name the format of ``path`` from its layout alone: ``gpu-file``, ``gpu-dir``, ``npu-dir``,
-    ``npu-output`` or ``file`` (a JSON file whose first byte decides)."""
+    """Name the format of ``path`` from its layout alone: ``gpu-dir``, ``npu-dir`` (holds
+    ASCEND_PROFILER_OUTPUT), ``npu-output`` (holds trace_view.json or a profiler DB) or ``file``
+    (a DB, or a JSON file whose first byte decides)."""
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or directory; expected a profiler trace or an *_ascend_pt directory", path)
@@ -38,7 +48,7 @@ def detect(path: str) -> str:
     try:
         if (p / OUTPUT_DIR).is_dir():
             return "npu-dir"
-        if (p / "trace_view.json").is_file():
+        if (p / "trace_view.json").is_file() or db_exports(p):
             return "npu-output"
         if _gpu_traces(p):
             return "gpu-dir"
@@ -48,34 +58,91 @@ def detect(path: str) -> str:
     raise InputError(message, path)
 
 
-def load_profile(path: str, gpu_flow_cat: str | None = None) -> Profile:
-    """Read the profile at ``path`` (as the user wrote it; it is shown in messages unchanged)."""
+def load_profile(path: str, gpu_flow_cat: str | None = None, npu_source: str | None = None) -> Profile:
+    """Read the profile at ``path`` (as the user wrote it; it is shown in messages unchanged).
+
+    Args:
+        path: a GPU trace, an NPU export directory or file (see the module docstring).
+        gpu_flow_cat: the flow category linking GPU launches to kernels, when non-standard.
+        npu_source: ``"text"`` or ``"db"``: which export of an NPU directory to read (default:
+            text when it is there); asking for one the input lacks is an ``InputError``. GPU
+            inputs ignore it.
+    """
+    if npu_source not in (None, *NPU_SOURCES):
+        raise UsageError(f"npu_source must be one of {', '.join(NPU_SOURCES)}, not {npu_source!r}")
     kind = detect(path)
     p = Path(path)
-    if kind == "npu-dir":
-        return ascend.read_dir(p / OUTPUT_DIR, info_dir=p, shown_as=path)
-    if kind == "npu-output":
-        return ascend.read_dir(p, info_dir=p, shown_as=path)
+    if kind in ("npu-dir", "npu-output"):
+        return _read_npu_dir(p / OUTPUT_DIR if kind == "npu-dir" else p, p, path, npu_source)
     if kind == "gpu-dir":
         traces = _gpu_traces(p)
         if len(traces) > 1:
             names = ", ".join(t.name for t in traces)
             raise InputError(f"holds {len(traces)} GPU traces ({names}); expected exactly one, pass the file itself", path)
-        return _read_file(traces[0], str(traces[0]) if path.endswith("/") else f"{path}/{traces[0].name}", gpu_flow_cat)
-    return _read_file(p, path, gpu_flow_cat)
+        return _read_file(traces[0], str(traces[0]) if path.endswith("/") else f"{path}/{traces[0].name}", gpu_flow_cat, None)
+    return _read_file(p, path, gpu_flow_cat, npu_source)
 
 
-def _read_file(p: Path, shown_as: str, gpu_flow_cat: str | None) -> Profile:
+def db_exports(directory: Path) -> list[Path]:
+    """The profiler DB files (``ascend_pytorch_profiler_N.db`` ...) in ``directory``, sorted."""
+    return sorted(f for f in directory.iterdir() if f.name.startswith(DB_PREFIXES) and f.name.endswith(".db") and f.is_file())
+
+
+def _read_npu_dir(output_dir: Path, info_dir: Path, shown_as: str, npu_source: str | None) -> Profile:
+    """Read an ASCEND_PROFILER_OUTPUT directory's text or DB export (text when both are there)."""
+    has_text = (output_dir / "trace_view.json").is_file()
+    try:
+        dbs = db_exports(output_dir)
+    except OSError as exc:
+        raise InputError(f"cannot read directory ({exc.strerror or exc}); expected a readable profile directory", shown_as) from None
+    source = npu_source or ("text" if has_text else "db" if dbs else "")
+    where = f"{OUTPUT_DIR}/" if output_dir != info_dir else ""
+    if not source:
+        raise InputError(f"has neither a text export ({where}trace_view.json) nor a DB export ({where}ascend_pytorch_profiler_N.db); "
+                         "expected a parsed torch_npu export", shown_as)
+    if source == "text":
+        if not has_text:
+            raise InputError(f"has no text export ({where}trace_view.json) to read as asked; it holds the DB export "
+                             f"{dbs[0].name}: read that (npu source db) or export the text format too", shown_as)
+        profile = ascend.read_dir(output_dir, info_dir=info_dir, shown_as=shown_as)
+        if dbs:  # the choice mattered: say which export was read
+            profile.info = dataclasses.replace(profile.info, metadata={**profile.info.metadata, "export": "text"})
+        return profile
+    if not dbs:
+        raise InputError(f"has no DB export ({where}ascend_pytorch_profiler_N.db) to read as asked; it holds the text "
+                         "export only: read that (npu source text) or export with export_type=db too", shown_as)
+    if len(dbs) > 1:
+        raise InputError(f"holds {len(dbs)} DB exports ({', '.join(d.name for d in dbs)}); expected one, pass the file itself",
+                         shown_as)
+    return ascend_db.read_db(dbs[0], info_dir, shown_as)
+
+
+def _read_file(p: Path, shown_as: str, gpu_flow_cat: str | None, npu_source: str | None) -> Profile:
+    if p.suffix == ".db" or _starts_with(p, SQLITE_MAGIC, shown_as):
+        if npu_source == "text":
+            raise InputError("is a DB export, but the text export was asked for; pass its *_ascend_pt directory "
+                             "or trace_view.json", shown_as)
+        # ASCEND_PROFILER_OUTPUT/x.db: profiler_info_N.json sits one level up, beside that directory
+        info_dir = p.parent.parent if p.parent.name == OUTPUT_DIR else p.parent
+        return ascend_db.read_db(p, info_dir, shown_as)
     data = read_bytes(p, shown_as)
-    if data.startswith(SQLITE_MAGIC):
-        raise InputError("is an SQLite profiler DB export, which perfcmp does not read yet; "
-                         "pass the *_ascend_pt directory with its text export instead", shown_as)
     raw = sniff_json(data, shown_as)
     del data
     if raw.first == b"[":
+        if npu_source == "db":
+            raise InputError("is a text export's trace_view.json, but the DB export was asked for; pass its "
+                             "*_ascend_pt directory or the .db file", shown_as)
         return ascend.read_trace_only(raw, shown_as)
     flow_cats = (gpu_flow_cat.lower(),) if gpu_flow_cat else torch_trace.FLOW_CATS
     return torch_trace.read(raw, shown_as, flow_cats)
+
+
+def _starts_with(p: Path, magic: bytes, shown_as: str) -> bool:
+    try:
+        with open(p, "rb") as handle:
+            return handle.read(len(magic)) == magic
+    except OSError as exc:
+        raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
 
 
 def _gpu_traces(p: Path) -> list[Path]:
@@ -86,8 +153,6 @@ def _foreign_dir_message(p: Path) -> str:
     entries = sorted(f.name for f in p.iterdir())
     if not entries:
         return "directory is empty; expected a *.pt.trace.json[.gz] trace or an *_ascend_pt profiler directory"
-    if any(name.startswith(DB_PREFIXES) and name.endswith(".db") for name in entries):
-        return "holds only an SQLite DB export, which perfcmp does not read yet; export the text format too"
     if any(name.startswith("PROF_") for name in entries):
         return ("holds raw PROF_* data but no ASCEND_PROFILER_OUTPUT; parse it first "
                 "(torch_npu.profiler.profiler.analyse) and pass the *_ascend_pt directory")

@@ -1,0 +1,632 @@
+"""NPU reader: a torch_npu / MindSpore SQLite DB export (``ascend_pytorch_profiler_N.db``) -> ``Profile``.
+
+The DB holds the facts of the text export in tables whose strings are interned in ``STRING_IDS``
+and whose times are integer nanoseconds (``PYTORCH_API`` stores them as TEXT). Each table is read
+with one SELECT and joined in pandas:
+
+* host: ``PYTORCH_API`` (type ``op`` -> cpu_op, ``trace`` -> python_function, ``mstx`` ->
+  user_annotation; ``queue`` Enqueue/Dequeue rows are left out, as the text reader leaves them
+  out) and the AscendCL level of ``CANN_API`` as runtime rows on a track of their own;
+* device: ``TASK`` rows (kernels are the ones ``COMPUTE_TASK_INFO`` lists), without HCCL's own
+  tasks (``COMMUNICATION_TASK_INFO``) and without the one task per collective that only repeats
+  its ``COMMUNICATION_OP`` row, plus a row per ``COMMUNICATION_OP``. A task's launching op is the
+  ``PYTORCH_API`` op whose ``CONNECTION_IDS`` list holds the task's connection id;
+* comm_tasks: ``COMMUNICATION_TASK_INFO`` joined to ``TASK``; memory: ``MEMORY_RECORD`` plus the
+  process total (``NPU_MEM`` app rows: the text export's APP component); allocations:
+  ``OP_MEMORY``; timeline: ``OVERLAP_ANALYSIS`` when the export has it; reference_steps:
+  ``StepTraceTime`` of the ``analysis.db`` beside the DB.
+
+Only ``TASK`` and ``STRING_IDS`` are required. A missing optional table leaves its part of the
+profile empty, with a warning when the user would miss it. Times stay exact integer ns until
+the origin (the earliest host or device start) is subtracted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import NoReturn
+from urllib.parse import quote
+
+import numpy as np
+import pandas as pd
+
+from perfcmp.readers.ascend import _process_group_names, _run_info
+from perfcmp.readers.ascend_tasks import task_kinds
+from perfcmp.readers.ascend_trace import (CANN_BLOCK, _any_op_around, _launcher_of_next_task, _op_type_from_name,
+                                          _same_name_around)
+from perfcmp.readers.chrome import SQLITE_MAGIC
+from perfcmp.readers.common import STEP_NAME, assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
+from perfcmp.readers.errors import InputError
+from perfcmp.readers.model import COMM, COMPUTE, Profile, ReadWarning, RunInfo, Step, table
+from perfcmp.readers.textmatch import per_unique
+
+EXPECTED = "expected a torch_npu DB export (ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_N.db of an *_ascend_pt directory)"
+PRODUCERS = {"ascend_pytorch_profiler": "Ascend PyTorch profiler (torch_npu), DB export",
+             "ascend_mindspore_profiler": "MindSpore profiler, DB export", "msmonitor": "msMonitor, DB export"}
+# ENUM_API_TYPE as torch_npu writes it, for an export without that table
+API_TYPES = {5000: "runtime", 5500: "hccl", 10000: "node", 15000: "model", 20000: "acl",
+             50001: "op", 50002: "queue", 50003: "trace", 50004: "mstx"}
+HOST_CATS = {"op": "cpu_op", "trace": "python_function", "mstx": "user_annotation"}
+# OVERLAP_ANALYSIS.type (MindStudio Insight's numbering, or the lane's name)
+LANES = {0: "compute", 1: "comm", 2: "comm_uncovered", 3: "free", "Computing": "compute", "Communication": "comm",
+         "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
+UNKNOWN = ("", "N/A", "INVALID_TYPE")
+NO_ID = 2**32 - 1  # an unset uint32 id (planeId of a level-0 export, an unknown rank)
+STACK_SEP = ";\r\n"  # how the text export joins call-stack frames
+
+
+class _Db:
+    """An open export: its tables and columns, its strings, and SELECTs whose failures are InputErrors."""
+
+    def __init__(self, path: Path, shown_as: str, warnings: list[ReadWarning]) -> None:
+        self.shown_as, self.warnings, self._strings = shown_as, warnings, None
+        self._check_file(path)
+        try:
+            self.conn = sqlite3.connect(f"file:{quote(path.absolute().as_posix())}?mode=ro", uri=True, timeout=1.0)
+        except sqlite3.Error as exc:
+            self.fail(f"cannot be opened as an SQLite database ({exc}); {EXPECTED}")
+        try:
+            names = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+            self.columns = {t: {r[1] for r in self.conn.execute(f'PRAGMA table_info("{t.replace(chr(34), chr(34) * 2)}")')}
+                            for t in names}
+        except sqlite3.Error as exc:
+            self.conn.close()
+            self.fail(f"cannot be read as an SQLite database ({exc}); {EXPECTED}")
+
+    def _check_file(self, path: Path) -> None:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            self.fail(f"cannot read file ({exc.strerror or exc})")
+        if not head:
+            self.fail(f"is empty; {EXPECTED}")
+        if head != SQLITE_MAGIC:
+            self.fail(f"is not an SQLite database (it does not start with 'SQLite format 3'); {EXPECTED}")
+
+    def __enter__(self) -> _Db:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+    def fail(self, message: str) -> NoReturn:
+        raise InputError(message, self.shown_as) from None
+
+    def require(self, name: str, columns: tuple[str, ...]) -> None:
+        if name not in self.columns:
+            self.fail(f"has no {name} table; {EXPECTED}")
+        missing = [c for c in columns if c not in self.columns[name]]
+        if missing:
+            self.fail(f"table {name} lacks column(s) {', '.join(missing)}; {EXPECTED}")
+
+    def usable(self, name: str, columns: tuple[str, ...], lost: str = "") -> bool:
+        """Whether optional table ``name`` is there with ``columns``; if not, a warning when
+        something is ``lost`` (a table lacking its key columns always warns)."""
+        missing = [c for c in columns if c not in self.columns.get(name, columns)]
+        if name in self.columns and missing:
+            self.warn(f"table {name} lacks column(s) {', '.join(missing)} and was not read" + (f": {lost}" if lost else ""))
+        elif name not in self.columns and lost:
+            self.warn(f"no {name} table: {lost}")
+        return name in self.columns and not missing
+
+    def warn(self, message: str, count: int = 1) -> None:
+        self.warnings.append(ReadWarning(self.shown_as, message, count))
+
+    def column(self, name: str, column: str) -> str:
+        """``column`` of table ``name`` for a SELECT list, or NULL when this export lacks it."""
+        return column if column in self.columns[name] else "NULL"
+
+    def select(self, sql: str) -> pd.DataFrame:
+        try:
+            cursor = self.conn.execute(sql)
+            rows = cursor.fetchall()
+        except sqlite3.Error as exc:
+            self.fail(f"cannot be read ({exc}); {EXPECTED}")
+        return pd.DataFrame.from_records(rows, columns=[d[0] for d in cursor.description])
+
+    def text(self, ids: pd.Series) -> np.ndarray:
+        """STRING_IDS values of an id column: "" for NULL or an unknown id; text stored in place of an id is kept."""
+        if self._strings is None:
+            raw = self.select("SELECT id, value FROM STRING_IDS")
+            self._strings = pd.Series(raw["value"].fillna("").astype(str).to_numpy(dtype=object), index=_ints(raw["id"]))
+            self._strings = self._strings[~self._strings.index.duplicated()]
+        values = pd.Series(ids).reset_index(drop=True)
+        number = pd.to_numeric(values, errors="coerce")
+        pos = self._strings.index.get_indexer(number.fillna(-1).to_numpy(dtype=np.int64))
+        out = np.full(len(values), "", dtype=object)
+        out[pos >= 0] = self._strings.to_numpy()[pos[pos >= 0]]
+        inline = (number.isna() & values.notna()).to_numpy()
+        out[inline] = values[inline].astype(str).to_numpy(dtype=object)
+        return out
+
+
+def read_db(db_path: Path, info_dir: Path, shown_as: str) -> Profile:
+    """Read an SQLite DB export.
+
+    Args:
+        db_path: the ``ascend_pytorch_profiler_N.db`` (or MindSpore / msMonitor) file.
+        info_dir: where ``profiler_info_N.json`` (and maybe ``profiler_metadata.json``) live.
+        shown_as: the path as the user gave it (a directory holding the DB, or the DB itself).
+
+    Returns:
+        The profile, with ``info.metadata["export"] == "db"``; µs from the earliest host or
+        device start, bytes.
+    """
+    shown = shown_as if shown_as.rstrip("/").endswith(db_path.name) else _inner(shown_as, db_path, info_dir)
+    warnings: list[ReadWarning] = []
+    with _Db(db_path, shown, warnings) as db:
+        if "TASK" not in db.columns and "StepTraceTime" in db.columns:
+            db.fail(f"is the profiler's analysis.db, which holds no timeline; {EXPECTED}")
+        db.require("TASK", ("startNs", "endNs", "globalTaskId", "taskType", "streamId", "connectionId"))
+        db.require("STRING_IDS", ("id", "value"))
+        got = {"api": _api_rows(db), "cann": _cann_rows(db), "tasks": _tasks(db), "kernels": _kernels(db),
+               "hccl": _hccl_tasks(db), "ops": _comm_ops(db), "lanes": _overlap_rows(db), "links": _links(db),
+               "memory": _memory_rows(db), "blocks": _blocks(db), "facts": _run_facts(db),
+               "groups": _group_names(db, info_dir, shown_as)}
+    return _assemble(got, db_path, info_dir, shown_as, shown, warnings)
+
+
+def _inner(shown_as: str, db_path: Path, info_dir: Path) -> str:
+    """How to show the DB inside the directory the user gave (``x_ascend_pt/ASCEND_PROFILER_OUTPUT/….db``)."""
+    try:
+        rel = db_path.relative_to(info_dir).as_posix()
+    except ValueError:
+        rel = db_path.name
+    return f"{shown_as.rstrip('/')}/{rel}"
+
+
+def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: str, warnings: list[ReadWarning]) -> Profile:
+    """The profile's tables from the rows read (see ``read_db``)."""
+    step_rows = pd.DataFrame({"start_ns": [s for _, s, _ in got["facts"]["steps"]]}, dtype=np.int64)
+    origin = _origin([got["api"], got["cann"], got["tasks"], got["ops"], got["lanes"], step_rows])
+    host, api_rows = _host(got["api"], got["cann"], origin, shown, warnings)
+    device, conn = _device(got["tasks"], got["kernels"], got["hccl"], got["ops"], got["groups"], origin, shown, warnings)
+    _link(host, device, conn, got["api"], api_rows, got["links"], shown, warnings)
+    steps = steps_from_host(host[host["cat"] == "cpu_op"], shown, warnings) or _table_steps(got["facts"]["steps"], origin)
+    device["step_id"] = assign_steps(device, host, steps)
+    info = _info(got["facts"], db_path, info_dir, shown_as, origin, warnings)
+    return Profile(info=info, steps=steps, host=host, device=device,
+                   comm_tasks=_comm_tasks(got["hccl"], got["tasks"], got["groups"], origin, shown, warnings),
+                   memory=_memory(got["memory"], origin), timeline=_timeline(got["lanes"], origin, shown, warnings),
+                   allocations=_allocations(got["blocks"], host, device, origin),
+                   reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings), warnings=merge_warnings(warnings))
+
+
+def _info(facts: dict, db_path: Path, info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning]) -> RunInfo:
+    """profiler_info_N.json's RunInfo, with the DB's producer, device name and rank (RANK_DEVICE_MAP,
+    else profiler_info_N.json, else the file name's ``_N``) and ``export: db``."""
+    info = _run_info(info_dir, shown_as, origin, warnings)
+    rank = facts["rank"] if facts["rank"] is not None else info.rank
+    if rank is None and (match := re.search(r"_(\d+)\.db$", db_path.name)):
+        rank = int(match.group(1))
+    schema = {"db schema version": facts["schema"]} if facts["schema"] else {}
+    return dataclasses.replace(
+        info, producer=next((p for k, p in PRODUCERS.items() if db_path.name.startswith(k)), PRODUCERS["ascend_pytorch_profiler"]),
+        device_name=facts["device_name"] or info.device_name, rank=rank, metadata={**info.metadata, **schema, "export": "db"})
+
+
+# --- reading: one SELECT per table ---------------------------------------------------------
+
+
+def _ns(col: str) -> str:
+    """SQL for an int-ns column (INTEGER, or digits stored as TEXT) as an exact integer; -1 when
+    missing or not a number. Casting in SQL keeps all 19 digits, which a float would not."""
+    return (f"(CASE WHEN typeof({col}) = 'integer' THEN {col} "
+            f"WHEN typeof({col}) = 'text' AND trim({col}) <> '' AND trim({col}) NOT GLOB '*[^0-9]*' THEN CAST(trim({col}) AS INTEGER) "
+            f"WHEN typeof({col}) = 'real' THEN CAST(round({col}) AS INTEGER) ELSE -1 END)")
+
+
+def _ints(values: object, missing: int = -1) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values), errors="coerce").fillna(missing).to_numpy(dtype=np.int64)
+
+
+def _floats(values: object) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+
+
+def _known(values: np.ndarray) -> np.ndarray:
+    return per_unique(values, lambda s: "" if s in UNKNOWN else s)
+
+
+def _api_types(db: _Db, ids: pd.Series) -> np.ndarray:
+    """ENUM_API_TYPE names of a ``type`` column ('op', 'queue', 'trace', 'acl', ...)."""
+    names = dict(API_TYPES)
+    if db.usable("ENUM_API_TYPE", ("id", "name")):
+        enum = db.select("SELECT id, name FROM ENUM_API_TYPE")
+        names.update(zip(_ints(enum["id"]).tolist(), enum["name"].astype(str).tolist()))
+    return per_unique(_ints(ids), lambda t: names.get(t, ""))
+
+
+def _api_rows(db: _Db) -> pd.DataFrame:
+    """PYTORCH_API rows kept as host events.
+
+    Columns: start_ns, end_ns (int ns, -1 unknown), gtid, name, cat, input_shapes, input_types,
+    call_stack (each spelt as the text export spells it), conn (connectionId, -1 none).
+    """
+    if not db.usable("PYTORCH_API", ("startNs", "endNs", "globalTid", "name", "type"),
+                     "no framework ops, so no steps, kernel launches, operator or module rows"):
+        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "name", "cat", "input_shapes", "input_types", "call_stack", "conn"])
+    col = {c: db.column("PYTORCH_API", c) for c in ("inputShapes", "inputDtypes", "callchainId", "connectionId")}
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type, "
+                    f"{col['inputShapes']} AS shapes, {col['inputDtypes']} AS dtypes, {col['callchainId']} AS chain, "
+                    f"{col['connectionId']} AS conn FROM PYTORCH_API")
+    kind, names = _api_types(db, raw["type"]), db.text(raw["name"])
+    step = per_unique(names, lambda n: STEP_NAME.search(n) is not None, dtype=bool)
+    cat = np.where(step & (kind == "mstx"), "cpu_op", per_unique(kind, lambda k: HOST_CATS.get(k, "")))
+    unknown = int(((cat == "") & (kind != "queue")).sum())
+    if unknown:
+        db.warn("PYTORCH_API rows of an unknown type left out", unknown)
+    shapes, types = _shapes_and_types(db.text(raw["shapes"]), db.text(raw["dtypes"]))
+    frame = pd.DataFrame({"start_ns": raw["start_ns"], "end_ns": raw["end_ns"], "gtid": _ints(raw["globalTid"], 0), "name": names,
+                          "cat": cat, "input_shapes": shapes, "input_types": types,
+                          "call_stack": _call_stacks(db).reindex(_ints(raw["chain"])).fillna("").to_numpy(dtype=object),
+                          "conn": _ints(raw["conn"])})
+    return frame[cat != ""].reset_index(drop=True)
+
+
+def _shapes_and_types(shapes: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Input shapes and dtypes as the text export gives them (a JSON string, spaces removed).
+
+    Some torch_npu releases write each into the other's column; a shape list never holds a
+    letter and a dtype list ("float;\\r\\nNone") always does, so each row is put right.
+    """
+    letters = re.compile("[A-Za-z]")
+    has_s = per_unique(shapes, lambda s: bool(letters.search(s)), dtype=bool)
+    has_t = per_unique(types, lambda s: bool(letters.search(s)), dtype=bool)
+    swap = has_s & ~has_t
+    def spell(s: str) -> str:
+        return json.dumps(s).replace(" ", "") if s else ""
+    return per_unique(np.where(swap, types, shapes), spell), per_unique(np.where(swap, shapes, types), spell)
+
+
+def _call_stacks(db: _Db) -> pd.Series:
+    """PYTORCH_CALLCHAINS id -> its frames, innermost first, joined as the text export joins them."""
+    if not db.usable("PYTORCH_CALLCHAINS", ("id", "stack", "stackDepth")):
+        return pd.Series(dtype=object)
+    raw = db.select("SELECT id, stack FROM PYTORCH_CALLCHAINS ORDER BY id, stackDepth")
+    return pd.Series(db.text(raw["stack"]), index=_ints(raw["id"])).groupby(level=0, sort=False).agg(STACK_SEP.join)
+
+
+def _cann_rows(db: _Db) -> pd.DataFrame:
+    """The AscendCL calls of CANN_API (the level the text export shows): start_ns, end_ns, gtid, name."""
+    if not db.usable("CANN_API", ("startNs", "endNs", "globalTid", "name", "type")):
+        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "name"])
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type FROM CANN_API")
+    raw = raw[_api_types(db, raw["type"]) == "acl"]
+    return pd.DataFrame({"start_ns": raw["start_ns"].to_numpy(), "end_ns": raw["end_ns"].to_numpy(),
+                         "gtid": _ints(raw["globalTid"], 0), "name": per_unique(db.text(raw["name"]), lambda n: f"AscendCL@{n}")})
+
+
+def _tasks(db: _Db) -> pd.DataFrame:
+    """TASK: start_ns, end_ns, task_id (globalTaskId), stream, conn (-1 none), task_type (its name)."""
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTaskId AS task_id, "
+                    "streamId AS stream, connectionId AS conn, taskType AS task_type FROM TASK")
+    for col in ("task_id", "stream", "conn"):
+        raw[col] = _ints(raw[col])
+    raw["task_type"] = db.text(raw["task_type"])
+    return raw
+
+
+def _kernels(db: _Db) -> pd.DataFrame | None:
+    """COMPUTE_TASK_INFO: task_id, name, op_type, core, input_shapes ("" for N/A); None without the table."""
+    if not db.usable("COMPUTE_TASK_INFO", ("globalTaskId", "name"),
+                     "no kernel names, op types or shapes; kernels told apart by their task types"):
+        return None
+    col = {c: db.column("COMPUTE_TASK_INFO", c) for c in ("opType", "taskType", "inputShapes")}
+    raw = db.select(f"SELECT globalTaskId AS task_id, name, {col['opType']} AS op_type, {col['taskType']} AS core, "
+                    f"{col['inputShapes']} AS input_shapes FROM COMPUTE_TASK_INFO")
+    frame = pd.DataFrame({"task_id": _ints(raw["task_id"]),
+                          **{c: _known(db.text(raw[c])) for c in ("name", "op_type", "core", "input_shapes")}})
+    repeated = int(frame["task_id"].duplicated().sum())
+    if repeated:
+        db.warn("COMPUTE_TASK_INFO rows repeating a globalTaskId (the first one used)", repeated)
+    return frame.drop_duplicates("task_id")
+
+
+def _hccl_tasks(db: _Db) -> pd.DataFrame:
+    """COMMUNICATION_TASK_INFO: task_id, name (HCCL's task type, "" when N/A), plane, group, transport."""
+    if not db.usable("COMMUNICATION_TASK_INFO", ("globalTaskId", "groupName")):
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (("task_id", np.int64), ("name", object), ("plane", np.int64),
+                                                                  ("group", object), ("transport", object))})
+    col = {c: db.column("COMMUNICATION_TASK_INFO", c) for c in ("taskType", "planeId", "transportType")}
+    raw = db.select(f"SELECT globalTaskId, {col['taskType']} AS name, {col['planeId']} AS plane, groupName, "
+                    f"{col['transportType']} AS transport FROM COMMUNICATION_TASK_INFO")
+    names: dict[int, str] = {}
+    if db.usable("ENUM_HCCL_TRANSPORT_TYPE", ("id", "name")):
+        enum = db.select("SELECT id, name FROM ENUM_HCCL_TRANSPORT_TYPE")
+        names = dict(zip(_ints(enum["id"]).tolist(), enum["name"].astype(str).tolist()))
+    return pd.DataFrame({"task_id": _ints(raw["globalTaskId"]), "name": _known(db.text(raw["name"])), "plane": _ints(raw["plane"]),
+                         "group": db.text(raw["groupName"]),
+                         "transport": _known(per_unique(_ints(raw["transport"]), lambda t: names.get(t, "")))})
+
+
+def _comm_ops(db: _Db) -> pd.DataFrame:
+    """COMMUNICATION_OP: name, start_ns, end_ns, conn (-1 none), group (the raw HCCL group name)."""
+    if not db.usable("COMMUNICATION_OP", ("opName", "startNs", "endNs", "groupName")):
+        return pd.DataFrame({"name": [], "start_ns": [], "end_ns": [], "conn": [], "group": []})
+    raw = db.select(f"SELECT opName, {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, "
+                    f"{db.column('COMMUNICATION_OP', 'connectionId')} AS conn, groupName FROM COMMUNICATION_OP")
+    return pd.DataFrame({"name": db.text(raw["opName"]), "start_ns": raw["start_ns"], "end_ns": raw["end_ns"],
+                         "conn": _ints(raw["conn"]), "group": db.text(raw["groupName"])})
+
+
+def _overlap_rows(db: _Db) -> pd.DataFrame:
+    """OVERLAP_ANALYSIS (MindStudio Insight adds it to the DB): lane ("" unknown), start_ns, end_ns."""
+    if not db.usable("OVERLAP_ANALYSIS", ("startNs", "endNs", "type")):
+        return pd.DataFrame(columns=["lane", "start_ns", "end_ns"])
+    raw = db.select(f"SELECT type, {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns FROM OVERLAP_ANALYSIS")
+    lane = per_unique(raw["type"].to_numpy(dtype=object), lambda t: LANES.get(t, LANES.get(str(t).strip(), "")))
+    return pd.DataFrame({"lane": lane, "start_ns": raw["start_ns"], "end_ns": raw["end_ns"]})
+
+
+def _links(db: _Db) -> pd.DataFrame | None:
+    """CONNECTION_IDS: id (a PYTORCH_API row's connectionId) -> conn (of a task, collective or
+    peer op); None without the table (then an op's connectionId is its one link)."""
+    if not db.usable("CONNECTION_IDS", ("id", "connectionId")):
+        return None
+    raw = db.select("SELECT id, connectionId FROM CONNECTION_IDS")
+    return pd.DataFrame({"id": _ints(raw["id"]), "conn": _ints(raw["connectionId"])})
+
+
+def _memory_rows(db: _Db) -> pd.DataFrame:
+    """MEMORY_RECORD and NPU_MEM's app rows: component, ts_ns, allocated_bytes, reserved_bytes (NaN unknown)."""
+    parts = [pd.DataFrame({"component": pd.Series(dtype=object), "ts_ns": pd.Series(dtype=np.int64),
+                           "allocated_bytes": pd.Series(dtype=np.float64), "reserved_bytes": pd.Series(dtype=np.float64)})]
+    if db.usable("MEMORY_RECORD", ("component", "timestamp", "totalAllocated", "totalReserved"), "no memory peaks"):
+        raw = db.select(f"SELECT component, {_ns('timestamp')} AS ts_ns, totalAllocated, totalReserved FROM MEMORY_RECORD")
+        parts.append(pd.DataFrame({"component": db.text(raw["component"]), "ts_ns": raw["ts_ns"],
+                                   "allocated_bytes": _floats(raw["totalAllocated"]), "reserved_bytes": _floats(raw["totalReserved"])}))
+    if db.usable("NPU_MEM", ("type", "hbm", "timestampNs")):
+        raw = db.select(f"SELECT type, hbm, {_ns('timestampNs')} AS ts_ns FROM NPU_MEM")
+        app = db.text(raw["type"]) == "app"  # the whole process's device memory: the text export's APP rows
+        parts.append(pd.DataFrame({"component": "APP", "ts_ns": raw["ts_ns"][app], "allocated_bytes": np.nan,
+                                   "reserved_bytes": _floats(raw["hbm"][app])}))
+    return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)  # an empty part would make ts_ns float
+
+
+def _blocks(db: _Db) -> pd.DataFrame:
+    """OP_MEMORY: name, bytes, alloc_ns, release_ns (-1: not released within the trace)."""
+    if not db.usable("OP_MEMORY", ("name", "size", "allocationTime")):
+        return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": []})
+    release = _ns("releaseTime") if "releaseTime" in db.columns["OP_MEMORY"] else "-1"
+    raw = db.select(f"SELECT name, size, {_ns('allocationTime')} AS alloc_ns, {release} AS release_ns FROM OP_MEMORY")
+    frame = pd.DataFrame({"name": db.text(raw["name"]), "bytes": _floats(raw["size"]), "alloc_ns": _ints(raw["alloc_ns"]),
+                          "release_ns": _ints(raw["release_ns"])})
+    bad = int((frame["alloc_ns"] <= 0).sum())
+    if bad:
+        db.warn("OP_MEMORY rows without an allocation time left out", bad)
+    return frame[frame["alloc_ns"] > 0].reset_index(drop=True)
+
+
+def _run_facts(db: _Db) -> dict[str, object]:
+    """device_name (NPU_INFO), rank (RANK_DEVICE_MAP), schema (META_DATA) and steps (STEP_TIME: id, start_ns, end_ns)."""
+    facts: dict[str, object] = {"device_name": "", "rank": None, "schema": "", "steps": []}
+    if db.usable("NPU_INFO", ("name",)):
+        names = [str(n).strip() for n in db.select("SELECT name FROM NPU_INFO")["name"] if n is not None and str(n).strip()]
+        facts["device_name"] = names[0] if names else ""
+    if db.usable("RANK_DEVICE_MAP", ("rankId",)):
+        ranks = [r for r in _ints(db.select("SELECT rankId FROM RANK_DEVICE_MAP")["rankId"]).tolist() if 0 <= r < NO_ID]
+        facts["rank"] = ranks[0] if ranks else None
+    if db.usable("META_DATA", ("name", "value")):
+        meta = db.select("SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'")
+        facts["schema"] = str(meta["value"].iloc[0]) if len(meta) else ""
+    if db.usable("STEP_TIME", ("id", "startNs", "endNs")):
+        raw = db.select(f"SELECT id, {_ns('startNs')} AS s, {_ns('endNs')} AS e FROM STEP_TIME ORDER BY id")
+        facts["steps"] = [(i, s, e) for i, s, e in zip(_ints(raw["id"]).tolist(), raw["s"].tolist(), raw["e"].tolist()) if 0 <= s <= e]
+    return facts
+
+
+def _group_names(db: _Db, info_dir: Path, shown_as: str) -> dict[str, str]:
+    """HCCL group name -> process-group name, from META_DATA ``parallel_group_info`` (the JSON
+    profiler_metadata.json holds), else from a profiler_metadata.json beside the export."""
+    if db.usable("META_DATA", ("name", "value")):
+        rows = db.select("SELECT value FROM META_DATA WHERE name = 'parallel_group_info'")
+        if len(rows):
+            try:
+                info = json.loads(str(rows["value"].iloc[0]))
+            except ValueError:
+                db.warn("META_DATA parallel_group_info is not JSON: communication groups keep their HCCL names")
+                info = {}
+            info = info if isinstance(info, dict) else {}
+            return {str(k): str(v["group_name"]) for k, v in info.items() if isinstance(v, dict) and v.get("group_name")}
+    return _process_group_names(info_dir, shown_as, db.warnings)
+
+
+def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning]) -> pd.DataFrame:
+    """analysis.db ``StepTraceTime`` (µs) as ``reference_steps``; empty without the file or table."""
+    if not path.is_file():
+        return table("reference_steps")
+    side: list[ReadWarning] = []
+    try:
+        with _Db(path, f"{shown.rsplit('/', 1)[0]}/analysis.db" if "/" in shown else "analysis.db", side) as db:
+            if not db.usable("StepTraceTime", ("step", "computing", "communication_not_overlapped", "free")):
+                raise InputError("has no StepTraceTime table with step, computing, communication_not_overlapped and free")
+            cols = {c: db.column("StepTraceTime", c) for c in ("stage", "preparing")}
+            raw = db.select(f"SELECT step, computing, communication_not_overlapped, free, {cols['stage']} AS stage, "
+                            f"{cols['preparing']} AS preparing FROM StepTraceTime")
+    except InputError as exc:
+        warnings.append(ReadWarning(shown, f"analysis.db ignored ({exc.message}): no check against the profiler's own step breakdown"))
+        return table("reference_steps")
+    return table("reference_steps", step_id=_ints(raw["step"]), computing_us=_floats(raw["computing"]),
+                 uncovered_us=_floats(raw["communication_not_overlapped"]), free_us=_floats(raw["free"]),
+                 stage_us=_floats(raw["stage"]), preparing_us=_floats(raw["preparing"]))
+
+
+# --- assembling the tables -----------------------------------------------------------------
+
+
+def _origin(frames: list[pd.DataFrame]) -> int:
+    """The earliest valid start (int ns) of the host and device rows read; 0 without any."""
+    starts = [_ints(f["start_ns"]) for f in frames]
+    starts = [s[s >= 0] for s in starts]
+    return min((int(s.min()) for s in starts if s.size), default=0)
+
+
+def _us(ns: object, origin: int) -> np.ndarray:
+    """Exact int ns -> µs after the origin (float64); -1 (unknown) -> NaN."""
+    ns = _ints(ns)
+    return np.where(ns >= 0, (ns - origin) / 1000.0, np.nan)
+
+
+def _durations(frame: pd.DataFrame) -> np.ndarray:
+    """µs from start_ns to end_ns; NaN when either is unknown (``valid_durations`` drops those)."""
+    start, end = _ints(frame["start_ns"]), _ints(frame["end_ns"])
+    return np.where((start >= 0) & (end >= 0), (end - start) / 1000.0, np.nan)
+
+
+def _table_steps(steps: list[tuple[int, int, int]], origin: int) -> list[Step]:
+    """STEP_TIME rows as steps, for exports whose host has no ProfilerStep#N (e.g. MindSpore)."""
+    seen: dict[int, Step] = {}
+    for i, s, e in steps:
+        seen.setdefault(i, Step(i, (s - origin) / 1000.0, (e - origin) / 1000.0))
+    return [seen[i] for i in sorted(seen)]
+
+
+def _host(api: pd.DataFrame, cann: pd.DataFrame, origin: int, shown: str, warnings: list[ReadWarning]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The host table, and per ``api`` row its host row (-1 when its duration was unusable).
+
+    pid/tid are globalTid's upper and lower 32 bits; AscendCL calls go on a ``"<pid> CANN"``
+    track so that they nest apart from the ops, as the text export's CANN process does.
+    """
+    parts = [api.assign(src=np.arange(len(api))), cann.assign(cat="runtime", input_shapes="", input_types="", call_stack="", src=-1)]
+    rows = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+    dur = _durations(rows)
+    ok = valid_durations(dur, shown, "host events", warnings)
+    rows, dur = rows[ok], dur[ok]
+    gtid, is_cann = _ints(rows["gtid"], 0), (rows["src"] < 0).to_numpy()
+    pid = (gtid >> 32).astype(object)
+    pid[is_cann] = per_unique(pid[is_cann], lambda p: f"{p} CANN")
+    columns = {"name": rows["name"].to_numpy(dtype=object), "cat": rows["cat"].to_numpy(dtype=object), "pid": pid,
+               "tid": (gtid & 0xFFFFFFFF).astype(object), "start_us": _us(rows["start_ns"], origin), "dur_us": dur,
+               **{c: rows[c].to_numpy(dtype=object) for c in ("input_shapes", "input_types", "call_stack")}}
+    host, order = build_host(columns, set(), shown, warnings)
+    src = _ints(rows["src"])[order]
+    api_rows = np.full(len(api), -1, dtype=np.int64)
+    api_rows[src[src >= 0]] = np.flatnonzero(src >= 0)
+    return host, api_rows
+
+
+def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFrame, ops: pd.DataFrame, groups: dict[str, str],
+            origin: int, shown: str, warnings: list[ReadWarning]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Hardware tasks (less HCCL's own) and collective ops as the device table (``launch`` and
+    ``step_id`` filled later), and per row the connection id it was launched under."""
+    has_table = kernels is not None
+    own = tasks.merge(kernels, on="task_id", how="left", indicator=True) if has_table else tasks.assign(_merge="left_only")
+    listed = (own["_merge"] == "both").to_numpy()
+    repeats_op = ~listed & own["conn"].isin(ops["conn"][ops["conn"] >= 0]).to_numpy()  # the collective's own task
+    keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op
+    own, listed = own[keep].reset_index(drop=True), listed[keep]
+    facts = {c: own[c].fillna("").to_numpy(dtype=object) if c in own else np.full(len(own), "", dtype=object)
+             for c in ("name", "op_type", "core", "input_shapes")}
+    task_type = own["task_type"].to_numpy(dtype=object)
+    name = np.where(facts["name"] != "", facts["name"], task_type)
+    core = np.where(facts["core"] != "", facts["core"], task_type)
+    kind, misfit = task_kinds(name, task_type, listed, core, has_table)
+    if misfit:
+        warnings.append(ReadWarning(shown, misfit.replace("the kernel table", "COMPUTE_TASK_INFO")))
+    # the op type is written last in a kernel's own name ("aclnnMm_MatMulCommon_MatMulV2"), not in a task type
+    guess = (facts["op_type"] == "") & (kind == COMPUTE) & (facts["name"] != "")
+    guessed = np.where(guess, per_unique(name, _op_type_from_name), facts["op_type"])
+    n, blank = len(ops), np.full(len(ops), "", dtype=object)
+    rows = pd.DataFrame({
+        "name": np.concatenate([name, ops["name"].to_numpy(dtype=object)]), "kind": np.concatenate([kind, np.full(n, COMM, dtype=object)]),
+        "stream": np.concatenate([own["stream"].to_numpy(np.int64), np.full(n, -1)]), "op_type": np.concatenate([guessed, blank]),
+        "task_type": np.concatenate([core, np.full(n, "HCCL", dtype=object)]), "input_shapes": np.concatenate([facts["input_shapes"], blank]),
+        "group": np.concatenate([np.full(len(own), "", dtype=object), per_unique(ops["group"], lambda g: _label(g, groups))]),
+        "start_ns": np.concatenate([_ints(own["start_ns"]), _ints(ops["start_ns"])]),
+        "end_ns": np.concatenate([_ints(own["end_ns"]), _ints(ops["end_ns"])]),
+        "conn": np.concatenate([_ints(own["conn"]), _ints(ops["conn"])]), "listed": np.concatenate([listed, np.ones(n, dtype=bool)])})
+    dur = _durations(rows)
+    ok = valid_durations(dur, shown, "device tasks", warnings)
+    rows, dur = rows[ok], dur[ok]
+    device = table("device", **{c: rows[c].to_numpy() for c in ("name", "kind", "stream", "op_type", "task_type", "input_shapes", "group")},
+                   start_us=_us(rows["start_ns"], origin), dur_us=dur)
+    return device, rows["conn"].to_numpy()
+
+
+def _label(group: str, names: dict[str, str]) -> str:
+    """A group's label: ``"<process group>: Communication"`` when metadata names it, else HCCL's name."""
+    return f"{names[group]}: Communication" if names.get(group) else group
+
+
+def _link(host: pd.DataFrame, device: pd.DataFrame, conn: np.ndarray, api: pd.DataFrame, api_rows: np.ndarray,
+          links: pd.DataFrame | None, shown: str, warnings: list[ReadWarning]) -> None:
+    """Fill ``device.launch`` and ``host.forward`` from the connection ids.
+
+    An op lists its connection ids in CONNECTION_IDS: a task or collective launched under one
+    of them was launched by that op (the innermost one, should several list it); an id that no
+    device row uses and exactly two ops share ties a forward op (the earlier) to its backward op.
+    """
+    mine = ((api["cat"] == "cpu_op").to_numpy() & (api_rows >= 0) & (_ints(api["conn"]) >= 0)) if len(api) else np.zeros(0, dtype=bool)
+    owners = pd.DataFrame({"id": _ints(api["conn"])[mine], "row": api_rows[mine]})
+    pairs = owners.merge(links, on="id") if links is not None else owners.assign(conn=owners["id"])
+    pairs["depth"] = host["depth"].to_numpy()[pairs["row"].to_numpy(dtype=np.int64)]
+    pairs["start"] = host["start_us"].to_numpy()[pairs["row"].to_numpy(dtype=np.int64)]
+    inner = pairs.sort_values(["depth", "start"], ascending=False, kind="stable").drop_duplicates("conn").set_index("conn")["row"]
+    device["launch"] = np.where(conn >= 0, inner.reindex(conn).fillna(-1).to_numpy(dtype=np.int64), -1)
+    lost = (device["kind"] == COMPUTE).to_numpy() & (device["launch"].to_numpy() < 0)
+    if lost.any() and len(host):
+        warnings.append(ReadWarning(shown, (
+            f"kernels with no launching framework op (no CONNECTION_IDS link), {device['dur_us'][lost].sum() / 1000:.3f} ms of "
+            "kernel time: counted in Computing, but missing from the operator, module and category rows"), int(lost.sum())))
+    peers = pairs[~pairs["conn"].isin(conn)]
+    peers = peers[peers.groupby("conn")["row"].transform("size") == 2].sort_values(["conn", "start", "row"], kind="stable")
+    forward = host["forward"].to_numpy().copy()
+    forward[peers["row"].to_numpy(dtype=np.int64)[1::2]] = peers["row"].to_numpy(dtype=np.int64)[0::2]
+    host["forward"] = forward
+
+
+def _comm_tasks(hccl: pd.DataFrame, tasks: pd.DataFrame, groups: dict[str, str], origin: int, shown: str,
+                warnings: list[ReadWarning]) -> pd.DataFrame:
+    """HCCL's tasks with their TASK times, named by HCCL's task type, else the hardware one;
+    without a plane id (profiler level 0) each stream is a plane, as in the text export."""
+    if not len(hccl):
+        return table("comm_tasks")
+    rows = hccl.merge(tasks, on="task_id", how="inner", suffixes=("", "_task"))
+    if len(rows) < len(hccl):
+        warnings.append(ReadWarning(shown, "COMMUNICATION_TASK_INFO rows with no TASK row left out", len(hccl) - len(rows)))
+    dur = _durations(rows)
+    ok = valid_durations(dur, shown, "communication tasks", warnings)
+    rows, dur = rows[ok], dur[ok]
+    plane = _ints(rows["plane"])
+    plane = np.where((plane >= 0) & (plane < NO_ID), plane, _ints(rows["stream"]))
+    return table("comm_tasks", name=np.where(rows["name"] != "", rows["name"], rows["task_type"]),
+                 group=per_unique(rows["group"], lambda g: _label(g, groups)), plane=plane,
+                 start_us=_us(rows["start_ns"], origin), dur_us=dur, transport=rows["transport"].to_numpy(dtype=object))
+
+
+def _memory(rows: pd.DataFrame, origin: int) -> pd.DataFrame:
+    """The memory table: ts_us after the origin, bytes as recorded, component as named."""
+    return table("memory", ts_us=_us(rows["ts_ns"], origin), allocated_bytes=_floats(rows["allocated_bytes"]),
+                 reserved_bytes=_floats(rows["reserved_bytes"]), component=rows["component"].to_numpy(dtype=object))
+
+
+def _timeline(lanes: pd.DataFrame, origin: int, shown: str, warnings: list[ReadWarning]) -> pd.DataFrame:
+    """The timeline table from OVERLAP_ANALYSIS rows of a known lane type (µs)."""
+    lanes = lanes[(lanes["lane"] != "").to_numpy()]
+    dur = _durations(lanes)
+    ok = valid_durations(dur, shown, "overlap analysis rows", warnings)
+    return table("timeline", lane=lanes["lane"].to_numpy(dtype=object)[ok], start_us=_us(lanes["start_ns"], origin)[ok], dur_us=dur[ok])
+
+
+def _allocations(blocks: pd.DataFrame, host: pd.DataFrame, device: pd.DataFrame, origin: int) -> pd.DataFrame:
+    """OP_MEMORY blocks and their owning ops, by the text reader's rules: ``cann::<kernel>``
+    blocks through the launch of the next task of that name, others by the innermost op of
+    their own name around the allocation, else by any op around it."""
+    if not len(blocks):
+        return table("allocations")
+    alloc, names = _us(blocks["alloc_ns"], origin), blocks["name"].to_numpy(dtype=object)
+    ops = host[(host["cat"] == "cpu_op").to_numpy()]
+    owner = _same_name_around(ops, alloc, names)
+    cann = per_unique(names, lambda n: str(n).startswith(CANN_BLOCK), dtype=bool)
+    if cann.any():
+        owner[cann] = _launcher_of_next_task(device, alloc[cann], per_unique(names[cann], lambda n: str(n)[len(CANN_BLOCK):]))
+    unnamed = owner < 0
+    owner[unnamed] = _any_op_around(host, ops, alloc[unnamed])
+    return table("allocations", op=owner, name=names, bytes=_floats(blocks["bytes"]), alloc_us=alloc,
+                 release_us=_us(blocks["release_ns"], origin))
