@@ -20,7 +20,6 @@ from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, tab
 PRODUCER = "Ascend PyTorch profiler (torch_npu)"
 MINDSPORE_PRODUCER = "MindSpore profiler"
 RANK_IN_NAME = re.compile(r"profiler_info_(\d{1,9})\.json")
-SIDE_FILES = ("kernel_details.csv", "memory_record.csv")
 
 
 def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
@@ -36,11 +35,11 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     warnings: list[ReadWarning] = []
     groups_meta = _process_group_names(info_dir, shown_as, warnings)
     trace = AscendTrace(raw, trace_shown, warnings, groups_meta)
-    for name in SIDE_FILES:
-        if not (output_dir / name).is_file():
-            warnings.append(ReadWarning(shown_as, f"{name} not found: " + (
-                "kernel types, input shapes and PMU data unavailable" if name.startswith("kernel")
-                else "memory peaks unavailable")))
+    # The profiler always writes kernel_details.csv when it saw NPU activity; memory_record.csv only
+    # with profile_memory=True, so its absence is a choice, not a fault (no memory rows appear).
+    if not (output_dir / "kernel_details.csv").is_file() and trace.has_hardware:
+        warnings.append(ReadWarning(shown_as, "kernel_details.csv not found: kernels are told by their task types; "
+                                    "op types, input shapes and PMU data are unavailable"))
     # A side file that is there but unusable (a truncated CSV, a header without Start Time) is
     # ignored with a warning, like a missing one: the trace alone still makes a profile.
     readers = {"kernel_details.csv": lambda path, shown: read_kernel_details(path, shown, warnings),

@@ -62,6 +62,7 @@ class AscendTrace:
         self.host, self.other, self.flow, self.fwdbwd = (concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd"))
         self.role = per_unique(self.other.get("pid", np.empty(0, dtype=object)), lambda p: self.process_role.get(p, ""))
         self.is_mindspore = MINDSPORE in self.process_role.values()
+        self.has_hardware = HARDWARE in self.process_role.values()
         self.comm_threads = _hccl_threads(self.process_role, self.thread_names, self.sort_index, group_names)
         used = np.isin(self.role, (HARDWARE, OVERLAP, MINDSPORE) + HCCL_ROLES)
         starts = [a for a in (self.host["ts_ns"], self.other["ts_ns"][used] if used.size else self.other["ts_ns"]) if a.size]

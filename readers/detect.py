@@ -8,7 +8,9 @@ Accepted inputs:
   output directory itself, with the text export (``trace_view.json`` and its CSV/JSON side files),
   the SQLite DB export (``ascend_pytorch_profiler_N.db``, ``ascend_mindspore_profiler_N.db``) or
   both; or one file of either: a ``trace_view.json`` (a JSON array; the files beside it are not
-  read) or the ``.db`` itself (``profiler_info_N.json`` is still looked up).
+  read) or the ``.db`` itself (``profiler_info_N.json`` is still looked up). A directory that
+  only wraps one such export — MindFormers' ``output/profile/rank_{id}/``, the dynamic
+  profiler's ``rank{id}_start{a}_stop{b}/`` — is read through it; one wrapping several is refused.
 
 A directory holding both exports is read from the text one, which carries more (call stacks and
 events the DB leaves out), unless ``npu_source`` asks for the other; ``RunInfo.metadata["export"]``
@@ -32,15 +34,17 @@ OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 GPU_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 DB_PREFIXES = ("ascend_pytorch_profiler", "ascend_mindspore_profiler", "msmonitor")
 NPU_SOURCES = ("text", "db")
+EXPORT_SUFFIXES = ("_ascend_pt", "_ascend_ms")
 
 
 def detect(path: str) -> str:
     """Name the format of ``path`` from its layout alone: ``gpu-dir``, ``npu-dir`` (holds
-    ASCEND_PROFILER_OUTPUT), ``npu-output`` (holds trace_view.json or a profiler DB) or ``file``
-    (a DB, or a JSON file whose first byte decides)."""
+    ASCEND_PROFILER_OUTPUT), ``npu-output`` (holds trace_view.json or a profiler DB),
+    ``npu-wrapper`` (holds one ``*_ascend_pt``/``*_ascend_ms`` export) or ``file`` (a DB, or a
+    JSON file whose first byte decides)."""
     p = Path(path)
     if not p.exists():
-        raise InputError("no such file or directory; expected a profiler trace or an *_ascend_pt directory", path)
+        raise InputError("no such file or directory; expected a profiler trace or an *_ascend_pt / *_ascend_ms directory", path)
     if p.is_file():
         return "file"
     if not p.is_dir():
@@ -52,6 +56,13 @@ def detect(path: str) -> str:
             return "npu-output"
         if _gpu_traces(p):
             return "gpu-dir"
+        exports = _wrapped_exports(p)
+        if len(exports) == 1:
+            return "npu-wrapper"
+        if exports:
+            names = ", ".join(e.name for e in exports)
+            raise InputError(f"holds {len(exports)} profiler exports ({names}); expected one: pass the *_ascend_pt "
+                             "or *_ascend_ms directory of the run to compare", path)
         message = _foreign_dir_message(p)
     except OSError as exc:
         raise InputError(f"cannot read directory ({exc.strerror or exc}); expected a readable profile directory", path) from None
@@ -72,6 +83,9 @@ def load_profile(path: str, gpu_flow_cat: str | None = None, npu_source: str | N
         raise UsageError(f"npu_source must be one of {', '.join(NPU_SOURCES)}, not {npu_source!r}")
     kind = detect(path)
     p = Path(path)
+    if kind == "npu-wrapper":  # MindFormers rank_{id}/ and the like: the one export inside
+        inner = _wrapped_exports(p)[0]
+        return load_profile(f"{path.rstrip('/')}/{inner.name}", gpu_flow_cat, npu_source)
     if kind in ("npu-dir", "npu-output"):
         return _read_npu_dir(p / OUTPUT_DIR if kind == "npu-dir" else p, p, path, npu_source)
     if kind == "gpu-dir":
@@ -145,6 +159,11 @@ def _starts_with(p: Path, magic: bytes, shown_as: str) -> bool:
         raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
 
 
+def _wrapped_exports(p: Path) -> list[Path]:
+    """The ``*_ascend_pt`` / ``*_ascend_ms`` export directories directly inside ``p``, sorted."""
+    return sorted(d for d in p.iterdir() if d.name.endswith(EXPORT_SUFFIXES) and d.is_dir())
+
+
 def _gpu_traces(p: Path) -> list[Path]:
     return sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(GPU_TRACE_SUFFIXES))
 
@@ -152,9 +171,9 @@ def _gpu_traces(p: Path) -> list[Path]:
 def _foreign_dir_message(p: Path) -> str:
     entries = sorted(f.name for f in p.iterdir())
     if not entries:
-        return "directory is empty; expected a *.pt.trace.json[.gz] trace or an *_ascend_pt profiler directory"
+        return "directory is empty; expected a *.pt.trace.json[.gz] trace or an *_ascend_pt / *_ascend_ms profiler directory"
     if any(name.startswith("PROF_") for name in entries):
         return ("holds raw PROF_* data but no ASCEND_PROFILER_OUTPUT; parse it first "
                 "(torch_npu.profiler.profiler.analyse) and pass the *_ascend_pt directory")
-    return ("is not a profile directory; expected a *.pt.trace.json[.gz] trace, an *_ascend_pt directory "
-            "with ASCEND_PROFILER_OUTPUT, or a directory holding trace_view.json")
+    return ("is not a profile directory; expected a *.pt.trace.json[.gz] trace, an *_ascend_pt / *_ascend_ms "
+            "directory with ASCEND_PROFILER_OUTPUT, or a directory holding trace_view.json or a profiler DB")
