@@ -43,6 +43,9 @@ def compare(
     categories: Optional[str] = typer.Option(None, "--categories", help="A kernel_categories.toml replacing the shipped one."),
     gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat",
                                                help="Flow category linking GPU launches to kernels (default: ac2g, async_cpu_to_gpu)."),
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source",
+                                             help="text or db: which export of an NPU directory holding both to read "
+                                             "(default: text)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", help="1: read the sides one after the other; 2: in parallel. "
                                        "Default: parallel for inputs over 16 MB on a multi-core machine."),
     enable_profiling: bool = typer.Option(False, "--enable_profiling_compare", "--enable-profiling-compare",
@@ -86,7 +89,7 @@ def compare(
                            op_name_map=op_name_map, top=top)
     options = CompareOptions(base_path=benchmark_profiling_path, comp_path=profiling_path, output=output_path,
                              base_step=base_step, comp_step=comparison_step, categories=categories,
-                             gpu_flow_cat=gpu_flow_cat, formats=formats, jobs=jobs, detail=detail,
+                             gpu_flow_cat=gpu_flow_cat, npu_source=npu_source, formats=formats, jobs=jobs, detail=detail,
                              skip_steps=skip_steps, policy=load_policy(policy_file, fail_on or [], require_verdict))
     check_destination(options.output)
     result = run(options)

@@ -63,6 +63,8 @@ class CompareOptions:
         categories: a kernel-categories TOML replacing the shipped one.
         gpu_flow_cat: the one flow category linking GPU launches to kernels, when a trace uses
             a non-standard one (the peer's ``--gpu_flow_cat``).
+        npu_source: "text" or "db": which export of an NPU directory holding both to read
+            (None: the text export).
         formats: which outputs to produce (console, xlsx, json, md).
         jobs: processes to read the two sides with (1 or 2); None decides from input size.
         skip_steps: warm-up steps to drop from the verdict's samples; None decides from the data.
@@ -76,6 +78,7 @@ class CompareOptions:
     comp_step: int | None = None
     categories: str | None = None
     gpu_flow_cat: str | None = None
+    npu_source: str | None = None
     formats: tuple[str, ...] = field(default=DEFAULT_FORMATS)
     jobs: int | None = None
     detail: DetailOptions = field(default_factory=DetailOptions)
@@ -97,6 +100,8 @@ class CompareOptions:
             raise UsageError(f"--jobs {self.jobs}: expected 1 or 2 (one process per side at most)")
         if self.gpu_flow_cat is not None and not (0 < len(self.gpu_flow_cat) <= 64):
             raise UsageError("--gpu_flow_cat must be a flow category name of 1 to 64 characters")
+        if self.npu_source not in (None, "text", "db"):
+            raise UsageError(f"--npu-source {self.npu_source}: expected text or db")
 
     def as_dict(self) -> dict[str, str | int | None]:
         """The options that shape the numbers, for the result's record (paths are in the sides)."""
@@ -106,6 +111,7 @@ class CompareOptions:
             "comparison_step": self.comp_step,
             "categories": self.categories,
             "gpu_flow_cat": self.gpu_flow_cat,
+            "npu_source": self.npu_source,
             "compare": ",".join(d for d in DIMENSIONS if d in detail.enabled),
             "details": int(detail.details),
             "modules": int(detail.modules),

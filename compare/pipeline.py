@@ -121,7 +121,7 @@ class _Side:
 
     @classmethod
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
-        profile = load_profile(path, options.gpu_flow_cat)
+        profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
         profile.check()
         side = cls.of(profile, step, path, rules, names)
         if {"json", "md"} & set(options.formats):

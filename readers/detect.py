@@ -117,14 +117,14 @@ def _read_npu_dir(output_dir: Path, info_dir: Path, shown_as: str, npu_source: s
     if source == "text":
         if not has_text:
             raise InputError(f"has no text export ({where}trace_view.json) to read as asked; it holds the DB export "
-                             f"{dbs[0].name}: read that (npu source db) or export the text format too", shown_as)
+                             f"{dbs[0].name}: read that (--npu-source db) or export the text format too", shown_as)
         profile = ascend.read_dir(output_dir, info_dir=info_dir, shown_as=shown_as)
         if dbs:  # the choice mattered: say which export was read
             profile.info = dataclasses.replace(profile.info, metadata={**profile.info.metadata, "export": "text"})
         return profile
     if not dbs:
         raise InputError(f"has no DB export ({where}ascend_pytorch_profiler_N.db) to read as asked; it holds the text "
-                         "export only: read that (npu source text) or export with export_type=db too", shown_as)
+                         "export only: read that (--npu-source text) or export with export_type=db too", shown_as)
     if len(dbs) > 1:
         raise InputError(f"holds {len(dbs)} DB exports ({', '.join(d.name for d in dbs)}); expected one, pass the file itself",
                          shown_as)

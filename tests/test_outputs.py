@@ -247,7 +247,7 @@ def test_markdown_opens_with_the_verdict_and_the_headline(demo):
     text = markdown.render(msgspec.structs.replace(demo, verdict=literal_verdict()))
     lines = text.splitlines()
     assert lines[0] == "## perfcmp: regression"
-    assert lines[2].startswith("E2E 34.26 ms → 37.22 ms (+8.6 %)")  # the GPU demo pair, 8 steps
+    assert lines[2].startswith("E2E 33.99 ms → 36.96 ms (+8.7 %)")  # the GPU demo pair, 8 steps
     assert markdown.render(msgspec.structs.replace(demo, verdict=None)).splitlines()[0] == "## perfcmp"
 
 

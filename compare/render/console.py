@@ -138,6 +138,8 @@ def footnotes(result: ComparisonResult) -> list[str]:
 
 def _row_name(side: SideSummary, role: str) -> str:
     detail = side.device if side.step is None else f"{side.device}, step {side.step}"
+    if side.metadata.get("export"):  # an NPU directory held a DB export: say which export was read
+        detail += f", {side.metadata['export']}"
     if side.basis == "host":
         detail += ", host only"
     return f"{role} ({detail})"
