@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+import sqlite3
 
 import pytest
 
@@ -26,6 +27,19 @@ def text_export(samples_dir, rank):
     return samples_dir / "npu" / "real_msinsight_level0" / "text" / f"rank{rank}_ascend_pt"
 
 
+def db_export(samples_dir, rank):
+    return samples_dir / "npu" / "real_msinsight_level0" / "db" / f"rank{rank}_ascend_pt"
+
+
+def db_profiler_steps(export) -> dict[int, dict[str, float]]:
+    """analysis.db StepTraceTime, keyed like step_trace_time.csv's columns."""
+    path = export / "ASCEND_PROFILER_OUTPUT" / "analysis.db"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT step, computing, communication_not_overlapped, free, stage FROM StepTraceTime").fetchall()
+    return {int(step): {"Computing": c, "Communication(Not Overlapped)": u, "Free": f, "Stage": st}
+            for step, c, u, f, st in rows}
+
+
 def profiler_steps(export) -> dict[int, dict[str, float]]:
     with open(export / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", newline="") as handle:
         return {int(row["Step"]): {k: float(v) for k, v in row.items() if k != "Step"} for row in csv.DictReader(handle)}
@@ -36,12 +50,13 @@ def kernel_rows(export) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.parametrize("kind", ["text", "db"])
 @pytest.mark.parametrize("rank", RANKS)
-def test_each_step_equals_the_profilers_own_breakdown(samples_dir, rank):
-    export = text_export(samples_dir, rank)
+def test_each_step_equals_the_profilers_own_breakdown(samples_dir, rank, kind):
+    export = (text_export if kind == "text" else db_export)(samples_dir, rank)
     analyzer = Analyzer(read(export), load_rules())
     windows = analyzer.step_windows()
-    expected = profiler_steps(export)
+    expected = (profiler_steps if kind == "text" else db_profiler_steps)(export)
     assert sorted(windows) == sorted(expected) == [50]
     for step, theirs in expected.items():
         b = analyzer.breakdown(windows[step])
@@ -135,3 +150,33 @@ def test_mem_usage_is_the_process_peak(samples_dir):
     # memory_record.csv: APP reserved peaks at 2109.6015625 MB; PTA at 1452 MB reserved
     assert b.process_peak_bytes == 2109.6015625 * 2**20
     assert b.peak_reserved_bytes == 1452.0 * 2**20
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_the_db_exports_kernels_are_its_kernel_table(samples_dir, rank):
+    export = db_export(samples_dir, rank)
+    profile = read(export)
+    b = Analyzer(profile, load_rules()).breakdown()
+    path = export / "ASCEND_PROFILER_OUTPUT" / f"ascend_pytorch_profiler_{rank}.db"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        listed = conn.execute("SELECT count(*), sum(t.endNs - t.startNs) FROM COMPUTE_TASK_INFO k "
+                              "JOIN TASK t USING (globalTaskId)").fetchone()
+    categories = [r for r in b.rows if r.key.startswith("computing.") and r.level == 1 and r.key != "computing.concurrent"]
+    assert sum(r.count or 0 for r in categories) == listed[0] == 187
+    assert sum(r.dur_us for r in categories) == pytest.approx(listed[1] / 1000.0)
+    assert profile.warnings == []
+
+
+def test_text_and_db_exports_give_the_same_sheets_and_columns(samples_dir, tmp_path):
+    import openpyxl
+
+    from perfcmp.render import xlsx
+
+    sheets = {}
+    for kind, export in (("text", text_export), ("db", db_export)):
+        result = run(CompareOptions(str(export(samples_dir, 0)), str(export(samples_dir, 1)), formats=("xlsx",)))
+        assert [w for w in result.warnings if w.side] == []
+        xlsx.write(result, str(tmp_path / f"{kind}.xlsx"))
+        book = openpyxl.load_workbook(tmp_path / f"{kind}.xlsx", read_only=True)
+        sheets[kind] = {name: [c.value for c in next(book[name].iter_rows(min_row=3, max_row=3))] for name in book.sheetnames}
+    assert sheets["text"] == sheets["db"]
