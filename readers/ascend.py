@@ -33,7 +33,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     if raw.first != b"[":
         raise InputError("is a JSON object; torch_npu writes trace_view.json as a JSON array of events", trace_shown)
     warnings: list[ReadWarning] = []
-    groups_meta = _process_group_names(info_dir, shown_as, warnings)
+    groups_meta = process_group_names(info_dir, shown_as, warnings)
     trace = AscendTrace(raw, trace_shown, warnings, groups_meta)
     # The profiler always writes kernel_details.csv when it saw NPU activity; memory_record.csv only
     # with profile_memory=True, so its absence is a choice, not a fault (no memory rows appear).
@@ -54,7 +54,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
             warnings.append(ReadWarning(shown_as, f"{name} ignored: {exc.message}"))
     if not (info_dir / "profiler_metadata.json").is_file() and any(plane < 0 for _, plane in trace.comm_threads.values()):
         warnings.append(ReadWarning(shown_as, "profiler_metadata.json not found: communication groups named by their HCCL group ids"))
-    info = _run_info(info_dir, shown_as, trace.origin, warnings, mindspore=trace.is_mindspore)
+    info = run_info(info_dir, shown_as, trace.origin, warnings, mindspore=trace.is_mindspore)
     profile = trace.to_profile(info, side.get("kernel_details.csv"), side.get("memory_record.csv"),
                                side.get("operator_memory.csv"))
     reference = side.get("step_trace_time.csv")
@@ -77,7 +77,7 @@ def _shown(shown_as: str, output_dir: Path, info_dir: Path, name: str) -> str:
     return f"{shown_as.rstrip('/')}/{inner}"
 
 
-def _process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarning]) -> dict[str, str]:
+def process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarning]) -> dict[str, str]:
     """profiler_metadata.json ``parallel_group_info``: HCCL group id -> process-group name."""
     path = info_dir / "profiler_metadata.json"
     if not path.is_file():
@@ -93,7 +93,7 @@ def _process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarni
     return {str(k): str(v.get("group_name")) for k, v in info.items() if isinstance(v, dict) and v.get("group_name")}
 
 
-def _run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning], mindspore: bool = False) -> RunInfo:
+def run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning], mindspore: bool = False) -> RunInfo:
     """Versions, rank and profiler level from ``profiler_info_{rank}.json``.
 
     torch_npu writes ``rank_id``, ``torch_npu_version``, ``cann_version`` and

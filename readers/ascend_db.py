@@ -34,10 +34,10 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.ascend import _process_group_names, _run_info
+from perfcmp.readers.ascend import process_group_names, run_info
 from perfcmp.readers.ascend_tasks import task_kinds
-from perfcmp.readers.ascend_trace import (CANN_BLOCK, _any_op_around, _launcher_of_next_task, _op_type_from_name,
-                                          _same_name_around)
+from perfcmp.readers.ascend_memory import block_owners
+from perfcmp.readers.ascend_trace import op_type_from_name
 from perfcmp.readers.chrome import SQLITE_MAGIC
 from perfcmp.readers.common import STEP_NAME, assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
@@ -200,7 +200,7 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
 def _info(facts: dict, db_path: Path, info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning]) -> RunInfo:
     """profiler_info_N.json's RunInfo, with the DB's producer, device name and rank (RANK_DEVICE_MAP,
     else profiler_info_N.json, else the file name's ``_N``) and ``export: db``."""
-    info = _run_info(info_dir, shown_as, origin, warnings)
+    info = run_info(info_dir, shown_as, origin, warnings)
     rank = facts["rank"] if facts["rank"] is not None else info.rank
     if rank is None and (match := re.search(r"_(\d+)\.db$", db_path.name)):
         rank = int(match.group(1))
@@ -434,7 +434,7 @@ def _group_names(db: _Db, info_dir: Path, shown_as: str) -> dict[str, str]:
                 info = {}
             info = info if isinstance(info, dict) else {}
             return {str(k): str(v["group_name"]) for k, v in info.items() if isinstance(v, dict) and v.get("group_name")}
-    return _process_group_names(info_dir, shown_as, db.warnings)
+    return process_group_names(info_dir, shown_as, db.warnings)
 
 
 def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning]) -> pd.DataFrame:
@@ -531,7 +531,7 @@ def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFram
         warnings.append(ReadWarning(shown, misfit.replace("the kernel table", "COMPUTE_TASK_INFO")))
     # the op type is written last in a kernel's own name ("aclnnMm_MatMulCommon_MatMulV2"), not in a task type
     guess = (facts["op_type"] == "") & (kind == COMPUTE) & (facts["name"] != "")
-    guessed = np.where(guess, per_unique(name, _op_type_from_name), facts["op_type"])
+    guessed = np.where(guess, per_unique(name, op_type_from_name), facts["op_type"])
     n, blank = len(ops), np.full(len(ops), "", dtype=object)
     rows = pd.DataFrame({
         "name": np.concatenate([name, ops["name"].to_numpy(dtype=object)]), "kind": np.concatenate([kind, np.full(n, COMM, dtype=object)]),
@@ -615,18 +615,10 @@ def _timeline(lanes: pd.DataFrame, origin: int, shown: str, warnings: list[ReadW
 
 
 def _allocations(blocks: pd.DataFrame, host: pd.DataFrame, device: pd.DataFrame, origin: int) -> pd.DataFrame:
-    """OP_MEMORY blocks and their owning ops, by the text reader's rules: ``cann::<kernel>``
-    blocks through the launch of the next task of that name, others by the innermost op of
-    their own name around the allocation, else by any op around it."""
+    """OP_MEMORY blocks and their owning ops (``ascend_memory.block_owners``, as the text reader)."""
     if not len(blocks):
         return table("allocations")
     alloc, names = _us(blocks["alloc_ns"], origin), blocks["name"].to_numpy(dtype=object)
-    ops = host[(host["cat"] == "cpu_op").to_numpy()]
-    owner = _same_name_around(ops, alloc, names)
-    cann = per_unique(names, lambda n: str(n).startswith(CANN_BLOCK), dtype=bool)
-    if cann.any():
-        owner[cann] = _launcher_of_next_task(device, alloc[cann], per_unique(names[cann], lambda n: str(n)[len(CANN_BLOCK):]))
-    unnamed = owner < 0
-    owner[unnamed] = _any_op_around(host, ops, alloc[unnamed])
+    owner = block_owners(host, device, alloc, names)
     return table("allocations", op=owner, name=names, bytes=_floats(blocks["bytes"]), alloc_us=alloc,
                  release_us=_us(blocks["release_ns"], origin))

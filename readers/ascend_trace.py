@@ -21,6 +21,7 @@ from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_column
 from perfcmp.readers.common import assign_steps, build_host, forward_links, merge_warnings, steps_from_host, valid_durations
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
+from perfcmp.readers.ascend_memory import block_owners
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, table
 from perfcmp.readers.textmatch import per_unique, shared
@@ -33,7 +34,6 @@ HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication
 MINDSPORE = "MindSpore"
 OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
                  "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
-CANN_BLOCK = "cann::"  # operator_memory.csv blocks the CANN layer allocated for a kernel
 GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")
 
 
@@ -123,26 +123,12 @@ class AscendTrace:
                        allocations=self._allocation_table(host, device, operator_memory))
 
     def _allocation_table(self, host: pd.DataFrame, device: pd.DataFrame, blocks: pd.DataFrame | None) -> pd.DataFrame:
-        """operator_memory.csv blocks and the op that owns each.
-
-        ``cann::<kernel>`` blocks are allocated when the task queue dequeues the op, after the
-        op that launched it has ended, so they are owned through the launch: the op that
-        launched the first task of that name starting at or after the allocation. Other blocks
-        are owned by the innermost op of the same name around their allocation (any thread:
-        the file does not say which), else by the innermost op around it.
-        """
+        """operator_memory.csv blocks and the op that owns each (``ascend_memory.block_owners``)."""
         if blocks is None or blocks.empty:
             return table("allocations")
         alloc = self._rel_us(blocks["alloc_ns"].to_numpy())
         release = np.where(blocks["release_ns"] > 0, self._rel_us(blocks["release_ns"].to_numpy()), np.nan)
-        ops = host[(host["cat"] == "cpu_op").to_numpy()]
-        names = blocks["name"].to_numpy()
-        owner = _same_name_around(ops, alloc, names)
-        cann = per_unique(names, lambda n: str(n).startswith(CANN_BLOCK), dtype=bool)
-        if cann.any():
-            owner[cann] = _launcher_of_next_task(device, alloc[cann], per_unique(names[cann], lambda n: str(n)[len(CANN_BLOCK):]))
-        unnamed = owner < 0
-        owner[unnamed] = _any_op_around(host, ops, alloc[unnamed])
+        owner = block_owners(host, device, alloc, blocks["name"].to_numpy())
         return table("allocations", op=owner, name=blocks["name"].to_numpy(), bytes=blocks["bytes"].to_numpy(),
                      alloc_us=alloc, release_us=release)
 
@@ -225,7 +211,7 @@ class AscendTrace:
                        launch=self._launches(cols, host))
         # Without kernel_details.csv the op type is still written in the task name
         # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the table's Type, when given, wins.
-        guessed = np.where(kind == COMPUTE, per_unique(names, _op_type_from_name), "")
+        guessed = np.where(kind == COMPUTE, per_unique(names, op_type_from_name), "")
         listed_type = np.concatenate([facts["op_type"], op_facts["op_type"]])
         device["op_type"] = np.where(listed_type != "", listed_type, guessed)
         for col in ("input_shapes", "mac_us", "pmu_compute_us"):
@@ -294,59 +280,6 @@ class AscendTrace:
                      reserved_bytes=memory["reserved_bytes"].to_numpy(), component=memory["component"].to_numpy())
 
 
-def _same_name_around(ops: pd.DataFrame, when: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """Host row of the latest-starting op with the block's own name whose span holds its time
-    (ops of one name rarely nest, so that op is the only candidate); -1 when it does not."""
-    out = np.full(len(when), -1, dtype=np.int64)
-    frame = pd.DataFrame({"name": ops["name"].to_numpy(), "start": ops["start_us"].to_numpy(),
-                          "end": (ops["start_us"] + ops["dur_us"]).to_numpy(), "row": ops.index.to_numpy()})
-    by_name = {name: group.sort_values(["start", "row"]) for name, group in frame.groupby("name", sort=False)}
-    queries = pd.Series(np.arange(len(when))).groupby(pd.Series(names), sort=False)
-    for name, idx in queries:
-        group = by_name.get(name)
-        if group is None:
-            continue
-        idx = idx.to_numpy()
-        k = np.searchsorted(group["start"].to_numpy(), when[idx], side="right") - 1
-        ok = k >= 0
-        inside = np.zeros(len(idx), dtype=bool)
-        inside[ok] = group["end"].to_numpy()[k[ok]] > when[idx][ok]
-        out[idx[inside]] = group["row"].to_numpy()[k[inside]]
-    return out
-
-
-def _launcher_of_next_task(device: pd.DataFrame, when: np.ndarray, task_names: np.ndarray) -> np.ndarray:
-    """Per (time, task name): the launching op of the first device task of that name starting
-    at or after the time; -1 when there is none or it has no known launcher."""
-    out = np.full(len(when), -1, dtype=np.int64)
-    frame = pd.DataFrame({"name": device["name"].to_numpy(), "start": device["start_us"].to_numpy(),
-                          "launch": device["launch"].to_numpy()}).sort_values(["name", "start"], kind="stable")
-    by_name = {name: group for name, group in frame.groupby("name", sort=False)}
-    for name, idx in pd.Series(np.arange(len(when))).groupby(pd.Series(task_names), sort=False):
-        group = by_name.get(name)
-        if group is None:
-            continue
-        idx = idx.to_numpy()
-        k = np.searchsorted(group["start"].to_numpy(), when[idx], side="left")
-        ok = k < len(group)
-        out[idx[ok]] = group["launch"].to_numpy()[k[ok]]
-    return out
-
-
-def _any_op_around(host: pd.DataFrame, ops: pd.DataFrame, when: np.ndarray) -> np.ndarray:
-    """Host row of the innermost op around each time on whichever thread has one (the latest
-    start wins across threads); -1 when no op holds it."""
-    best = np.full(len(when), -1, dtype=np.int64)
-    if not len(when):
-        return best
-    parent = host["parent"].to_numpy()
-    for pid, tid in sorted({(p, t) for p, t in zip(ops["pid"].tolist(), ops["tid"].tolist())}, key=str):
-        found = enclosing(host, parent, [thread_label(pid, tid)] * len(when), when)
-        later = (found >= 0) & ((best < 0) | (host["start_us"].to_numpy()[found] > host["start_us"].to_numpy()[best]))
-        best[later] = found[later]
-    return best
-
-
 def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> dict[str, np.ndarray]:
     """Per hardware task, what the kernel table says of it: ``listed`` (it has a row with the
     same start and name), ``core`` (Accelerator Core / Task Type, "" when N/A), ``op_type``,
@@ -376,7 +309,7 @@ def _ms(device: pd.DataFrame, mask: np.ndarray) -> str:
     return f"{device['dur_us'].to_numpy()[mask].sum() / 1000.0:.3f} ms"
 
 
-def _op_type_from_name(name: str) -> str:
+def op_type_from_name(name: str) -> str:
     """The op type torch_npu puts last in a task name, without an instance-number suffix.
 
     Only a one-word legacy name carries an instance number glued on ("Add105" -> "Add"); in an
