@@ -52,8 +52,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
                 side[name] = read(output_dir / name, _shown(shown_as, output_dir, info_dir, name))
         except InputError as exc:
             warnings.append(ReadWarning(shown_as, f"{name} ignored: {exc.message}"))
-    if not (info_dir / "profiler_metadata.json").is_file() and any(plane < 0 for _, plane in trace.comm_threads.values()):
-        warnings.append(ReadWarning(shown_as, "profiler_metadata.json not found: communication groups named by their HCCL group ids"))
+    # no profiler_metadata.json (older torch_npu): groups keep their HCCL names, nothing is wrong
     info = run_info(info_dir, shown_as, trace.origin, warnings, mindspore=trace.is_mindspore)
     profile = trace.to_profile(info, side.get("kernel_details.csv"), side.get("memory_record.csv"),
                                side.get("operator_memory.csv"))
