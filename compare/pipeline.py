@@ -24,7 +24,7 @@ from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import overall_rows, step_rows
-from perfcmp.policy import evaluate, exit_code
+from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Verdict, WarningRecord
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
@@ -82,7 +82,7 @@ def read_side(path: str, step: int | None, options: CompareOptions, with_digest:
 def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Verdict:
     """The regression verdict of two sides' samples under the options' policy, gates included."""
     policy = options.policy
-    verdict = judge(base, comp, Thresholds(**policy.thresholds), options.skip_steps)
+    verdict = judge(base, comp, Thresholds(**policy.thresholds), options.skip_steps, gated=selects(policy))
     gates = evaluate(policy, verdict)
     return msgspec.structs.replace(verdict, gates=gates, exit_code=exit_code(policy, verdict, gates))
 

@@ -20,8 +20,12 @@ Selectors (the limit is the part after the LAST ``:`` followed by ``+``, so keys
 
 A gate fails on a row only when that row's verdict is ``regressed`` (a statistically real
 change beyond the floors; single-step rows judged on the floors alone count too) AND its change
-exceeds every limit of the gate. Improved, unchanged, within-noise, one-sided and not-comparable
-rows never fail a gate. A selector that matches no row passes, and its message says so.
+exceeds every limit of the gate. A row whose change exceeds the limits but whose verdict is
+``inconclusive`` (every sample moved, too few samples to tell) makes the gate **undecided**: it
+does not fail, it does not pass silently either — the message says so, and with
+``require_verdict`` the exit code is 3. Improved, unchanged, within-noise, one-sided and
+not-comparable rows never fail a gate. A selector that matches no row passes, and its message
+says so. The rows the gates select are the verdict's pre-registered family (``selects``).
 
 Policy file (TOML)::
 
@@ -280,6 +284,12 @@ def _thresholds(table: object, path: str) -> dict[str, float | str]:
 # --- evaluation ----------------------------------------------------------------------------------
 
 
+def selects(policy: Policy):
+    """Whether any gate of ``policy`` selects a row: the rows the user named before looking."""
+    gates = policy.gates
+    return lambda row: any(gate.matches(row) for gate in gates)
+
+
 def evaluate(policy: Policy, verdict: Verdict) -> list[GateResult]:
     """One ``GateResult`` per gate, in policy order; ``rows`` lists the rows that broke it."""
     return [_evaluate_gate(gate, verdict) for gate in policy.gates]
@@ -287,17 +297,19 @@ def evaluate(policy: Policy, verdict: Verdict) -> list[GateResult]:
 
 def exit_code(policy: Policy, verdict: Verdict, gates: list[GateResult]) -> int:
     """1 if any gate failed; else 3 if the policy requires a verdict and the pair is not
-    comparable or the verdict inconclusive; else 0."""
+    comparable, the verdict inconclusive or a gate undecided; else 0."""
     if any(gate.failed for gate in gates):
         return 1
-    if policy.require_verdict and (not verdict.comparable or verdict.overall == "inconclusive"):
+    undecided = any(gate.undecided for gate in gates)
+    if policy.require_verdict and (not verdict.comparable or verdict.overall == "inconclusive" or undecided):
         return 3
     return 0
 
 
-def breaks(gate: Gate, row: VerdictRow) -> bool:
-    """Whether ``row`` fails ``gate``: regressed, and beyond every limit the gate sets."""
-    if row.verdict != "regressed":
+def breaks(gate: Gate, row: VerdictRow, verdicts: tuple[str, ...] = ("regressed",)) -> bool:
+    """Whether ``row`` fails ``gate``: regressed (or one of ``verdicts``), and beyond every
+    limit the gate sets."""
+    if row.verdict not in verdicts or (row.diff or 0) <= 0:
         return False
     if gate.relative is not None:
         if row.relative is None:  # base median 0: any increase is infinitely large
@@ -317,6 +329,12 @@ def _evaluate_gate(gate: Gate, verdict: Verdict) -> GateResult:
         more = f"; and {len(failing) - _SHOWN_ROWS} more" if len(failing) > _SHOWN_ROWS else ""
         return GateResult(expression=gate.expression, failed=True, rows=[row.row for row in failing],
                           message=f"{gate.expression}: FAILED — {shown}{more}")
+    undecided = [row for row in matched if breaks(gate, row, ("inconclusive",))]
+    if undecided:
+        shown = "; ".join(f"{row.row} {relative_change(row)} ({amount(row)}): {row.note}" for row in undecided[:_SHOWN_ROWS])
+        more = f"; and {len(undecided) - _SHOWN_ROWS} more" if len(undecided) > _SHOWN_ROWS else ""
+        return GateResult(expression=gate.expression, failed=False, undecided=True, rows=[row.row for row in undecided],
+                          message=f"{gate.expression}: UNDECIDED — {shown}{more}")
     if not matched:
         selected = gate.pattern if gate.rows is None else ", ".join(gate.rows)
         note = "; pair not comparable" if not verdict.comparable else ""

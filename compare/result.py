@@ -98,10 +98,12 @@ class VerdictRow(msgspec.Struct, kw_only=True):
 
     Values are in ``unit`` ("us" or "bytes") per step. ``diff`` = comparison median − base
     median; ``relative`` = diff / base median (None when that is 0); ``ci_low``/``ci_high`` the
-    95 % bootstrap interval of the difference of medians; ``p_value`` the two-sided
-    Mann-Whitney U test, ``p_adjusted`` after the multiple-testing correction. ``verdict`` is one
-    of: regressed, improved, unchanged, within noise, base only, comparison only, not comparable.
-    ``n1``: a side has a single step, so only the floors were applied (no test).
+    95 % bootstrap interval of the difference of medians; ``p_value`` the two-sided test named by
+    ``test`` on the samples named by ``basis`` (perfcmp.verdict), ``p_adjusted`` after the
+    multiple-testing correction. ``verdict`` is one of: regressed, improved, unchanged, within
+    noise, inconclusive, base only, comparison only, not comparable.
+    ``n1``: a side has a single step and the row no repeated occurrences, so only the floors
+    were applied (no test).
     """
 
     row: str  # "<dimension>:<key>", as in SampleSet
@@ -120,6 +122,11 @@ class VerdictRow(msgspec.Struct, kw_only=True):
     p_adjusted: float | None = None
     verdict: str = "unchanged"
     n1: bool = False
+    basis: str = ""  # the samples tested: "steps", "instances (paired)", "instances"; "" untested
+    test: str = ""  # "welch-log", "welch", "mann-whitney", "wilcoxon-signed-rank"; "" untested
+    n_base_samples: int = 0  # how many samples (steps, occurrences or pairs) the test used
+    n_comp_samples: int = 0
+    note: str = ""  # for "inconclusive": why the evidence is too thin and what would settle it
 
 
 class GateResult(msgspec.Struct, kw_only=True):
@@ -129,6 +136,7 @@ class GateResult(msgspec.Struct, kw_only=True):
     failed: bool
     rows: list[str] = []
     message: str = ""
+    undecided: bool = False  # a selected row changed beyond the gate but its verdict is "inconclusive"
 
 
 class Verdict(msgspec.Struct, kw_only=True):

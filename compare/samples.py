@@ -13,6 +13,12 @@ key did not occur in that step. Units: µs for time rows, bytes for memory rows.
 ``op:<key>``            Σ device time of the step's top-level ops with that normalised key
 ``kernel:<key>``        Σ duration of the step's compute kernels with that kernel key
 ``comm:<collective>``   Σ duration of the step's communication ops of that collective
+
+``instances`` holds, for the op:, kernel: and comm: rows, the values of the row's single
+occurrences in each step, in start order (a step's value is their sum): 24 transformer layers
+give 24 samples of a layer's MatMul even in one step. A step with more than ``MAX_INSTANCES``
+occurrences of a key keeps that many, evenly spaced (the same positions on both sides when the
+counts match, so positional pairs stay pairs), which keeps a baseline small.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from perfcmp.readers.model import Profile
 
 SAMPLES_VERSION = 1
 MEMORY_ROWS = ("peak_allocated", "peak_reserved")
+MAX_INSTANCES = 64  # per row and step
 
 
 class SampleSet(msgspec.Struct, kw_only=True):
@@ -38,6 +45,7 @@ class SampleSet(msgspec.Struct, kw_only=True):
     steps: list[int]
     rows: dict[str, list[float | None]]
     provenance: dict[str, str] = {}
+    instances: dict[str, list[list[float]]] = {}  # row -> per step, the occurrences' values (µs)
 
     def values(self, row: str) -> list[float | None]:
         return self.rows.get(row, [None] * len(self.steps))
@@ -60,14 +68,15 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
         for name, value in zip(MEMORY_ROWS, (breakdown.peak_allocated_bytes, breakdown.peak_reserved_bytes)):
             if value is not None:
                 put(f"memory:{name}", position, value)
+    instances: dict[str, list[list[float]]] = {}
     if details is not None and steps:
-        for (position, key), value in _op_sums(details).items():
-            put(f"op:{key}", position, value)
         spans = [b.window_us for b in step_breakdowns.values()]
-        for (position, key), value in _step_sums(details.compute, spans).items():
-            put(f"kernel:{key}", position, value)
-        for (position, key), value in _step_sums(details.comm, spans).items():
-            put(f"comm:{key}", position, value)
+        for dimension, occurrences in (("op", _top_ops(details)), ("kernel", _in_steps(details.compute, spans)),
+                                       ("comm", _in_steps(details.comm, spans))):
+            for (position, key), value in occurrences.groupby(["step", "key"], sort=True)["value"].sum().items():
+                put(f"{dimension}:{key}", int(position), value)
+            for key, per_step in _instance_lists(occurrences, len(steps)).items():
+                instances[f"{dimension}:{key}"] = per_step
     info = profile.info
     provenance = {"producer": info.producer, "device": info.device.value, **info.metadata}
     if info.device_name:
@@ -75,26 +84,45 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
     if info.rank is not None:
         provenance["rank"] = str(info.rank)
     return SampleSet(device=info.device.value, source=info.source, steps=steps,
-                     rows=dict(sorted(rows.items())), provenance=dict(sorted(provenance.items())))
+                     rows=dict(sorted(rows.items())), provenance=dict(sorted(provenance.items())),
+                     instances=dict(sorted(instances.items())))
 
 
-def _op_sums(details: SideDetails) -> dict[tuple[int, str], float]:
+def _top_ops(details: SideDetails) -> pd.DataFrame:
+    """Top-level ops inside a step: step (position), key, start, value = device time (µs)."""
     ops = details.ops
     top = ops[(ops["top"].to_numpy()) & (ops["step"].to_numpy() >= 0)]
-    sums = top.groupby(["step", "key"], sort=True)["device_us"].sum()
-    return {(int(s), str(k)): float(v) for (s, k), v in sums.items()}
+    return pd.DataFrame({"step": top["step"].to_numpy(), "key": top["key"].to_numpy(),
+                         "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
 
 
-def _step_sums(frame: pd.DataFrame, windows: list[tuple[float, float]]) -> dict[tuple[int, str], float]:
-    """Σ dur_us per (step position, key) of device rows, each in the step window holding its start."""
+def _in_steps(frame: pd.DataFrame, windows: list[tuple[float, float]]) -> pd.DataFrame:
+    """Device rows in the step window holding their start: step (position), key, start, value = dur_us."""
     if frame.empty:
-        return {}
+        return pd.DataFrame({"step": [], "key": [], "start": [], "value": []})
     start = frame["start_us"].to_numpy()
     lows = np.array([w[0] for w in windows])
     highs = np.array([w[1] for w in windows])
     idx = np.searchsorted(lows, start, side="right") - 1
     position = np.where((idx >= 0) & (start < highs[np.clip(idx, 0, None)]), idx, -1)
     keep = position >= 0
-    grouped = pd.DataFrame({"step": position[keep], "key": frame["key"].to_numpy()[keep],
-                            "dur": frame["dur_us"].to_numpy()[keep]}).groupby(["step", "key"], sort=True)["dur"].sum()
-    return {(int(s), str(k)): float(v) for (s, k), v in grouped.items()}
+    return pd.DataFrame({"step": position[keep], "key": frame["key"].to_numpy()[keep], "start": start[keep],
+                         "value": frame["dur_us"].to_numpy(dtype=float)[keep]})
+
+
+def _instance_lists(occurrences: pd.DataFrame, n_steps: int) -> dict[str, list[list[float]]]:
+    """key -> per step position, the occurrences' values in start order (at most MAX_INSTANCES,
+    evenly spaced), [] for a step without one."""
+    if occurrences.empty:
+        return {}
+    frame = occurrences.sort_values(["key", "step", "start"], kind="stable")
+    counts = frame.groupby(["key", "step"], sort=False)["value"].transform("size").to_numpy()
+    rank = frame.groupby(["key", "step"], sort=False).cumcount().to_numpy()
+    # evenly spaced ranks: keep rank r where floor(r * M / n) advances (all of them when n <= M)
+    thin = counts > MAX_INSTANCES
+    keep = ~thin | (np.floor((rank + 1) * MAX_INSTANCES / counts) > np.floor(rank * MAX_INSTANCES / counts))
+    kept = frame[keep]
+    out: dict[str, list[list[float]]] = {}
+    for (key, step), values in kept.groupby(["key", "step"], sort=True)["value"]:
+        out.setdefault(str(key), [[] for _ in range(n_steps)])[int(step)] = [float(v) for v in values.to_numpy()]
+    return out

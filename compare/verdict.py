@@ -14,8 +14,9 @@ Steps and warm-up
     The rule and the counts are reported in ``skip_reason``.
 Outlier steps
     After the skip, a step whose E2E has a robust z-score |0.6745 (x − median) / MAD| above 3.5
-    is an outlier (MAD 0: the mean absolute deviation × 1.2533 stands in; needs ≥ 3 steps). It
-    is reported in ``outlier_steps``, never dropped: the medians are robust to it already.
+    is an outlier (MAD 0: the mean absolute deviation × 1.2533 stands in; needs ≥ 5 steps: the
+    MAD of three or four values flags ordinary jitter). It is reported in ``outlier_steps``,
+    never dropped: the medians are robust to it already.
 Samples
     A key's samples are its values in the kept steps, in order. A key exists on a side when it
     has a value in at least one kept step; a step where an existing time key is None counts as
@@ -25,26 +26,36 @@ Samples
 Per row
     Medians per side; ``diff`` = comparison − base; ``relative`` = diff / base median (None
     when that is 0). ``ci_low``/``ci_high``: 95 % percentile bootstrap of
-    median(comparison*) − median(base*), ``bootstrap`` resamples per side drawn from fixed seeds
-    (one index matrix per side and sample count, shared by all rows, so the result is
-    deterministic and does not depend on which other rows exist). ``p_value``: two-sided
-    Mann-Whitney U (``perfcmp.stats``), exact when neither side has more than 50
-    samples and no value is tied, asymptotic (tie and continuity corrected) otherwise; a row
-    whose values are all identical on both sides gets p = 1 without a test. Only rows whose
-    change clears the floors (below) are tested: any other row is "unchanged" whatever its
-    p-value, so it gets none (p None).
+    median(comparison*) − median(base*) over the steps, ``bootstrap`` resamples per side drawn
+    from fixed seeds (one index matrix per side and sample count, shared by all rows, so the
+    result is deterministic and does not depend on which other rows exist). Only rows whose
+    change clears the floors (below) are tested: any other row is "unchanged" whatever a test
+    would say, so it gets no p-value.
+Which samples, which test (``basis``, ``test``, ``n_base_samples``/``n_comp_samples``)
+    Profilers are run for a few steps (the Ascend guide: one; torch schedules: 1–5), where a
+    rank test on steps has no power (its smallest two-sided p is 0.1 with 3 vs 3). So:
+    * an op:, kernel: or comm: row with fewer than 6 steps a side is tested on its
+      **occurrences** (``SampleSet.instances``: 24 layers give 24 samples of a layer's MatMul even
+      in one step). When every step both sides kept holds the same number of them, they are
+      paired by position (layer k with layer k) and the **Wilcoxon signed-rank** test is run on
+      the log ratios (≥ 5 pairs; exact below 50 pairs without ties); otherwise the
+      **Mann-Whitney U** test on the occurrences (≥ 5 a side);
+    * else, with 6 or more steps a side, **Mann-Whitney U** on the steps (exact when neither
+      side has more than 50 and no value is tied, tie and continuity corrected otherwise);
+    * else, with 2 to 5 steps a side, **Welch's t** on the log step values (a ratio of geometric
+      means; plain values if one is not positive): it reaches p < 0.05 with 2–3 steps a side when
+      the change is large against the step-to-step spread;
+    * one step a side and nothing to pair: no test (``n1``), the floors alone decide.
+    A row whose values are all identical on both sides gets p = 1.
 Multiple testing
     ``overall:e2e`` is the primary endpoint and is tested alone at ``alpha`` (its p_adjusted is
-    its p_value): the overall verdict must not lose its power because a profile has thousands
-    of keys. Every other tested row (clears the floors, not n=1, not "not comparable") forms one
-    family, adjusted by Holm (``correction="holm"``, family-wise error) or Benjamini-Hochberg
-    (``"bh"``, false discovery rate). Choosing the family by effect size looks at the same data
-    as the test, so the family-wise guarantee is approximate rather than exact; what it buys is
-    power for the rows that can matter. The A/A checks in the tests (20 seeds, generated noise,
-    zero false regressions) measure the false-positive rate in practice. Power needs steps: the smallest
-    possible two-sided p is 0.1 with 3 vs 3 steps, 0.029 with 4 vs 4, 0.0079 with 5 vs 5 and
-    1.1e-5 with 10 vs 10, so with 3 steps a side a change above the floors stays "within
-    noise", and a per-key change among thousands of Holm-corrected keys needs ~10 steps a side.
+    its p_value). The rows a policy gate selects (``gated``) were named by the user before
+    looking: they form their own family, Holm-adjusted (family-wise error). Every other tested
+    row is exploratory (every op, kernel, collective) and adjusted by Benjamini-Hochberg
+    (``correction="bh"``, false discovery rate; ``"holm"`` on request), so one more dimension in
+    the report does not silence the others. Choosing the family by effect size looks at the same
+    data as the test, so the guarantees are approximate; the A/A tests (generated noise and
+    recorded CPU pairs) measure the false-positive rate in practice.
 Floors (practical significance)
     A change counts only when it clears ALL of: |relative| ≥ ``relative`` (a base median of 0
     with a non-zero comparison clears it); |diff| ≥ ``absolute_us`` for time rows or
@@ -53,9 +64,11 @@ Floors (practical significance)
 Labels
     significant (p_adjusted < alpha) and clears the floors: "regressed" when diff > 0 (larger
     is always worse, time and memory alike), "improved" when diff < 0; clears the floors but
-    not significant: "within noise"; otherwise "unchanged". n=1 (either side has a single
-    sample): no test (p None, no interval), ``n1`` True, clearing the floors alone gives
-    regressed / improved, else unchanged. "not comparable": both medians 0 (or absent), every
+    not significant: "inconclusive" when every sample moved the same way (every comparison
+    step beyond every base step; every pair one way) — the evidence is too thin, and ``note``
+    says what would settle it — else "within noise"; otherwise "unchanged". n=1 (a side has a
+    single step and the row nothing to pair): no test (p None, no interval), ``n1`` True,
+    clearing the floors alone gives regressed / improved, else unchanged. "not comparable": both medians 0 (or absent), every
     row when a side has no steps, and every op:/kernel:/comm: row when the pair is not
     comparable (devices differ, or too little matched op time).
 Comparability (``comparable`` False when any check fails; the reasons are listed)
@@ -69,7 +82,7 @@ Comparability (``comparable`` False when any check fails; the reasons are listed
 Overall
     From the ``overall:e2e`` row: regressed → "regression", improved → "improvement",
     unchanged → "neutral" (other rows that regressed or improved are listed in ``reasons`` as
-    notes), within noise / not comparable / missing → "inconclusive". With n=1 the reasons say
+    notes), within noise / inconclusive / not comparable / missing → "inconclusive". With n=1 the reasons say
     "n=1: floors only, no significance test".
 
 Rows are sorted by ``row``; every number is a plain Python float or int. ``judge`` leaves
@@ -78,6 +91,7 @@ Rows are sorted by ``row``; every number is a plain Python float or int. ``judge
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -85,7 +99,7 @@ import numpy as np
 from perfcmp.readers.errors import InputError
 from perfcmp.result import Verdict, VerdictRow
 from perfcmp.samples import SampleSet
-from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p
+from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p, welch_p, wilcoxon_signed_rank_p
 from perfcmp.wording import amount, relative_change
 
 ADJUSTMENTS = {"holm": holm, "bh": benjamini_hochberg}
@@ -95,6 +109,7 @@ MEMORY_DIMENSION = "memory"
 NOT_COMPARABLE_WHEN_PAIR_IS = ("op", "kernel", "comm")
 WARMUP_EXCESS = 0.20  # a leading step is warm-up while its E2E exceeds the later median by this
 OUTLIER_Z = 3.5
+OUTLIER_MIN_STEPS = 5
 MATCHED_SHARE_MIN = 0.5
 STEP_RATIO_NOTE = 2.0
 CI_LEVEL = 0.95
@@ -112,7 +127,7 @@ class Thresholds:
     absolute_bytes: float = float(1 << 20)  # per step, memory rows
     share_of_step: float = 0.005  # |diff| / base median step E2E, time rows other than overall:e2e
     alpha: float = 0.05
-    correction: str = "holm"  # or "bh"
+    correction: str = "bh"  # the exploratory rows' correction: "bh" (false discovery rate) or "holm"
     bootstrap: int = 2000  # resamples for the CI; seeded -> deterministic
 
     def __post_init__(self) -> None:
@@ -172,7 +187,7 @@ def outlier_steps(samples: SampleSet, skip: int) -> list[int]:
     """Step ids after the skip whose E2E robust z-score exceeds 3.5 (reported, not dropped)."""
     steps = samples.steps[skip:]
     pairs = [(s, v) for s, v in zip(steps, samples.values(E2E)[skip:]) if v is not None]
-    if len(pairs) < 3:
+    if len(pairs) < OUTLIER_MIN_STEPS:
         return []
     x = np.array([v for _, v in pairs], dtype=float)
     med = np.median(x)
@@ -210,6 +225,7 @@ class _Side:
         self.matrix = matrix
         self.time = np.where(missing, 0.0, matrix)
         self.medians = np.median(self.time, axis=1) if self.n else np.zeros(len(names))
+        self.instances = {row: per_step[skip:] for row, per_step in samples.instances.items()}
 
     def values(self, row: str) -> np.ndarray:
         i = self.index[row]
@@ -282,13 +298,99 @@ def _op_share(base: _Side, comp: _Side) -> float | None:
     return matched / total if total > 0 else None
 
 
+STEP_RANK_TEST_MIN = 6  # steps a side from which the rank test on steps is used (min p 0.0022)
+MIN_PAIRS = 5  # paired occurrences needed for the signed-rank test (its smallest p: 2 / 2**5)
+MIN_INSTANCES = 5  # occurrences a side needed for the rank test on them
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """How a row that clears the floors was tested: on which samples, with which test."""
+
+    basis: str  # "steps", "instances (paired)", "instances" or "" (no test)
+    test: str  # "welch-log", "mann-whitney", "wilcoxon-signed-rank", ""
+    p: float | None
+    n_base: int
+    n_comp: int
+    separated: bool  # every comparison sample beyond every base sample (paired: every pair moved one way)
+    note: str = ""  # why the evidence is too thin, and what would settle it
+
+
+def _instances_of(row: str, sb: _Side, sc: _Side) -> tuple[list[list[float]], list[list[float]]] | None:
+    """The row's occurrences per kept step on both sides, when both have any."""
+    ib, ic = sb.instances.get(row), sc.instances.get(row)
+    if not ib or not ic or not any(ib) or not any(ic):
+        return None
+    return ib, ic
+
+
+def _evidence(row: str, sb: _Side, sc: _Side) -> _Evidence:
+    """The test of one row (module docstring, "Which samples, which test")."""
+    vb, vc = sb.values(row), sc.values(row)
+    steps = min(len(vb), len(vc))
+    occurrences = _instances_of(row, sb, sc)
+    if occurrences is not None and steps < STEP_RANK_TEST_MIN:
+        ib, ic = occurrences
+        pairs_b, pairs_c = _paired(ib, ic)
+        if len(pairs_b) >= MIN_PAIRS:
+            ratio = np.log(pairs_c / pairs_b)
+            ratio[np.abs(ratio) < 1e-12] = 0.0  # equal values, up to float rounding: no difference
+            p = wilcoxon_signed_rank_p(ratio)
+            return _Evidence("instances (paired)", "wilcoxon-signed-rank", 1.0 if p is None else p,
+                             len(pairs_b), len(pairs_c), bool(np.all(ratio > 0) or np.all(ratio < 0)),
+                             _thin("pairs of occurrences", len(pairs_b), MIN_PAIRS + 2))
+        xb = np.array([v for step in ib for v in step], dtype=float)
+        xc = np.array([v for step in ic for v in step], dtype=float)
+        if min(len(xb), len(xc)) >= MIN_INSTANCES:
+            p = mann_whitney_p([xb], [xc])[0]
+            return _Evidence("instances", "mann-whitney", 1.0 if p is None else p, len(xb), len(xc),
+                             _separated(xb, xc), _thin("occurrences a side", min(len(xb), len(xc)), MIN_INSTANCES + 3))
+    if steps >= STEP_RANK_TEST_MIN:
+        p = mann_whitney_p([vb], [vc])[0]
+        return _Evidence("steps", "mann-whitney", 1.0 if p is None else p, len(vb), len(vc), _separated(vb, vc))
+    if steps >= 2:
+        positive = bool(np.all(vb > 0) and np.all(vc > 0))
+        p = welch_p(np.log(vb), np.log(vc)) if positive else welch_p(vb, vc)
+        return _Evidence("steps", "welch-log" if positive else "welch", 1.0 if p is None else p, len(vb), len(vc),
+                         _separated(vb, vc), _thin("steps a side", steps, max(steps + 2, 4)))
+    return _Evidence("", "", None, len(vb), len(vc), False,
+                     "one step and no repeated occurrences: no test; profile ≥ 4 steps")
+
+
+def _paired(ib: list[list[float]], ic: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Occurrences paired by position within each step, over the steps both sides kept, when
+    every such step has the same number of them on both sides and all are positive; else empty."""
+    b, c = [], []
+    for step_b, step_c in zip(ib, ic):
+        if len(step_b) != len(step_c):
+            return np.empty(0), np.empty(0)
+        b += step_b
+        c += step_c
+    xb, xc = np.array(b, dtype=float), np.array(c, dtype=float)
+    if not len(xb) or np.any(xb <= 0) or np.any(xc <= 0):
+        return np.empty(0), np.empty(0)
+    return xb, xc
+
+
+def _separated(xb: np.ndarray, xc: np.ndarray) -> bool:
+    return bool(len(xb) and len(xc) and (xc.min() > xb.max() or xc.max() < xb.min()))
+
+
+def _thin(what: str, have: int, need: int) -> str:
+    return (f"every sample moved the same way, but {have} {what} are too few to tell it from noise at this "
+            f"spread; profile more steps (≥ {need} {what} would settle it)")
+
+
 def _fmt_rel(r: VerdictRow) -> str:
     return relative_change(r) if r.relative is not None else f"new, {amount(r)}"
 
 
 def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(),
-          skip: int | None = None) -> Verdict:
-    """Per-row and overall regression verdicts of ``comp`` against ``base`` (module docstring)."""
+          skip: int | None = None, gated: Callable[[str], bool] | None = None) -> Verdict:
+    """Per-row and overall regression verdicts of ``comp`` against ``base`` (module docstring).
+
+    ``gated``: which rows a policy gate selects; they form their own family (Holm).
+    """
     t = thresholds
     reasons: list[str] = []
     (skip_b, why_b), (skip_c, why_c) = _choose_skip(base, skip), _choose_skip(comp, skip)
@@ -352,6 +454,9 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         r.relative = r.diff / r.base_median if r.base_median != 0 else None
         floors = _clears_floors(row, unit, r.diff, r.relative, base_e2e, t)
         if r.n_base == 1 or r.n_comp == 1:
+            if floors and _instances_of(row, sb, sc) is not None:
+                clearing.add(row)  # one step, but its occurrences are samples
+                continue
             r.n1 = True
             r.verdict = ("regressed" if r.diff > 0 else "improved") if floors else "unchanged"
             continue
@@ -359,7 +464,7 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         if floors:
             clearing.add(row)
 
-    # bootstrap intervals and tests, vectorised over the tested rows
+    # bootstrap intervals of the step medians, vectorised over the tested rows
     vbs = [sb.values(row) for row in tested]
     vcs = [sc.values(row) for row in tested]
     for row, ci in zip(tested, _boot_ci(vbs, vcs, int(t.bootstrap))):
@@ -367,25 +472,37 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     # Only a change that clears the floors can count, so only those rows are tested: the others
     # are "unchanged" whatever their p-value, and leaving them out of the correction keeps its
     # power for the rows that matter.
-    candidates = [i for i, row in enumerate(tested) if row in clearing]
-    pvals: list[float | None] = [None] * len(tested)
-    for i, p in zip(candidates, mann_whitney_p([vbs[i] for i in candidates], [vcs[i] for i in candidates])):
-        pvals[i] = 1.0 if p is None else p
-    family = [row for i, row in enumerate(tested) if pvals[i] is not None and row != E2E]
-    for row, p in zip(tested, pvals):
-        rows[row].p_value = p
-        rows[row].p_adjusted = p if row == E2E else None
-    for row, adj in zip(family, ADJUSTMENTS[t.correction]([rows[r].p_value for r in family])):
-        rows[row].p_adjusted = float(adj)
-    for row in tested:
+    evidence = {row: _evidence(row, sb, sc) for row in sorted(clearing)}
+    for row, ev in evidence.items():
         r = rows[row]
-        floors = r.p_value is not None  # tested exactly when it clears the floors
-        if floors and r.p_adjusted < t.alpha:
+        r.basis, r.test, r.p_value = ev.basis, ev.test, None if ev.p is None else float(ev.p)
+        r.n_base_samples, r.n_comp_samples = ev.n_base, ev.n_comp
+        if row == E2E:
+            r.p_adjusted = r.p_value
+    gated = gated or (lambda row: False)
+    tested_rows = [row for row, ev in evidence.items() if ev.p is not None and row != E2E]
+    families = (([row for row in tested_rows if gated(row)], holm),
+                ([row for row in tested_rows if not gated(row)], ADJUSTMENTS[t.correction]))
+    for family, adjust in families:
+        for row, adj in zip(family, adjust([rows[r].p_value for r in family])):
+            rows[row].p_adjusted = float(adj)
+    for row in sorted(set(tested) | set(evidence)):
+        r = rows[row]
+        ev = evidence.get(row)
+        if ev is None:
+            if not r.n1:
+                r.verdict = "unchanged"
+            continue
+        if ev.p is None:  # a single step and too few occurrences to test: the floors decide
+            r.n1 = True
             r.verdict = "regressed" if r.diff > 0 else "improved"
-        elif floors:
-            r.verdict = "within noise"
+        elif r.p_adjusted < t.alpha:
+            r.verdict = "regressed" if r.diff > 0 else "improved"
+        elif ev.separated:
+            r.verdict = "inconclusive"
+            r.note = ev.note
         else:
-            r.verdict = "unchanged"
+            r.verdict = "within noise"
 
     # overall
     if any(r.n1 for r in rows.values()) or (not no_steps and min(sb.n, sc.n) == 1):
@@ -407,6 +524,8 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         if e2e.verdict == "within noise":
             reasons.append(f"E2E changed by {_fmt_rel(e2e)} (above the floors) but not significantly "
                            f"(p = {e2e.p_adjusted:.3g}, {e2e.n_base} vs {e2e.n_comp} steps)")
+        elif e2e.verdict == "inconclusive":
+            reasons.append(f"E2E changed by {_fmt_rel(e2e)}: {e2e.note}")
         else:
             reasons.append(f"E2E is {e2e.verdict}")
     if overall in ("neutral", "inconclusive"):

@@ -126,7 +126,8 @@ def test_schema_documents_every_field_as_required(schema, struct, name):
 
 def test_schema_enumerates_the_verdict_labels(schema):
     assert schema["$defs"]["verdict_row"]["properties"]["verdict"]["enum"] == [
-        "regressed", "improved", "unchanged", "within noise", "base only", "comparison only", "not comparable"]
+        "regressed", "improved", "unchanged", "within noise", "base only", "comparison only", "not comparable",
+        "inconclusive"]
     assert schema["$defs"]["verdict"]["properties"]["overall"]["enum"] == [
         "regression", "improvement", "neutral", "inconclusive"]
 

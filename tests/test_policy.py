@@ -363,3 +363,27 @@ def test_policy_file_that_is_not_utf8(tmp_path):
     with pytest.raises(UsageError) as caught:
         load_policy(str(path), [])
     assert caught.value.path == str(path)
+
+
+def test_an_inconclusive_row_beyond_the_limit_makes_the_gate_undecided():
+    thin = row("overall:e2e", "inconclusive", diff=14_000.0)  # +14 %, every step slower, too few steps
+    thin.note = "profile ≥ 4 steps a side"
+    result = gate_result("e2e:+5%", thin)
+    assert not result.failed and result.undecided and result.rows == ["overall:e2e"]
+    assert result.message.startswith("e2e:+5%: UNDECIDED — overall:e2e +14.0 %") and "≥ 4 steps" in result.message
+    # below the limit it simply passes
+    assert not gate_result("e2e:+20%", thin).undecided
+    # never silent: exit 3 when a verdict is required, 0 otherwise
+    lax, strict = Policy(gates=(parse_gate("e2e:+5%"),)), Policy(gates=(parse_gate("e2e:+5%"),), require_verdict=True)
+    judged = verdict(thin, overall="inconclusive")
+    assert exit_code(lax, judged, evaluate(lax, judged)) == 0
+    assert exit_code(strict, judged, evaluate(strict, judged)) == 3
+    # an improvement is never undecided
+    assert not gate_result("e2e:+5%", row("overall:e2e", "inconclusive", diff=-14_000.0)).undecided
+
+
+def test_the_gates_select_the_verdicts_pre_registered_family():
+    from perfcmp.policy import selects
+
+    chosen = selects(Policy(gates=(parse_gate("op:aten::*:+10%"), parse_gate("e2e:+3%"))))
+    assert chosen("op:aten::mm") and chosen("overall:e2e") and not chosen("kernel:gemm")

@@ -19,7 +19,8 @@ from perfcmp.samples import SampleSet
 from perfcmp.verdict import Thresholds, choose_skip, judge, outlier_steps
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELS = {"regressed", "improved", "unchanged", "within noise", "base only", "comparison only", "not comparable"}
+LABELS = {"regressed", "improved", "unchanged", "within noise", "inconclusive", "base only", "comparison only",
+          "not comparable"}
 
 
 def sset(rows: dict[str, list[float | None]], steps: list[int] | None = None, device: str = "GPU",
@@ -391,3 +392,73 @@ def test_generated_profiles_aa_then_slower_gemm(gen_traces, tmp_path):
     assert slower.overall == "regression"
     for row in regressed:  # only GEMM-driven rows (and their totals) moved
         assert any(word in row for word in ("matmul", "gemm", "linear", "Mm", "computing", "e2e")), row
+
+
+# --- few steps: Welch on log steps, occurrences, inconclusive, families ------------------------
+
+
+def test_three_steps_a_side_reach_significance_with_welch_on_log_times():
+    # E2E 100, 101, 99 ms against 114, 115, 113 ms: the logs' means differ by ln(1.14) = 0.131,
+    # their standard deviations are 0.0100 and 0.0088, so se = sqrt(0.0100²/3 + 0.0088²/3) = 0.0077
+    # and t = 17.06 on ~3.9 degrees of freedom, p ≈ 1e-4 (the rank test's smallest p would be 0.1)
+    base = sset({"overall:e2e": [100e3, 101e3, 99e3]})
+    comp = sset({"overall:e2e": [114e3, 115e3, 113e3]})
+    e2e = by_row(judge(base, comp))["overall:e2e"]
+    assert (e2e.basis, e2e.test, e2e.n_base_samples, e2e.n_comp_samples) == ("steps", "welch-log", 3, 3)
+    assert e2e.verdict == "regressed" and e2e.p_value < 1e-3
+    logs_b, logs_c = np.log([100e3, 101e3, 99e3]), np.log([114e3, 115e3, 113e3])
+    se = np.sqrt(logs_b.var(ddof=1) / 3 + logs_c.var(ddof=1) / 3)
+    assert (logs_c.mean() - logs_b.mean()) / se == pytest.approx(17.06, abs=0.01)
+    assert judge(base, comp).overall == "regression"
+
+
+def test_every_step_moved_but_too_few_to_tell_is_inconclusive_not_within_noise():
+    # 2 steps a side, all comparison steps slower, but the spread is as large as the change
+    base = sset({"overall:e2e": [100e3, 120e3]})
+    comp = sset({"overall:e2e": [121e3, 150e3]})
+    verdict = judge(base, comp)
+    e2e = by_row(verdict)["overall:e2e"]
+    assert e2e.verdict == "inconclusive" and e2e.p_value > 0.05
+    assert "≥ 4 steps a side" in e2e.note
+    assert verdict.overall == "inconclusive" and any("E2E changed by" in r for r in verdict.reasons)
+    # overlapping samples: within noise
+    comp = sset({"overall:e2e": [110e3, 150e3]})
+    assert by_row(judge(base, comp))["overall:e2e"].verdict == "within noise"
+
+
+def with_instances(rows: dict, instances: dict) -> SampleSet:
+    return msgspec.structs.replace(sset(rows), instances=instances)
+
+
+def test_one_step_ops_are_judged_on_their_paired_occurrences():
+    # one step, 8 layers: every layer's MatMul 15–25 % slower -> 8 pairs whose log ratios are all
+    # positive and distinct: the exact signed-rank p is 2 / 2**8 = 0.0078
+    layers_b = [100.0, 110.0, 90.0, 105.0, 95.0, 100.0, 102.0, 98.0]
+    layers_c = [v * f for v, f in zip(layers_b, (1.15, 1.16, 1.18, 1.19, 1.21, 1.22, 1.24, 1.25))]
+    base = with_instances({"op:aten::mm": [sum(layers_b)], "overall:e2e": [10_000.0]}, {"op:aten::mm": [layers_b]})
+    comp = with_instances({"op:aten::mm": [sum(layers_c)], "overall:e2e": [10_160.0]}, {"op:aten::mm": [layers_c]})
+    mm = by_row(judge(base, comp))["op:aten::mm"]
+    assert (mm.basis, mm.test, mm.n_base_samples) == ("instances (paired)", "wilcoxon-signed-rank", 8)
+    assert mm.p_value == pytest.approx(2 / 2 ** 8) and mm.verdict == "regressed" and not mm.n1
+    # unequal occurrence counts: the rank test on them instead (8 against 9, all larger: exact p)
+    comp = with_instances({"op:aten::mm": [sum(layers_c) + 120.0], "overall:e2e": [10_300.0]},
+                          {"op:aten::mm": [layers_c + [120.0]]})
+    mm = by_row(judge(base, comp))["op:aten::mm"]
+    assert (mm.basis, mm.test, mm.n_comp_samples) == ("instances", "mann-whitney", 9)
+    assert mm.verdict == "regressed"
+
+
+def test_gated_rows_are_their_own_family():
+    # 40 noisy exploratory rows (medians +18 %, samples overlapping) and one gated row that moved
+    # clearly (Welch-log p well below 0.05): alone in its family the gated row keeps its p; pooled
+    # with the 40 under Holm its p is multiplied by 41 and the regression is lost
+    rows_b = {f"op:k{i:02d}": [1000.0, 1500.0, 800.0, 1200.0, 1100.0] for i in range(40)}
+    rows_c = {f"op:k{i:02d}": [1300.0, 1200.0, 1600.0, 1000.0, 1500.0] for i in range(40)}
+    rows_b["op:gated"] = [1000.0, 1100.0, 950.0, 1050.0, 1000.0]
+    rows_c["op:gated"] = [1200.0, 1300.0, 1120.0, 1180.0, 1250.0]
+    rows_b["overall:e2e"] = rows_c["overall:e2e"] = [1000.0] * 5
+    base, comp = sset(rows_b), sset(rows_c)
+    gated = by_row(judge(base, comp, Thresholds(correction="holm"), gated=lambda r: r == "op:gated"))["op:gated"]
+    assert gated.p_adjusted == gated.p_value < 0.05 and gated.verdict == "regressed"
+    pooled = by_row(judge(base, comp, Thresholds(correction="holm")))["op:gated"]
+    assert pooled.p_adjusted > 0.05 and pooled.verdict != "regressed"

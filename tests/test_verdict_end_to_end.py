@@ -69,13 +69,70 @@ def test_a_higher_memory_peak_is_flagged_in_memory(gen, tmp_path):
     assert verdict.exit_code == 1
 
 
-def test_single_step_pairs_are_n1_and_judged_by_floors(gen, tmp_path):
+def test_single_step_pairs_judge_repeated_ops_on_their_occurrences(gen, tmp_path):
+    # one step a side, 4 layers: each layer's linears are occurrences of op:aten::linear, paired
+    # layer with layer; GEMMs 20 % slower in every layer -> regressed with a p-value from them
     a, b = tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz"
-    gen.write_gpu_trace(str(a), steps=1, layers=1, seed=0)
-    gen.write_gpu_trace(str(b), steps=1, layers=1, seed=1, scale=[("aten::mm", 1.2)])
+    gen.write_gpu_trace(str(a), steps=1, layers=4, seed=0)
+    gen.write_gpu_trace(str(b), steps=1, layers=4, seed=1, scale=[("aten::mm", 1.2)])
     verdict = compare(a, b)
     rows = {r.row: r for r in verdict.rows}
-    judged = [r for r in verdict.rows if r.verdict not in ("base only", "comparison only", "not comparable")]
-    assert judged and all(r.n1 and r.p_value is None for r in judged)
-    assert rows["op:aten::linear"].verdict == "regressed"  # +20 %: above every floor
+    linear = rows["op:aten::linear"]
+    assert linear.verdict == "regressed" and linear.basis == "instances (paired)"
+    assert linear.test == "wilcoxon-signed-rank" and linear.n_base_samples == linear.n_comp_samples >= 16
+    assert linear.p_value is not None and linear.p_adjusted < 0.05
+    # the overall rows have a single sample: the floors alone decide
+    assert rows["overall:e2e"].n1 and rows["overall:e2e"].p_value is None
     assert any("n=1" in reason for reason in verdict.reasons)
+
+
+
+
+# --- issue 8's table: few steps, recorded CPU pairs ----------------------------------------------
+
+RECORDED = ROOT / "golden" / "recorded"
+
+
+def test_three_npu_steps_with_slower_matmul_fail_an_e2e_gate_and_name_the_cause(gen, tmp_path):
+    a, b = tmp_path / "a_ascend_pt", tmp_path / "b_ascend_pt"
+    gen.write_npu_profile(str(a), steps=3, layers=2, seed=0)
+    gen.write_npu_profile(str(b), steps=3, layers=2, seed=1, scale=[("aten::mm", 1.25)])
+    verdict = compare(a, b, "e2e:+5%")
+    rows = {r.row: r for r in verdict.rows}
+    assert verdict.overall == "regression" and verdict.exit_code == 1
+    assert rows["overall:e2e"].test == "welch-log" and rows["overall:e2e"].n_base_samples == 3
+    # the MatMul kernels and the ops around them, judged on their occurrences
+    assert rows["kernel:matmul"].verdict == "regressed" and rows["kernel:matmul"].basis == "instances (paired)"
+    assert rows["op:aten::linear"].verdict == "regressed"
+    assert rows["op:autograd::engine::evaluate_function: MmBackward0"].verdict == "regressed"
+
+
+def test_six_steps_with_much_slower_compute_fail_a_computing_gate(gen, tmp_path):
+    from perfcmp.render import markdown
+
+    a, b = tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz"
+    gen.write_gpu_trace(str(a), steps=6, layers=2, seed=0)
+    gen.write_gpu_trace(str(b), steps=6, layers=2, seed=1, scale=[("aten::", 1.7)])  # every kernel 70 % slower
+    result = run(CompareOptions(str(a), str(b), policy=load_policy(None, ["computing:+10%"])))
+    rows = {r.row: r for r in result.verdict.rows}
+    assert rows["overall:computing"].verdict == "regressed" and result.verdict.exit_code == 1
+    regressed = {r.row for r in result.verdict.rows if r.verdict == "regressed"}
+    assert {"kernel:matmul", "op:aten::linear"} <= regressed  # exploratory rows keep their power (BH)
+    summary = markdown.render(result, 10)
+    assert "kernel:matmul" in summary and "op:aten::linear" in summary
+
+
+@pytest.mark.skipif(not RECORDED.is_dir(), reason="recorded traces not present")
+def test_a_recorded_cpu_pair_with_a_real_code_change_is_a_regression():
+    # golden/recorded: torch 2.13 CPU, 3 profiled steps; one more block, wider MLP, bigger batch
+    verdict = compare(RECORDED / "base.pt.trace.json.gz", RECORDED / "change.pt.trace.json.gz", "e2e:+5%")
+    assert verdict.overall == "regression" and verdict.exit_code == 1
+    assert {r.row: r for r in verdict.rows}["overall:e2e"].relative > 1.0
+
+
+@pytest.mark.skipif(not RECORDED.is_dir(), reason="recorded traces not present")
+@pytest.mark.parametrize("base, comp", [("base", "aa"), ("base6", "aa6")])
+def test_recorded_a_a_pairs_pass_an_e2e_gate_with_no_regressed_op(base, comp):
+    verdict = compare(RECORDED / f"{base}.pt.trace.json.gz", RECORDED / f"{comp}.pt.trace.json.gz", "e2e:+5%")
+    assert verdict.exit_code == 0 and verdict.overall != "regression"
+    assert not [r.row for r in verdict.rows if r.verdict == "regressed" and r.dimension in ("op", "kernel")]

@@ -1,7 +1,11 @@
 """Console: the largest regressions and improvements per detail dimension.
 
 Which sheet, fields and units each dimension uses is data (``report_templates/console.toml``);
-this module only ranks the result's rows and formats them.
+this module only ranks the result's rows and formats them. A row is listed only when its change
+clears the verdict's floors (``perfcmp.verdict.Thresholds``), scaled to the whole profile the
+sheets total: at least ``relative`` of the base, ``absolute_us`` per step and ``share_of_step``
+of the base E2E. A −0.0 % row is not an improvement; when no row of any dimension clears them,
+one line says so.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from importlib import resources
 from prettytable import PrettyTable
 
 from perfcmp.result import ComparisonResult
+from perfcmp.verdict import Thresholds
 from perfcmp.wording import ratio_change
 
 
@@ -44,18 +49,56 @@ def render(result: ComparisonResult, top: int) -> list[str]:
     blocks: list[str] = []
     if top <= 0:
         return blocks
+    clears = _floors(result)
+    quiet = []
     for dim in load_dimensions():
         table = result.details.get(dim.sheet)
         if table is None:
             continue
-        rows = _changes(table.records(), dim)
-        # changes that print as zero at the table's precision are not changes to a reader
-        worse = sorted((r for r in rows if r[3] >= SHOWN), key=lambda r: (-r[3], r[0]))[:top]
-        better = sorted((r for r in rows if r[3] <= -SHOWN), key=lambda r: (r[3], r[0]))[:top]
+        rows = [r for r in _changes(table.records(), dim) if abs(r[3]) >= SHOWN and clears(dim.unit, r[1], r[3])]
+        worse = sorted((r for r in rows if r[3] > 0), key=lambda r: (-r[3], r[0]))[:top]
+        better = sorted((r for r in rows if r[3] < 0), key=lambda r: (r[3], r[0]))[:top]
         for label, chosen in (("regressions", worse), ("improvements", better)):
             if chosen:
                 blocks.append(_table(f"Top {label}: {dim.title} ({dim.unit})", chosen))
+        if not rows:
+            quiet.append(dim.title)
+    if quiet:
+        t = _thresholds(result)
+        blocks.append(f"No change in {', '.join(quiet)} clears the floors "
+                      f"(≥ {t.relative * 100:g} %, ≥ {t.absolute_us:g} µs per step and ≥ {t.share_of_step * 100:g} % of the step).")
     return blocks
+
+
+TIME_UNITS = {"us": 1.0, "ms": 1000.0}  # -> µs
+MEMORY_UNITS = {"B": 1.0, "KB": 1024.0, "MB": 1024.0 ** 2, "GB": 1024.0 ** 3}  # -> bytes
+
+
+def _thresholds(result: ComparisonResult) -> Thresholds:
+    given = result.verdict.thresholds if result.verdict is not None else {}
+    fields = {k: v for k, v in given.items() if k in Thresholds.__dataclass_fields__}
+    try:
+        return Thresholds(**fields)
+    except (TypeError, ValueError):
+        return Thresholds()
+
+
+def _floors(result: ComparisonResult):
+    """Whether a whole-profile change of a row with this base (in the sheet's unit) clears the
+    floors: time rows the per-step floors times the steps, memory rows ``absolute_bytes``."""
+    t = _thresholds(result)
+    steps = max(len(result.base.steps), len(result.comparison.steps), 1)
+    e2e = result.base.e2e_us
+
+    def clears(unit: str, base: float, diff: float) -> bool:
+        if base > 0 and abs(diff) < t.relative * base:
+            return False
+        if unit in MEMORY_UNITS:
+            return abs(diff) * MEMORY_UNITS[unit] >= t.absolute_bytes
+        diff_us = abs(diff) * TIME_UNITS.get(unit, 1.0)
+        return diff_us >= t.absolute_us * steps and diff_us >= t.share_of_step * e2e
+
+    return clears
 
 
 def _changes(records: list[dict], dim: Dimension) -> list[tuple[str, float, float, float]]:
