@@ -181,6 +181,45 @@ def golden_list(directory: Optional[str] = typer.Option(None, "--dir", help=GOLD
     return 0
 
 
+@app.command()
+def history(
+    paths: list[str] = typer.Argument(..., help="At least 3 runs (profiles or baseline JSONs), or one directory of them."),
+    order: str = typer.Option("auto", "--order", help="auto (recording time when every run has one, else name), "
+                              "name (natural order) or given."),
+    top: int = typer.Option(10, "--top", help="Op, kernel and communication keys followed: the largest in the last run."),
+    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps",
+                                             help="Warm-up steps to drop from each run (default: decided from the data)."),
+    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on",
+                                                help="Fail when a selected key's latest change point is a regression "
+                                                "beyond this, e.g. 'e2e:+5%'; repeatable."),
+    policy_file: Optional[str] = typer.Option(None, "--policy", help="A TOML policy file: fail_on gates, require_verdict, thresholds."),
+    require_verdict: bool = typer.Option(False, "--require-verdict", "--require_verdict",
+                                         help="Exit 3 when a gated key has data in fewer than 3 runs."),
+    output_format: str = typer.Option("console", "--format", help=f"Outputs, comma-separated, of: {','.join(FORMATS)}."),
+    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path",
+                                              help="Directory for performance_history_<time>.<ext>, or a .xlsx path."),
+    categories: Optional[str] = typer.Option(None, "--categories", help="A kernel_categories.toml replacing the shipped one."),
+    gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat",
+                                               help="Flow category linking GPU launches to kernels."),
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", help="text or db (default: text)."),
+) -> int:
+    """In which run did a regression enter? Per-run medians and change points of the main keys."""
+    from perfcmp import history as runs
+    from perfcmp.output import check_destination
+    from perfcmp.policy import load_policy
+    from perfcmp.render import history as render
+
+    options = runs.HistoryOptions(paths=tuple(paths), order=order, top=top, skip_steps=skip_steps,
+                                  policy=load_policy(policy_file, fail_on or [], require_verdict),
+                                  formats=_formats(output_format),
+                                  output=output_path, categories=categories, gpu_flow_cat=gpu_flow_cat,
+                                  npu_source=npu_source)
+    check_destination(options.output)
+    result = runs.run(options)
+    render.write_outputs(result, options.formats, options.output)
+    return result.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     try:

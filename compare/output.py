@@ -34,11 +34,12 @@ def check_destination(output: str | None) -> None:
 
 
 def write_atomically(output: str | None, write: Callable[[str], None], now: dt.datetime | None = None,
-                     suffix: str = ".xlsx") -> str:
+                     suffix: str = ".xlsx", prefix: str = PREFIX) -> str:
     """Call ``write(tmp_path)``, then move the file to its final name; return that name.
 
-    ``output``: a directory (a generated ``performance_comparison_result_<time><suffix>`` goes
-    there) or an explicit ``.xlsx`` path (other outputs take its name with their own suffix).
+    ``output``: a directory (a generated ``<prefix><time><suffix>``, by default
+    ``performance_comparison_result_<time><suffix>``, goes there) or an explicit ``.xlsx`` path
+    (other outputs take its name with their own suffix).
     """
     explicit = output is not None and output.lower().endswith(".xlsx")
     directory = Path(output).parent if explicit else Path(output or ".")
@@ -52,7 +53,7 @@ def write_atomically(output: str | None, write: Callable[[str], None], now: dt.d
             final = output[: -len(".xlsx")] + suffix
             os.replace(tmp, final)
             return final
-        return _link_unique(tmp, directory, now or dt.datetime.now(dt.UTC), suffix)
+        return _link_unique(tmp, directory, now or dt.datetime.now(dt.UTC), suffix, prefix)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -74,8 +75,8 @@ def _umask() -> int:
     return mask
 
 
-def _link_unique(tmp: str, directory: Path, now: dt.datetime, suffix: str) -> str:
-    stem = PREFIX + now.strftime("%Y%m%d%H%M%S")
+def _link_unique(tmp: str, directory: Path, now: dt.datetime, suffix: str, prefix: str = PREFIX) -> str:
+    stem = prefix + now.strftime("%Y%m%d%H%M%S")
     for n in range(10_000):
         final = directory / (f"{stem}{suffix}" if n == 0 else f"{stem}_{n}{suffix}")
         try:

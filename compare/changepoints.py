@@ -1,0 +1,71 @@
+"""The arithmetic of ``perfcmp history``: a bootstrap interval of a median, a robust noise
+estimate of a series, and an exact least-squares segmentation with a penalty per change
+(optimal partitioning, O(n²) over the n runs of a history, which are tens to hundreds).
+``perfcmp.history`` says how they are used and why.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+BOOTSTRAP = 2000
+CI_LEVEL = 0.95
+MIN_NOISE = 1e-4  # σ floor, in log units (0.01 %)
+MIN_DIFFERENCES = 3  # successive differences needed before they estimate the noise
+
+
+def median_interval(values: np.ndarray, resamples: int = BOOTSTRAP) -> tuple[float | None, float | None]:
+    """95 % percentile bootstrap interval of the median of ``values``; (None, None) for one value.
+
+    The resamples are drawn as sorted index vectors from a generator seeded by the sample size
+    alone; indexing the sorted values with a sorted index vector gives the sorted resample, so
+    its median is the mean of the two middle positions.
+    """
+    n = len(values)
+    if n < 2:
+        return None, None
+    ordered = np.sort(np.asarray(values, dtype=float))
+    idx = np.sort(np.random.default_rng([20, n]).integers(0, n, size=(resamples, n)), axis=1)
+    medians = (ordered[idx[:, (n - 1) // 2]] + ordered[idx[:, n // 2]]) / 2
+    low, high = np.quantile(medians, [(1 - CI_LEVEL) / 2, (1 + CI_LEVEL) / 2])
+    return float(low), float(high)
+
+
+def segment(y: np.ndarray, penalty: float) -> list[int]:
+    """Start positions of the segments after the first in the exact minimiser of
+    Σ within-segment squared error + ``penalty`` × changes (optimal partitioning)."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    if n < 2:
+        return []
+    centred = y - y.mean()  # prefix sums of centred values lose less to cancellation
+    s1 = np.concatenate([[0.0], np.cumsum(centred)])
+    s2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
+    best = np.empty(n + 1)
+    best[0] = -penalty  # the first segment carries no change
+    start = np.zeros(n + 1, dtype=int)
+    for t in range(1, n + 1):
+        s = np.arange(t)
+        cost = np.maximum((s2[t] - s2[s]) - (s1[t] - s1[s]) ** 2 / (t - s), 0.0)
+        total = best[:t] + penalty + cost
+        start[t] = int(np.argmin(total))  # ties: the earliest start
+        best[t] = total[start[t]]
+    cuts, t = [], n
+    while t > 0:
+        if start[t] > 0:
+            cuts.append(int(start[t]))
+        t = start[t]
+    return sorted(cuts)
+
+
+def noise(y: np.ndarray, standard_errors: list[float] = ()) -> float:
+    """Robust run-to-run σ of ``y``: median |successive difference| / (0.6745·√2) — from 3
+    differences on (with 2, their median is their mean and a step would count as noise) — at
+    least the median of the runs' standard errors, and at least ``MIN_NOISE``."""
+    diffs = np.abs(np.diff(np.asarray(y, dtype=float)))
+    sigma = float(np.median(diffs)) / (0.6745 * math.sqrt(2)) if len(diffs) >= MIN_DIFFERENCES else 0.0
+    if len(standard_errors):
+        sigma = max(sigma, float(np.median(standard_errors)))
+    return max(sigma, MIN_NOISE)
