@@ -31,7 +31,9 @@ def verdicts(result: ComparisonResult) -> list[dict]:
     return [{"row": r.row, "unit": r.unit, "n_base": r.n_base, "base_median": r.base_median, "n_comp": r.n_comp,
              "comp_median": r.comp_median, "diff": r.diff, "relative": r.relative, "ci_low": r.ci_low,
              "ci_high": r.ci_high, "p_value": r.p_value, "p_adjusted": r.p_adjusted, "verdict": r.verdict,
-             "n1": "yes" if r.n1 else ""} for r in result.verdict.rows]
+             "n1": "yes" if r.n1 else "", "basis": r.basis, "test": r.test,
+             "n_base_samples": r.n_base_samples if r.test else None, "n_comp_samples": r.n_comp_samples if r.test else None,
+             "note": r.note} for r in result.verdict.rows]
 
 
 def steps(result: ComparisonResult) -> list[dict]:
