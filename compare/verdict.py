@@ -38,8 +38,9 @@ Which samples, which test (``basis``, ``test``, ``n_base_samples``/``n_comp_samp
       **occurrences** (``SampleSet.instances``: 24 layers give 24 samples of a layer's MatMul even
       in one step). When every step both sides kept holds the same number of them, they are
       paired by position (layer k with layer k) and the **Wilcoxon signed-rank** test is run on
-      the log ratios (≥ 5 pairs; exact below 50 pairs without ties); otherwise the
-      **Mann-Whitney U** test on the occurrences (≥ 5 a side);
+      the log ratios (≥ 6 pairs; exact below 50 pairs without ties); otherwise the
+      **Mann-Whitney U** test on the occurrences (≥ 5 a side). Only where a step holds several
+      occurrences: with one a step, the occurrences are the steps, tested as below;
     * else, with 6 or more steps a side, **Mann-Whitney U** on the steps (exact when neither
       side has more than 50 and no value is tied, tie and continuity corrected otherwise);
     * else, with 2 to 5 steps a side, **Welch's t** on the log step values (a ratio of geometric
@@ -299,7 +300,7 @@ def _op_share(base: _Side, comp: _Side) -> float | None:
 
 
 STEP_RANK_TEST_MIN = 6  # steps a side from which the rank test on steps is used (min p 0.0022)
-MIN_PAIRS = 5  # paired occurrences needed for the signed-rank test (its smallest p: 2 / 2**5)
+MIN_PAIRS = 6  # paired occurrences needed for the signed-rank test (its smallest p: 2 / 2**6 = 0.031)
 MIN_INSTANCES = 5  # occurrences a side needed for the rank test on them
 
 
@@ -332,7 +333,8 @@ def _evidence(row: str, sb: _Side, sc: _Side) -> _Evidence:
     if occurrences is not None and steps < STEP_RANK_TEST_MIN:
         ib, ic = occurrences
         pairs_b, pairs_c = _paired(ib, ic)
-        if len(pairs_b) >= MIN_PAIRS:
+        # occurrences help only where a step holds several of them; one per step: test the steps
+        if len(pairs_b) >= MIN_PAIRS and len(pairs_b) > steps:
             ratio = np.log(pairs_c / pairs_b)
             ratio[np.abs(ratio) < 1e-12] = 0.0  # equal values, up to float rounding: no difference
             p = wilcoxon_signed_rank_p(ratio)
@@ -341,7 +343,7 @@ def _evidence(row: str, sb: _Side, sc: _Side) -> _Evidence:
                              _thin("pairs of occurrences", len(pairs_b), MIN_PAIRS + 2))
         xb = np.array([v for step in ib for v in step], dtype=float)
         xc = np.array([v for step in ic for v in step], dtype=float)
-        if min(len(xb), len(xc)) >= MIN_INSTANCES:
+        if min(len(xb), len(xc)) >= MIN_INSTANCES and min(len(xb), len(xc)) > steps:
             p = mann_whitney_p([xb], [xc])[0]
             return _Evidence("instances", "mann-whitney", 1.0 if p is None else p, len(xb), len(xc),
                              _separated(xb, xc), _thin("occurrences a side", min(len(xb), len(xc)), MIN_INSTANCES + 3))

@@ -462,3 +462,13 @@ def test_gated_rows_are_their_own_family():
     assert gated.p_adjusted == gated.p_value < 0.05 and gated.verdict == "regressed"
     pooled = by_row(judge(base, comp, Thresholds(correction="holm")))["op:gated"]
     assert pooled.p_adjusted > 0.05 and pooled.verdict != "regressed"
+
+
+def test_one_occurrence_a_step_is_tested_on_the_steps():
+    # 5 steps with a single all-reduce each: 5 "pairs" could never reach p < 0.05 with the
+    # signed-rank test (its smallest p is 2 / 2**5 = 0.0625); the steps are tested instead
+    b, c = [1000.0, 1010.0, 990.0, 1005.0, 995.0], [1200.0, 1212.0, 1188.0, 1206.0, 1194.0]
+    base = with_instances({"comm:allreduce": b, "overall:e2e": [10_000.0] * 5}, {"comm:allreduce": [[v] for v in b]})
+    comp = with_instances({"comm:allreduce": c, "overall:e2e": [10_000.0] * 5}, {"comm:allreduce": [[v] for v in c]})
+    row = by_row(judge(base, comp))["comm:allreduce"]
+    assert (row.basis, row.test, row.verdict) == ("steps", "welch-log", "regressed")
