@@ -1,11 +1,15 @@
 """The ``perfcmp`` command line: a thin shell over ``pipeline.run`` and the renderers.
 
 Every user mistake ends as one line on stderr, ``perfcmp: error: <path>: <what>``, with the
-documented exit code (2 for usage and input errors) and no traceback; bugs still show one.
+documented exit code (2 for usage, input and output errors) and no traceback; bugs still show one.
+SIGINT and SIGTERM become ``signals.Stopped`` wherever the program is, so every ``finally``
+runs (the read worker is stopped, temporary files are removed) before ``perfcmp: interrupted``
+(exit 130) or ``perfcmp: terminated`` (exit 143).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -17,6 +21,7 @@ if TYPE_CHECKING:
 
 from perfcmp.options import DEFAULT_FORMATS, DIMENSIONS, FORMATS, CompareOptions, DetailOptions
 from perfcmp.readers.errors import PerfcmpError, UsageError
+from perfcmp.signals import MESSAGES, Stopped, stop_on_signals
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Compare two AI-training performance profiles (GPU Kineto traces, Ascend NPU exports).")
@@ -91,29 +96,40 @@ def compare(
                              base_step=base_step, comp_step=comparison_step, categories=categories,
                              gpu_flow_cat=gpu_flow_cat, npu_source=npu_source, formats=formats, jobs=jobs, detail=detail,
                              skip_steps=skip_steps, policy=load_policy(policy_file, fail_on or [], require_verdict))
-    check_destination(options.output)
+    check_destination(options.output, _suffixes(formats))
     result = run(options)
     write_outputs(result, options)
     return result.verdict.exit_code if result.verdict else 0
 
 
 def write_outputs(result: ComparisonResult, options: CompareOptions) -> None:
-    """Every requested output; files are written whole or not at all, the console last."""
-    import datetime as dt
-
-    from perfcmp.output import write_atomically
+    """Every requested file, published together or not at all (``output.publish``), then the console."""
+    from perfcmp.output import publish
     from perfcmp.render import console, jsonout, markdown, xlsx
 
-    now = dt.datetime.now(dt.UTC)  # one timestamp, so a run's files share their name
-    writers = {"xlsx": (".xlsx", lambda tmp: xlsx.write(result, tmp)),
+    notes: list[str] = []
+
+    def write_xlsx(tmp: str) -> None:
+        cut = xlsx.write(result, tmp)
+        if cut:
+            notes.append(xlsx.cut_note(cut))
+
+    writers = {"xlsx": (".xlsx", write_xlsx),
                "json": (".json", lambda tmp: Path(tmp).write_bytes(jsonout.render(result))),
                "md": (".md", lambda tmp: Path(tmp).write_text(markdown.render(result, options.detail.top), encoding="utf-8"))}
-    for name, (suffix, write) in writers.items():
-        if name in options.formats:
-            written = write_atomically(options.output, write, now=now, suffix=suffix)
+    chosen = [writer for name, writer in writers.items() if name in options.formats]
+    if chosen:
+        for written in publish(options.output, chosen):
             print(f"perfcmp: wrote {written}", file=sys.stderr)
+            if written.endswith(".xlsx"):
+                for note in notes:
+                    print(f"perfcmp: warning: {written}: {note}", file=sys.stderr)
     if "console" in options.formats:
         sys.stdout.write(console.render(result))
+
+
+def _suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f".{f}" for f in ("xlsx", "json", "md") if f in formats)
 
 
 golden = typer.Typer(no_args_is_help=True, help="Reference runs kept as compact, versioned baselines.")
@@ -158,7 +174,7 @@ def golden_check(
     options = CompareOptions(base_path=str(baselines.baseline_path(name, directory)), comp_path=profile, output=output_path,
                              formats=formats, skip_steps=skip_steps,
                              policy=load_policy(policy_file, fail_on or [], require_verdict))
-    check_destination(options.output)
+    check_destination(options.output, _suffixes(formats))
     result = baselines.check(name, profile, options, directory)
     write_outputs(result, options)
     return result.verdict.exit_code
@@ -173,11 +189,14 @@ def golden_list(directory: Optional[str] = typer.Option(None, "--dir", help=GOLD
 
     table = PrettyTable(["name", "device", "steps", "E2E (ms)", "source", "sha256", "provenance"])
     table.align = "l"
-    for b in baselines.listing(directory):
+    skipped: list[PerfcmpError] = []
+    for b in baselines.listing(directory, skipped):
         provenance = ", ".join(f"{k}: {v}" for k, v in b.samples.provenance.items() if k not in ("device", "producer"))
         table.add_row([b.name, b.summary.device, len(b.samples.steps), f"{b.summary.e2e_us / 1000:.3f}",
                        b.summary.source, b.summary.sha256[:12], provenance])
     sys.stdout.write(table.get_string() + "\n")
+    for problem in skipped:  # one bad file must not hide the good ones
+        print(f"perfcmp: warning: {' '.join(str(problem).split())}", file=sys.stderr)
     return 0
 
 
@@ -214,7 +233,7 @@ def history(
                                   formats=_formats(output_format),
                                   output=output_path, categories=categories, gpu_flow_cat=gpu_flow_cat,
                                   npu_source=npu_source)
-    check_destination(options.output)
+    check_destination(options.output, _suffixes(options.formats))
     result = runs.run(options)
     render.write_outputs(result, options.formats, options.output)
     return result.exit_code
@@ -223,10 +242,15 @@ def history(
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     try:
-        code = app(args=argv, prog_name="perfcmp", standalone_mode=False)
+        with stop_on_signals():
+            code = app(args=argv, prog_name="perfcmp", standalone_mode=False)
+    except Stopped as stop:
+        return _stopped(stop.signum)
     except PerfcmpError as exc:
         return _fail(str(exc), exc.exit_code)
     except typer.Exit as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # typer's own Ctrl-C handling (no handler of ours)
+            return _stopped(signal.SIGINT)
         return exc.exit_code
     except typer.TyperException as exc:  # the command-line parser's usage errors
         message = exc.format_message()
@@ -235,8 +259,13 @@ def main(argv: list[str] | None = None) -> int:
             return UsageError.exit_code
         return _fail(message, UsageError.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        return _fail("interrupted", 130)
+        return _stopped(signal.SIGINT)
     return code if isinstance(code, int) else 0
+
+
+def _stopped(signum: int) -> int:
+    print(f"perfcmp: {MESSAGES[signum]}", file=sys.stderr)
+    return 128 + signum
 
 
 def _formats(text: str) -> tuple[str, ...]:

@@ -7,12 +7,12 @@ count, the input's sha256). ``check`` compares a new profile with a stored basel
 same statistics and gates as ``perfcmp compare``; ``list`` shows what is stored.
 
 A baseline is one JSON file, ``<dir>/<name>.json`` (dir defaults to ``golden/baselines``),
-versioned with ``format_version`` and written atomically.
+versioned with ``format_version`` and written atomically (``output.replace_file``: whole or
+not at all; without ``--force`` it never replaces a baseline, even one saved concurrently).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import msgspec
 from perfcmp import __version__
 from perfcmp.breakdown import Breakdown
 from perfcmp.options import CompareOptions
-from perfcmp.output import temporary_file
+from perfcmp.output import replace_file
 from perfcmp.overall import overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.readers.errors import InputError, UsageError
@@ -62,7 +62,9 @@ def save(name: str, profile_path: str, options: CompareOptions, directory: str |
                         steps=side.steps, samples=side.samples,
                         warnings=[WarningRecord(side="base", source=w.source, message=w.message, count=w.count)
                                   for w in side.warnings])
-    _write_atomically(path, msgspec.json.format(msgspec.json.encode(baseline), indent=1) + b"\n")
+    data = msgspec.json.format(msgspec.json.encode(baseline), indent=1) + b"\n"
+    if not replace_file(path, data, "the baseline", exclusive=not force):  # saved by someone else meanwhile
+        raise UsageError(f"baseline {name!r} exists; pass --force to replace it", str(path))
     return path
 
 
@@ -88,20 +90,25 @@ def check(name: str, profile_path: str, options: CompareOptions, directory: str 
     )
 
 
-def listing(directory: str | None = None) -> list[Baseline]:
-    """Every readable baseline in ``directory``, sorted by name."""
+def listing(directory: str | None = None, skipped: list[InputError] | None = None) -> list[Baseline]:
+    """Every readable baseline in ``directory``, sorted by name.
+
+    Args:
+        directory: where baselines live (default ``DEFAULT_DIR``).
+        skipped: when given, a file that is no readable baseline (corrupt, truncated, of a newer
+            format, unreadable) is left out and its ``InputError`` appended here, so that one bad
+            file does not hide the good ones; without it, the first such file raises.
+    """
     root = Path(directory or DEFAULT_DIR)
-    return [load(p.stem, str(root)) for p in sorted(root.glob("*.json")) if NAME.fullmatch(p.stem)]
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = None
-    try:
-        tmp = temporary_file(path.parent, ".json")
-        Path(tmp).write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UsageError(f"cannot write the baseline ({exc.strerror or exc})", str(path)) from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):  # only after a failure: a rename leaves nothing
-            os.unlink(tmp)
+    found = []
+    for p in sorted(root.glob("*.json")):
+        if not NAME.fullmatch(p.stem) or p.is_dir():
+            continue
+        try:
+            found.append(load(p.stem, str(root)))
+        except (InputError, OSError) as exc:  # OSError: unreadable (permissions)
+            problem = exc if isinstance(exc, InputError) else InputError(f"cannot read the baseline ({exc.strerror or exc})", str(p))
+            if skipped is None:
+                raise problem from None
+            skipped.append(problem)
+    return found

@@ -1,13 +1,23 @@
 """``run(options) -> ComparisonResult``: read both profiles, break them down, line them up.
 
 Pure: no printing and no files written; the CLI hands the result to the renderers.
+
+The forked read worker (large inputs) never outlives this process: it is stopped at once when
+the run fails or is interrupted (instead of being waited for), it dies with this process even
+when that is killed (``PR_SET_PDEATHSIG`` on Linux, elsewhere a thread watching the parent),
+and it leaves SIGINT / SIGTERM handling to this process.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
@@ -28,9 +38,8 @@ from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Verdict, WarningRecord
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
+from perfcmp.signals import held
 from perfcmp.verdict import Thresholds, judge
-
-
 
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
 
@@ -49,18 +58,63 @@ def run(options: CompareOptions) -> ComparisonResult:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
         comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
         return _result(base, comp, options)
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_start_worker, initargs=(os.getpid(),))
+    try:
         later = pool.submit(_Side.read, options.comp_path, options.comp_step, options, rules, names)
-        try:
-            base = _Side.read(options.base_path, options.base_step, options, rules, names)
-        except BaseException:
-            later.cancel()
-            raise
+        base = _Side.read(options.base_path, options.base_step, options, rules, names)
         comp = later.result()
         # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
         # this process builds the detail sheets. Only the small sample sets travel.
         verdict = pool.submit(judge_sides, base.samples, comp.samples, options)
         return _result(base, comp, options, verdict)
+    except BaseException:  # an error, or signals.Stopped: the worker's work is moot
+        with held():
+            _stop_workers(pool)
+        raise
+    finally:
+        with held():  # quick (the worker is done or dead), and must not be cut short by a signal
+            pool.shutdown()
+
+
+def _start_worker(parent: int) -> None:
+    """Initialise the read worker: signals are the parent's business, and it dies with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the parent stops us
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by the fork
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != parent:  # the parent died before prctl took effect
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="perfcmp-parent-watch", daemon=True).start()
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Where ``PR_SET_PDEATHSIG`` is missing: a dead parent makes this process an orphan."""
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(1)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers now instead of waiting for the read they are doing, then wait
+    for the pool's manager thread to notice (a thread still running at exit races the
+    interpreter's own executor clean-up)."""
+    processes = getattr(pool, "_processes", None)
+    if processes is None and hasattr(pool, "kill_workers"):  # Python 3.14+ has a public way
+        pool.kill_workers()
+    for process in list((processes or {}).values()):
+        if process.is_alive():
+            process.kill()
+        process.join(5)
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _normalizer(options: CompareOptions) -> Normalizer | None:

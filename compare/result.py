@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from perfcmp.readers.chrome import max_depth
 from perfcmp.readers.errors import InputError
 
 FORMAT_VERSION = 1
@@ -186,6 +187,8 @@ def decode_versioned(data: bytes, kind: type, newest: int, what: str, source: st
         version = msgspec.json.decode(data, type=_Version).format_version
     except msgspec.MsgspecError as exc:
         raise InputError(f"not a perfcmp {what} ({exc})", source) from None
+    except RecursionError:  # msgspec recurses per level: past the interpreter's limit it stops
+        raise InputError(f"not a perfcmp {what} (JSON nested deeper than {max_depth()} levels)", source) from None
     if version > newest:
         raise InputError(f"{what} format {version} is newer than this perfcmp reads ({newest}); upgrade perfcmp",
                          source)
@@ -193,6 +196,8 @@ def decode_versioned(data: bytes, kind: type, newest: int, what: str, source: st
         return msgspec.json.decode(data, type=kind)
     except msgspec.MsgspecError as exc:
         raise InputError(f"malformed perfcmp {what} ({exc})", source) from None
+    except RecursionError:
+        raise InputError(f"malformed perfcmp {what} (JSON nested deeper than {max_depth()} levels)", source) from None
 
 
 def ratio(comp: float, base: float) -> float | None:

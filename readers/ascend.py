@@ -43,7 +43,8 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     # A side file that is there but unusable (a truncated CSV, a header without Start Time) is
     # ignored with a warning, like a missing one: the trace alone still makes a profile.
     readers = {"kernel_details.csv": lambda path, shown: read_kernel_details(path, shown, warnings),
-               "operator_memory.csv": read_operator_memory, "memory_record.csv": read_memory_record,
+               "operator_memory.csv": lambda path, shown: read_operator_memory(path, shown, warnings),
+               "memory_record.csv": lambda path, shown: read_memory_record(path, shown, warnings),
                "step_trace_time.csv": read_step_trace_time}
     side: dict[str, object] = {}
     for name, read in readers.items():

@@ -14,8 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perfcmp.readers.chrome import max_depth
+from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT
+from perfcmp.readers.common import byte_sizes
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.model import ReadWarning
+from perfcmp.readers.textmatch import CUT_MARK
 
 MB = 1024 * 1024
 
@@ -49,21 +53,34 @@ MEMORY_COLUMNS = {
 
 
 def exact_ns(text: pd.Series) -> np.ndarray:
-    """Decimal µs strings (tab-suffixed or not) to exact int64 ns, vectorised; bad cells -> -1."""
-    clean = text.astype(str).str.strip().str.strip('"').str.strip()
-    parts = clean.str.partition(".")
-    whole = pd.to_numeric(parts[0], errors="coerce")
-    frac = pd.to_numeric((parts[2] + "000").str.slice(0, 3).where(parts[2].str.isdigit() | (parts[2] == ""), "x"), errors="coerce")
-    ok = whole.notna() & frac.notna()
+    """Decimal µs strings (tab-suffixed or not) to exact int64 ns, vectorised; bad cells -> -1.
+
+    A cell is read when it is digits with an optional fraction and its µs fit ``LIMIT_US``
+    (nanoseconds written where µs belong, ``inf``, ``1e400`` and exponents are bad cells).
+    """
+    if not len(text):
+        return np.empty(0, dtype=np.int64)
+    parts = _clean(text).str.extract(r"^([0-9]{1,16})(?:\.([0-9]*))?$")
+    ok = parts[0].notna().to_numpy()
     out = np.full(len(text), -1, dtype=np.int64)
-    out[ok.to_numpy()] = (whole[ok].astype(np.int64) * 1000 + frac[ok].astype(np.int64)).to_numpy()
+    if ok.any():
+        whole = parts[0][ok].astype(np.int64).to_numpy()
+        frac = (parts[1][ok].fillna("") + "000").str.slice(0, 3).astype(np.int64).to_numpy()
+        fits = whole < LIMIT_US
+        out[np.flatnonzero(ok)[fits]] = whole[fits] * 1000 + frac[fits]
     return out
 
 
 def numbers(text: pd.Series) -> np.ndarray:
-    """Numeric cells that may carry tabs, quotes or ``N/A`` -> float64 (NaN when not a number)."""
-    clean = text.astype(str).str.strip().str.strip('"').str.strip()
-    return pd.to_numeric(clean, errors="coerce").to_numpy(dtype=np.float64)
+    """Numeric cells that may carry tabs, quotes or ``N/A`` -> float64 (NaN when not a number,
+    or beyond 1e300: a value no profiler writes, which would overflow the sums made of it)."""
+    values = pd.to_numeric(_clean(text), errors="coerce").to_numpy(dtype=np.float64)
+    return np.where(np.abs(values) < 1e300, values, np.nan)
+
+
+def _clean(text: pd.Series) -> pd.Series:
+    """Cells without the tabs and quotes torch_npu wraps numbers in."""
+    return text.astype(str).str.strip().str.strip('"').str.strip()
 
 
 def shapes(text: pd.Series) -> np.ndarray:
@@ -101,7 +118,7 @@ def read_kernel_details(path: Path, shown_as: str, warnings: list[ReadWarning]) 
         if needed not in raw.columns:
             raise InputError(f"kernel_details.csv has no {needed!r} column; expected Name, Start Time(us), Duration(us)", shown_as)
     out = pd.DataFrame({
-        "name": raw["name"].astype(str).str.strip().to_numpy(dtype=object),
+        "name": _names(raw["name"], shown_as, warnings),
         "op_type": _text(raw, "op_type"),
         "core": _text(raw, "core"),
         "start_ns": exact_ns(raw["start"]),
@@ -118,7 +135,7 @@ def read_kernel_details(path: Path, shown_as: str, warnings: list[ReadWarning]) 
     return out[out["start_ns"] >= 0].reset_index(drop=True)
 
 
-def read_memory_record(path: Path, shown_as: str) -> pd.DataFrame:
+def read_memory_record(path: Path, shown_as: str, warnings: list[ReadWarning]) -> pd.DataFrame:
     """memory_record.csv -> ts_ns, allocated_bytes, reserved_bytes, component.
 
     The file has a row series per component: PTA (the torch_npu caching allocator, what a GPU
@@ -130,12 +147,17 @@ def read_memory_record(path: Path, shown_as: str) -> pd.DataFrame:
     if "ts" not in raw.columns:
         raise InputError("memory_record.csv has no Timestamp(us) column", shown_as)
     component = raw["component"].astype(str).str.strip().to_numpy(dtype=object) if "component" in raw else np.full(len(raw), "", dtype=object)
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "ts_ns": exact_ns(raw["ts"]),
-        "allocated_bytes": _num(raw, "allocated_mb") * MB,
-        "reserved_bytes": _num(raw, "reserved_mb") * MB,
+        "allocated_bytes": byte_sizes(_num(raw, "allocated_mb") * MB, shown_as, "memory_record.csv totals", warnings),
+        "reserved_bytes": byte_sizes(_num(raw, "reserved_mb") * MB, shown_as, "memory_record.csv totals", warnings),
         "component": component,
     })
+    bad = int((frame["ts_ns"] < 0).sum())
+    if bad:
+        warnings.append(ReadWarning(shown_as, "memory_record.csv rows with an unreadable Timestamp(us): counted in the "
+                                    "whole profile's memory peaks, in no step's", bad))
+    return frame
 
 
 STEP_TRACE_COLUMNS = {
@@ -161,18 +183,22 @@ def read_step_trace_time(path: Path, shown_as: str) -> pd.DataFrame:
     })
 
 
-def read_operator_memory(path: Path, shown_as: str) -> pd.DataFrame:
+def read_operator_memory(path: Path, shown_as: str, warnings: list[ReadWarning]) -> pd.DataFrame:
     """operator_memory.csv -> name, bytes, alloc_ns, release_ns (-1: not released in the trace)."""
     raw = read_csv_columns(path, OPERATOR_MEMORY_COLUMNS, shown_as)
     for needed in ("name", "size_kb", "alloc"):
         if needed not in raw.columns:
             raise InputError("operator_memory.csv lacks Name, Size(KB) or Allocation Time(us)", shown_as)
     frame = pd.DataFrame({
-        "name": raw["name"].astype(str).str.strip().to_numpy(dtype=object),
-        "bytes": np.nan_to_num(numbers(raw["size_kb"])) * 1024,
+        "name": _names(raw["name"], shown_as, warnings),
+        "bytes": np.nan_to_num(byte_sizes(numbers(raw["size_kb"]) * 1024, shown_as, "operator_memory.csv sizes", warnings)),
         "alloc_ns": exact_ns(raw["alloc"]),
         "release_ns": exact_ns(raw["release"]) if "release" in raw else np.full(len(raw), -1, dtype=np.int64),
     })
+    # 0 and N/A are written for blocks the profiler did not see allocated: not worth a warning
+    unreadable = int(((frame["alloc_ns"] < 0).to_numpy() & ~_clean(raw["alloc"]).isin(["", "N/A"]).to_numpy()).sum())
+    if unreadable:
+        warnings.append(ReadWarning(shown_as, "operator_memory.csv rows with an unreadable Allocation Time(us) skipped", unreadable))
     return frame[frame["alloc_ns"] > 0].reset_index(drop=True)  # time 0 / N/A: not a real allocation
 
 
@@ -180,10 +206,24 @@ def read_json_file(path: Path, shown_as: str) -> object:
     """A small side JSON file (profiler_info, profiler_metadata, communication)."""
     try:
         return json.loads(path.read_bytes().decode("utf-8", errors="replace"))
-    except json.JSONDecodeError as exc:
+    except RecursionError:
+        raise InputError(f"JSON nested deeper than {max_depth()} levels; expected a profiler JSON file a few levels deep",
+                         shown_as) from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of more digits than Python converts
         raise InputError(f"malformed JSON ({exc})", shown_as) from None
     except OSError as exc:
         raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
+
+
+def _names(column: pd.Series, shown_as: str, warnings: list[ReadWarning]) -> np.ndarray:
+    """A Name column, stripped and cut at ``NAME_LIMIT`` characters like the trace's names, with a warning."""
+    names = column.astype(str).str.strip()
+    long = (names.str.len() > NAME_LIMIT).to_numpy()
+    if long.any():
+        names = names.where(~long, names.str.slice(0, NAME_LIMIT) + CUT_MARK)
+        warnings.append(ReadWarning(shown_as, f"names longer than {NAME_LIMIT} characters cut to their first {NAME_LIMIT}",
+                                    int(long.sum())))
+    return names.to_numpy(dtype=object)
 
 
 def _text(raw: pd.DataFrame, col: str) -> np.ndarray:

@@ -38,11 +38,13 @@ from perfcmp.readers.ascend import process_group_names, run_info
 from perfcmp.readers.ascend_tasks import task_kinds
 from perfcmp.readers.ascend_memory import block_owners
 from perfcmp.readers.ascend_trace import op_type_from_name
-from perfcmp.readers.chrome import SQLITE_MAGIC
-from perfcmp.readers.common import STEP_NAME, assign_steps, build_host, merge_warnings, steps_from_host, valid_durations
+from perfcmp.readers.chrome import SQLITE_MAGIC, max_depth
+from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
+from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
+                                    valid_durations)
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.model import COMM, COMPUTE, Profile, ReadWarning, RunInfo, Step, table
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.readers.textmatch import CUT_MARK, per_unique
 
 EXPECTED = "expected a torch_npu DB export (ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_N.db of an *_ascend_pt directory)"
 PRODUCERS = {"ascend_pytorch_profiler": "Ascend PyTorch profiler (torch_npu), DB export",
@@ -123,8 +125,18 @@ class _Db:
 
     def select(self, sql: str) -> pd.DataFrame:
         try:
-            cursor = self.conn.execute(sql)
-            rows = cursor.fetchall()
+            try:
+                cursor = self.conn.execute(sql)
+                rows = cursor.fetchall()
+            except sqlite3.OperationalError as exc:
+                if not str(exc).startswith("Could not decode to UTF-8") or self.conn.text_factory is _text_replacing:
+                    raise
+                # TEXT that is not UTF-8 (sqlite3 decodes every TEXT value strictly): from now on
+                # the bad bytes are replaced, as in a trace's names, and said once
+                self.conn.text_factory = _text_replacing
+                self.warn("text that is not UTF-8 read with its bad bytes replaced by U+FFFD")
+                cursor = self.conn.execute(sql)
+                rows = cursor.fetchall()
         except sqlite3.Error as exc:
             self.fail(f"cannot be read ({exc}); {EXPECTED}")
         return pd.DataFrame.from_records(rows, columns=[d[0] for d in cursor.description])
@@ -133,7 +145,15 @@ class _Db:
         """STRING_IDS values of an id column: "" for NULL or an unknown id; text stored in place of an id is kept."""
         if self._strings is None:
             raw = self.select("SELECT id, value FROM STRING_IDS")
-            self._strings = pd.Series(raw["value"].fillna("").astype(str).to_numpy(dtype=object), index=_ints(raw["id"]))
+            values = _strs(raw["value"].fillna(""))
+            # one runaway string must not cost memory in every table that names it; shapes share the
+            # table with names, so the cut is the text reader's for shapes and call stacks
+            long = (values.str.len() > TEXT_LIMIT).to_numpy()
+            if long.any():
+                values = values.where(~long, values.str.slice(0, TEXT_LIMIT) + CUT_MARK)
+                self.warn(f"STRING_IDS strings (names, shapes, stack frames) longer than {TEXT_LIMIT} characters cut to "
+                          f"their first {TEXT_LIMIT}", int(long.sum()))
+            self._strings = pd.Series(values.to_numpy(dtype=object), index=_ints(raw["id"]))
             self._strings = self._strings[~self._strings.index.duplicated()]
         values = pd.Series(ids).reset_index(drop=True)
         number = pd.to_numeric(values, errors="coerce")
@@ -141,8 +161,19 @@ class _Db:
         out = np.full(len(values), "", dtype=object)
         out[pos >= 0] = self._strings.to_numpy()[pos[pos >= 0]]
         inline = (number.isna() & values.notna()).to_numpy()
-        out[inline] = values[inline].astype(str).to_numpy(dtype=object)
+        out[inline] = _strs(values[inline]).to_numpy(dtype=object)
         return out
+
+
+def _text_replacing(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _strs(values: pd.Series) -> pd.Series:
+    """A column as text; a BLOB in it (bytes, which ``astype(str)`` would decode strictly) as UTF-8, bad bytes replaced."""
+    if values.dtype == object and values.map(type).eq(bytes).any():
+        values = values.map(lambda v: _text_replacing(v) if isinstance(v, bytes) else v)
+    return values.astype(str)
 
 
 def read_db(db_path: Path, info_dir: Path, shown_as: str) -> Profile:
@@ -182,6 +213,7 @@ def _inner(shown_as: str, db_path: Path, info_dir: Path) -> str:
 
 def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: str, warnings: list[ReadWarning]) -> Profile:
     """The profile's tables from the rows read (see ``read_db``)."""
+    _drop_far_times(got, shown, warnings)
     step_rows = pd.DataFrame({"start_ns": [s for _, s, _ in got["facts"]["steps"]]}, dtype=np.int64)
     origin = _origin([got["api"], got["cann"], got["tasks"], got["ops"], got["lanes"], step_rows])
     host, api_rows = _host(got["api"], got["cann"], origin, shown, warnings)
@@ -195,6 +227,26 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
                    memory=_memory(got["memory"], origin), timeline=_timeline(got["lanes"], origin, shown, warnings),
                    allocations=_allocations(got["blocks"], host, device, origin),
                    reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings), warnings=merge_warnings(warnings))
+
+
+SPAN_TABLES = ("api", "cann", "tasks", "ops", "lanes")  # the rows of ``got`` with start_ns and end_ns
+
+
+def _drop_far_times(got: dict, shown: str, warnings: list[ReadWarning]) -> None:
+    """Rows (and STEP_TIME steps) more than a day away from the rest of the profile dropped in
+    place (``common.plausible``), before they set the origin or stretch a window."""
+    steps = got["facts"]["steps"]
+    frames = [got[k] for k in SPAN_TABLES] + [pd.DataFrame({"start_ns": [s for _, s, _ in steps], "end_ns": [e for _, _, e in steps]})]
+    spans = []
+    for frame in frames:
+        start, end = _ints(frame["start_ns"]), _ints(frame["end_ns"])
+        known = (start >= 0) & (end >= start)
+        spans.append((np.where(start >= 0, start, np.nan), np.where(known, (end - start) / 1000.0, np.nan)))
+    keeps = plausible(spans, shown, warnings)
+    for key, keep in zip(SPAN_TABLES, keeps):
+        if not keep.all():
+            got[key] = got[key][keep].reset_index(drop=True)
+    got["facts"]["steps"] = [step for step, keep in zip(steps, keeps[-1]) if keep]
 
 
 def _info(facts: dict, db_path: Path, info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning]) -> RunInfo:
@@ -215,18 +267,34 @@ def _info(facts: dict, db_path: Path, info_dir: Path, shown_as: str, origin: int
 
 def _ns(col: str) -> str:
     """SQL for an int-ns column (INTEGER, or digits stored as TEXT) as an exact integer; -1 when
-    missing or not a number. Casting in SQL keeps all 19 digits, which a float would not."""
-    return (f"(CASE WHEN typeof({col}) = 'integer' THEN {col} "
-            f"WHEN typeof({col}) = 'text' AND trim({col}) <> '' AND trim({col}) NOT GLOB '*[^0-9]*' THEN CAST(trim({col}) AS INTEGER) "
-            f"WHEN typeof({col}) = 'real' THEN CAST(round({col}) AS INTEGER) ELSE -1 END)")
+    missing, not a number, negative or beyond ``LIMIT_NS``. Casting in SQL keeps all 19 digits,
+    which a float would not."""
+    return (f"(CASE WHEN typeof({col}) = 'integer' AND {col} BETWEEN 0 AND {LIMIT_NS} THEN {col} "
+            f"WHEN typeof({col}) = 'text' AND length(trim({col})) BETWEEN 1 AND 19 AND trim({col}) NOT GLOB '*[^0-9]*' "
+            f"AND CAST(trim({col}) AS INTEGER) <= {LIMIT_NS} THEN CAST(trim({col}) AS INTEGER) "
+            f"WHEN typeof({col}) = 'real' AND {col} BETWEEN 0 AND {LIMIT_NS} THEN CAST(round({col}) AS INTEGER) ELSE -1 END)")
 
 
 def _ints(values: object, missing: int = -1) -> np.ndarray:
-    return pd.to_numeric(pd.Series(values), errors="coerce").fillna(missing).to_numpy(dtype=np.int64)
+    """Integers of a column as int64; NULL, text that is no number, and values beyond int64 -> ``missing``."""
+    number = pd.to_numeric(pd.Series(values), errors="coerce")
+    if number.dtype.kind == "u":  # above 2**63 - 1: no int64
+        raw = number.to_numpy()
+        return np.where(raw <= np.iinfo(np.int64).max, raw.astype(np.int64), missing)
+    if number.dtype.kind in "iub":
+        return number.to_numpy(dtype=np.int64)
+    raw = number.to_numpy(dtype=np.float64)
+    fits = np.abs(raw) < 2.0**63  # False for NaN and inf
+    return np.where(fits, np.where(fits, raw, 0.0).astype(np.int64), missing)
 
 
 def _floats(values: object) -> np.ndarray:
     return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+
+
+def _sizes(db: _Db, values: object, what: str) -> np.ndarray:
+    """Byte sizes of a column (``common.byte_sizes``: infinite or absurd ones unknown, with a warning)."""
+    return byte_sizes(_floats(values), db.shown_as, what, db.warnings)
 
 
 def _known(values: np.ndarray) -> np.ndarray:
@@ -238,7 +306,7 @@ def _api_types(db: _Db, ids: pd.Series) -> np.ndarray:
     names = dict(API_TYPES)
     if db.usable("ENUM_API_TYPE", ("id", "name")):
         enum = db.select("SELECT id, name FROM ENUM_API_TYPE")
-        names.update(zip(_ints(enum["id"]).tolist(), enum["name"].astype(str).tolist()))
+        names.update(zip(_ints(enum["id"]).tolist(), _strs(enum["name"]).tolist()))
     return per_unique(_ints(ids), lambda t: names.get(t, ""))
 
 
@@ -339,7 +407,7 @@ def _hccl_tasks(db: _Db) -> pd.DataFrame:
     names: dict[int, str] = {}
     if db.usable("ENUM_HCCL_TRANSPORT_TYPE", ("id", "name")):
         enum = db.select("SELECT id, name FROM ENUM_HCCL_TRANSPORT_TYPE")
-        names = dict(zip(_ints(enum["id"]).tolist(), enum["name"].astype(str).tolist()))
+        names = dict(zip(_ints(enum["id"]).tolist(), _strs(enum["name"]).tolist()))
     return pd.DataFrame({"task_id": _ints(raw["globalTaskId"]), "name": _known(db.text(raw["name"])), "plane": _ints(raw["plane"]),
                          "group": db.text(raw["groupName"]),
                          "transport": _known(per_unique(_ints(raw["transport"]), lambda t: names.get(t, "")))})
@@ -380,12 +448,13 @@ def _memory_rows(db: _Db) -> pd.DataFrame:
     if db.usable("MEMORY_RECORD", ("component", "timestamp", "totalAllocated", "totalReserved"), "no memory peaks"):
         raw = db.select(f"SELECT component, {_ns('timestamp')} AS ts_ns, totalAllocated, totalReserved FROM MEMORY_RECORD")
         parts.append(pd.DataFrame({"component": db.text(raw["component"]), "ts_ns": raw["ts_ns"],
-                                   "allocated_bytes": _floats(raw["totalAllocated"]), "reserved_bytes": _floats(raw["totalReserved"])}))
+                                   "allocated_bytes": _sizes(db, raw["totalAllocated"], "MEMORY_RECORD totals"),
+                                   "reserved_bytes": _sizes(db, raw["totalReserved"], "MEMORY_RECORD totals")}))
     if db.usable("NPU_MEM", ("type", "hbm", "timestampNs")):
         raw = db.select(f"SELECT type, hbm, {_ns('timestampNs')} AS ts_ns FROM NPU_MEM")
         app = db.text(raw["type"]) == "app"  # the whole process's device memory: the text export's APP rows
         parts.append(pd.DataFrame({"component": "APP", "ts_ns": raw["ts_ns"][app], "allocated_bytes": np.nan,
-                                   "reserved_bytes": _floats(raw["hbm"][app])}))
+                                   "reserved_bytes": _sizes(db, raw["hbm"][app], "NPU_MEM sizes")}))
     return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)  # an empty part would make ts_ns float
 
 
@@ -395,7 +464,7 @@ def _blocks(db: _Db) -> pd.DataFrame:
         return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": []})
     release = _ns("releaseTime") if "releaseTime" in db.columns["OP_MEMORY"] else "-1"
     raw = db.select(f"SELECT name, size, {_ns('allocationTime')} AS alloc_ns, {release} AS release_ns FROM OP_MEMORY")
-    frame = pd.DataFrame({"name": db.text(raw["name"]), "bytes": _floats(raw["size"]), "alloc_ns": _ints(raw["alloc_ns"]),
+    frame = pd.DataFrame({"name": db.text(raw["name"]), "bytes": _sizes(db, raw["size"], "OP_MEMORY sizes"), "alloc_ns": _ints(raw["alloc_ns"]),
                           "release_ns": _ints(raw["release_ns"])})
     bad = int((frame["alloc_ns"] <= 0).sum())
     if bad:
@@ -429,8 +498,12 @@ def _group_names(db: _Db, info_dir: Path, shown_as: str) -> dict[str, str]:
         if len(rows):
             try:
                 info = json.loads(str(rows["value"].iloc[0]))
-            except ValueError:
+            except ValueError:  # not JSON, or an integer of more digits than Python converts
                 db.warn("META_DATA parallel_group_info is not JSON: communication groups keep their HCCL names")
+                info = {}
+            except RecursionError:
+                db.warn(f"META_DATA parallel_group_info is nested deeper than {max_depth()} levels: communication groups "
+                        "keep their HCCL names")
                 info = {}
             info = info if isinstance(info, dict) else {}
             return {str(k): str(v["group_name"]) for k, v in info.items() if isinstance(v, dict) and v.get("group_name")}

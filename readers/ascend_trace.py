@@ -11,14 +11,16 @@ Device tasks are linked to the op that launched them through ``async_npu`` flows
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Event, RawJson, event_chunks
-from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, host_columns, ints, thread_key
-from perfcmp.readers.common import assign_steps, build_host, forward_links, merge_warnings, steps_from_host, valid_durations
+from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, host_columns, ints, thread_key, warn_cut
+from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, merge_warnings,
+                                    steps_from_host, valid_durations)
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.ascend_memory import block_owners
@@ -34,6 +36,8 @@ HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication
 MINDSPORE = "MindSpore"
 OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
                  "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
+# process names that make a JSON array an Ascend profiler trace (a Kineto trace names its process after the program)
+ASCEND_PROCESSES = frozenset({"Python", MINDSPORE, CANN, HARDWARE, OVERLAP, *HCCL_ROLES})
 GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")
 
 
@@ -56,10 +60,15 @@ class AscendTrace:
             raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
         if not seen:
             raise InputError("trace has no events; expected torch_npu trace events", shown_as)
-        if not self.process_role:
+        if not set(self.process_role.values()) & ASCEND_PROCESSES:
             raise InputError("JSON array without Ascend profiler process metadata (process_name Python, MindSpore, "
-                             "Ascend Hardware); expected a torch_npu or MindSpore trace_view.json", shown_as)
-        self.host, self.other, self.flow, self.fwdbwd = (concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd"))
+                             "Ascend Hardware); expected a torch_npu or MindSpore trace_view.json (or a Kineto trace: "
+                             "a JSON object with traceEvents)", shown_as)
+        groups = {k: concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd")}
+        groups = drop_far_times(drop_bad_times(groups, shown_as, warnings), shown_as, warnings)
+        for k in ("host", "other"):
+            warn_cut(groups[k], shown_as, warnings)
+        self.host, self.other, self.flow, self.fwdbwd = (groups[k] for k in ("host", "other", "flow", "fwdbwd"))
         self.role = per_unique(self.other.get("pid", np.empty(0, dtype=object)), lambda p: self.process_role.get(p, ""))
         self.is_mindspore = MINDSPORE in self.process_role.values()
         self.has_hardware = HARDWARE in self.process_role.values()
@@ -103,7 +112,7 @@ class AscendTrace:
         elif e.name == "thread_name" and e.args.name:
             self.thread_names[key] = e.args.name
         elif e.name == "thread_sort_index" and e.args.sort_index is not None:
-            self.sort_index[key] = float(e.args.sort_index)
+            self.sort_index[key] = _sort_key(e.args.sort_index)
 
     # --- tables ---------------------------------------------------------------------------
 
@@ -299,6 +308,15 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
         facts[col][rows] = hit[col].to_numpy()
     return facts
+
+
+def _sort_key(value: int | float | str) -> float:
+    """A thread_sort_index as a number; one that is not (or is beyond float64) sorts first, as a missing one."""
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
 
 
 def _leaf(name: str) -> str:

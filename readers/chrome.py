@@ -9,6 +9,7 @@ device properties, profiler INFO lines).
 from __future__ import annotations
 
 import gzip
+import math
 import re
 import sys
 import zlib
@@ -24,6 +25,14 @@ from perfcmp.readers.model import ReadWarning
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
+# process_name metadata of the Ascend profilers' processes, and categories only Kineto writes
+PROCESS_NAME = b'"process_name"'
+_ASCEND_PROCESS = re.compile(rb'"name"\s*:\s*"(?:Python|Ascend Hardware|CANN|HCCL|MindSpore|Overlap Analysis)"')
+_KINETO_CATEGORY = re.compile(rb'"cat"\s*:\s*"(?:kernel|cuda_runtime|cuda_driver|ac2g|async_cpu_to_gpu|gpu_memcpy|gpu_memset|'
+                              rb'gpu_user_annotation|user_annotation|cuda_sync|cpu_instant_event)"')
 
 Number = int | float | str | None
 
@@ -143,16 +152,44 @@ def _read_with_progress(handle, size: int, shown_as: str) -> bytes:
 
 
 def sniff_json(data: bytes, shown_as: str) -> RawJson:
-    """Check the document starts like JSON and say whether it is an object or an array."""
-    head = data[:64].lstrip()
-    if head.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark some tools write
-        data = data[data.index(b"\xef\xbb\xbf") + 3 :]
-        head = data[:64].lstrip()
-    if not head:
-        raise InputError("file is empty; expected a JSON profiler trace", shown_as)
-    if head[:1] not in (b"{", b"["):
+    """Check the document starts like JSON and say whether it is an object or an array.
+
+    Leading JSON whitespace (any amount) and a UTF-8 byte-order mark are skipped without
+    copying the document; only a BOM, which the JSON decoder refuses, costs one copy.
+    """
+    start = _LEADING_SPACE.match(data).end()
+    if data.startswith(UTF8_BOM, start):  # some tools write one; whitespace may come before or after it
+        data = data[start + len(UTF8_BOM):]
+        start = _LEADING_SPACE.match(data).end()
+    first = data[start:start + 1]
+    if not first:
+        what = " (whitespace only)" if data else ""
+        raise InputError(f"file is empty{what}; expected a JSON profiler trace", shown_as)
+    if data.startswith(UTF16_BOMS, start):
+        raise InputError("is UTF-16 text; expected a UTF-8 JSON profiler trace (re-save it as UTF-8)", shown_as)
+    if first not in (b"{", b"["):
         raise InputError("not JSON (does not start with '{' or '['); expected a profiler trace", shown_as)
-    return RawJson(shown_as, data, head[:1])
+    return RawJson(shown_as, data, first)
+
+
+def kineto_array(raw: RawJson) -> bool:
+    """Whether a JSON array of events is a Kineto trace saved without its ``traceEvents`` object.
+
+    torch_npu and MindSpore name their processes (``process_name`` metadata: Python, CANN,
+    Ascend Hardware, HCCL, MindSpore, Overlap Analysis); Kineto's events carry categories of
+    their own (kernel, cuda_runtime, ac2g ...). The search runs over the bytes and stops at the
+    first hit: an NPU trace is told by its metadata (found at memchr speed, wherever it is)
+    before any Kineto category is looked for.
+    """
+    if raw.first != b"[":
+        return False
+    data = raw.data
+    at = data.find(PROCESS_NAME)
+    while at >= 0:  # each process_name event: does it name an Ascend profiler's process?
+        if _ASCEND_PROCESS.search(data, max(0, at - 300), at + 300):
+            return False
+        at = data.find(PROCESS_NAME, at + len(PROCESS_NAME))
+    return _KINETO_CATEGORY.search(data) is not None
 
 
 def event_chunks(raw: RawJson, warnings: list[ReadWarning], size: int = CHUNK_EVENTS) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
@@ -200,8 +237,14 @@ def _chunks(raw: RawJson, slices: list[msgspec.Raw], warnings: list[ReadWarning]
             body[1:-1] = memoryview(data)[start:end]
         else:  # slices that are copies (never seen with bytes input): join them instead
             body = b"[" + b",".join(slices[first:last + 1]) + b"]"
+        chunk = RawJson(raw.path, body, b"[")
         try:
-            yield _decode_utf8_tolerant(_ARRAY_DECODER, RawJson(raw.path, body, b"["), warnings)
+            try:
+                yield _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
+            except msgspec.ValidationError as exc:
+                if OUT_OF_RANGE not in str(exc) or not _quote_huge_numbers(chunk, warnings):
+                    raise
+                yield _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
         except msgspec.ValidationError as exc:
             where = f"in events {first + 1}-{last + 1}"
             raise InputError(f"unexpected value {where} ({exc}); expected Chrome trace events", raw.path) from None
@@ -224,6 +267,34 @@ def _repair_non_finite(raw: RawJson, warnings: list[ReadWarning]) -> bool:
     return True
 
 
+# msgspec's message for a number beyond float64 (1e400) in a typed field
+OUT_OF_RANGE = "Number out of range"
+# A number literal that may be beyond float64: a 3+ digit exponent, or 300+ digits; same
+# boundaries as _NON_FINITE, so that only whole values are touched.
+_HUGE_NUMBER = re.compile(rb"([:,\[]\s*)(-?\d+(?:\.\d+)?[eE]\+?\d{3,}|-?\d{300,}(?:\.\d+)?(?:[eE][+-]?\d+)?)(\s*[,\]}])")
+
+
+def _quote_huge_numbers(raw: RawJson, warnings: list[ReadWarning]) -> bool:
+    """Turn numbers beyond float64 (``1e400``) into strings, which the number fields read as
+    out of range (their event then dropped and counted by the field's reader); False when
+    there were none, so that the decoder's own error stands."""
+    count = 0
+
+    def quote(match: re.Match) -> bytes:
+        nonlocal count
+        if not math.isinf(float(match.group(2))):
+            return match.group(0)
+        count += 1
+        return match.group(1) + b'"' + match.group(2) + b'"' + match.group(3)
+
+    repaired = _HUGE_NUMBER.sub(quote, bytes(raw.data))
+    if not count:
+        return False
+    raw.data = repaired
+    warnings.append(ReadWarning(raw.path, "numbers beyond the float64 range (e.g. 1e400) read as out of range", count))
+    return True
+
+
 def _address(buffer) -> int:
     """Memory address of a bytes-like object's first byte."""
     return np.frombuffer(memoryview(buffer), dtype=np.uint8).ctypes.data
@@ -231,7 +302,7 @@ def _address(buffer) -> int:
 
 def _decode_utf8_tolerant(decoder: msgspec.json.Decoder, raw: RawJson, warnings: list[ReadWarning]):
     try:
-        return decoder.decode(raw.data)
+        return _decode_bounded(decoder, raw)
     except UnicodeDecodeError:
         # Non-UTF-8 bytes in names (seen in traces of programs with Latin-1 thread or kernel
         # names): replace them rather than refuse the whole profile, and say how many.
@@ -239,4 +310,20 @@ def _decode_utf8_tolerant(decoder: msgspec.json.Decoder, raw: RawJson, warnings:
         bad = text.count("\ufffd") - raw.data.count("\xef\xbf\xbd".encode("latin-1"))
         warnings.append(ReadWarning(raw.path, "non-UTF-8 bytes replaced by U+FFFD", max(bad, 1)))
         raw.data = text.encode("utf-8")  # later passes slice the repaired bytes
+        return _decode_bounded(decoder, raw)
+
+
+def _decode_bounded(decoder: msgspec.json.Decoder, raw: RawJson):
+    """``decoder.decode``, with JSON nested past the interpreter's recursion limit (where
+    msgspec stops) as an InputError: no trace nests more than a few levels."""
+    try:
         return decoder.decode(raw.data)
+    except RecursionError:
+        raise InputError(f"JSON nested deeper than {max_depth()} levels; expected Chrome trace events, a few levels deep",
+                         raw.path) from None
+
+
+def max_depth() -> int:
+    """How deep a JSON document may nest before decoding it fails (msgspec and json recurse per
+    level, so the interpreter's recursion limit bounds it; the frames below decoding take a few)."""
+    return sys.getrecursionlimit() - 100

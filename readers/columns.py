@@ -14,7 +14,8 @@ import msgspec
 import numpy as np
 
 from perfcmp.readers.chrome import Args, Event, Number
-from perfcmp.readers.textmatch import per_unique, shared
+from perfcmp.readers.model import ReadWarning
+from perfcmp.readers.textmatch import CUT_MARK, per_unique, shared
 
 NO_ARGS = Args()
 
@@ -22,7 +23,7 @@ NO_ARGS = Args()
 def common_columns(events: list[Event], with_dur: bool = True) -> dict[str, np.ndarray]:
     """name, pid, tid, ts_ns (and dur_us) of every event."""
     cols = {
-        "name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events]),
+        "name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events], NAME_LIMIT),
         "pid": per_unique([e.pid for e in events], thread_key),
         "tid": per_unique([e.tid for e in events], thread_key),
         "ts_ns": times_ns([e.ts for e in events]),
@@ -40,7 +41,7 @@ def host_columns(events: list[Event], categories: dict[str, str]) -> dict[str, n
         "cat": shared([categories[(e.cat or "").lower()] for e in events]),
         "input_shapes": raw_texts([a.input_dims for a in args]),
         "input_types": raw_texts([a.input_type for a in args]),
-        "call_stack": shared([a.call_stack or "" for a in args]),
+        "call_stack": shared([a.call_stack or "" for a in args], TEXT_LIMIT),
     }
 
 
@@ -65,19 +66,40 @@ def raw_texts(raws: list[msgspec.Raw]) -> np.ndarray:
     return per_unique([bytes(r) for r in raws], raw_text)
 
 
+# A timestamp that is not a finite number of µs in range: its event is dropped (``drop_bad_times``).
+INVALID_NS = np.iinfo(np.int64).min
+# Timestamps within ±2**62 ns (±146 years around 1970, so epoch-based ones until 2116) leave
+# room for the differences and durations computed from them in int64.
+LIMIT_NS = 2**62
+LIMIT_US = LIMIT_NS / 1000.0
+# Names longer than this are cut at decode time (one runaway name must not cost memory in every
+# later table); other text (call stacks, shapes) gets a longer allowance.
+NAME_LIMIT = 4096
+TEXT_LIMIT = 65536
+
+
 def times_ns(values: list[Number]) -> np.ndarray:
     """Timestamps (µs as int, float or decimal string) to exact int64 nanoseconds.
 
     Strings are parsed digit by digit: a float64 cannot hold "1704161511420306.491" to the
-    nanosecond, and sub-microsecond kernels make that difference visible. Missing values -> -1
-    is not used; callers filter ``None`` first.
+    nanosecond, and sub-microsecond kernels make that difference visible. A value that is not
+    finite or beyond ±``LIMIT_US`` (nanoseconds written where µs belong, ``1e400``) becomes
+    ``INVALID_NS``; text that is no number at all raises ValueError. Callers filter ``None`` first.
     """
     if str not in set(map(type, values)):
+        try:
+            micro = np.asarray(values, dtype=np.float64)
+        except OverflowError:  # an integer beyond float64 (10**400): one by one
+            return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
+        ok = np.abs(micro) < LIMIT_US  # False for NaN and ±inf too
+        every = bool(ok.all())
+        if not every:
+            micro = np.where(ok, micro, 0.0)
         # Whole µs and fraction apart: the product 1.7e15 µs * 1000 is beyond float64's exact
         # integers and would only resolve 256 ns, even for integer timestamps.
-        micro = np.asarray(values, dtype=np.float64)
         whole = np.floor(micro)
-        return whole.astype(np.int64) * 1000 + np.rint((micro - whole) * 1000.0).astype(np.int64)
+        ns = whole.astype(np.int64) * 1000 + np.rint((micro - whole) * 1000.0).astype(np.int64)
+        return ns if every else np.where(ok, ns, INVALID_NS)
     return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
 
 
@@ -85,30 +107,50 @@ def _ns(value: Number) -> int:
     if isinstance(value, str):
         text = value.strip()
         whole, dot, frac = text.lstrip("+-").partition(".")
-        if whole.isdigit() and (frac.isdigit() or not frac):
+        if whole.isdigit() and (not frac or frac.isdigit()) and whole.isascii() and frac.isascii():
+            if len(whole) > 16:  # beyond LIMIT_US whatever the digits (and no int() of a megabyte of them)
+                return INVALID_NS
             ns = int(whole) * 1000 + int((frac + "000")[:3])
+            if ns >= LIMIT_NS:
+                return INVALID_NS
             return -ns if text.startswith("-") else ns
         try:  # exponents and other spellings: exact decimal arithmetic, then nanoseconds
-            return int(decimal.Decimal(text) * 1000)
+            number = decimal.Decimal(text)
         except (decimal.InvalidOperation, ValueError):
-            raise ValueError(f"timestamp {value!r} is not a number") from None
+            shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}… ({len(value)} characters)"
+            raise ValueError(f"timestamp ('ts') {shown} is not a number") from None
+        if not number.is_finite() or number.adjusted() > 16:  # NaN, Infinity, 1e400
+            return INVALID_NS
+        return _in_range(int(number * 1000))
     if isinstance(value, int):
-        return value * 1000
+        return _in_range(value * 1000) if abs(value) < LIMIT_NS else INVALID_NS
+    if not abs(value) < LIMIT_US:  # NaN, inf, out of range
+        return INVALID_NS
     whole = math.floor(value)  # as in times_ns: whole µs and fraction apart
     return int(whole) * 1000 + round((value - whole) * 1000.0)
 
 
+def _in_range(ns: int) -> int:
+    return ns if -LIMIT_NS < ns < LIMIT_NS else INVALID_NS
+
+
 def floats(values: list[Number]) -> np.ndarray:
-    """Numbers that may be ints, floats, strings or missing, as float64 (missing -> NaN)."""
+    """Numbers that may be ints, floats, strings or missing, as float64 (missing -> NaN; an
+    integer beyond float64 -> ±inf, as a float literal that large)."""
     try:
         return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
-    except ValueError:
+    except (ValueError, OverflowError):
         return np.fromiter((_float(v) for v in values), dtype=np.float64, count=len(values))
 
 
 def _float(value: Number) -> float:
     if value is None:
         return np.nan
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
     try:
         return float(str(value).strip())
     except ValueError:
@@ -127,7 +169,7 @@ def ints(values: list[Number], missing: int = -1) -> np.ndarray:
             continue
         try:
             out[i] = int(v) if not isinstance(v, str) else int(v.strip())
-        except (ValueError, OverflowError):
+        except (ValueError, OverflowError):  # OverflowError: beyond int64 (or float64) -> missing
             try:
                 out[i] = int(float(v))
             except (ValueError, OverflowError):
@@ -140,7 +182,26 @@ def raw_text(raw: msgspec.Raw) -> str:
     if not raw:
         return ""
     text = bytes(raw).decode("utf-8", errors="replace")
-    return "" if text == "null" else text.replace(" ", "")
+    return "" if text == "null" else cap(text.replace(" ", ""), TEXT_LIMIT)
+
+
+def cap(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, marked so that ``count_cut`` finds it (limit + 1 long)."""
+    return text if len(text) <= limit else text[:limit] + CUT_MARK
+
+
+def count_cut(values: np.ndarray, limit: int) -> int:
+    """How many of ``values`` (strings; repeated ones counted once per distinct value) ``cap`` cut."""
+    return int(per_unique(values, lambda v: isinstance(v, str) and len(v) > limit, dtype=bool).sum()) if len(values) else 0
+
+
+def warn_cut(columns: dict[str, np.ndarray], source: str, warnings: list) -> None:
+    """One warning per text column whose values were cut at decode time (see ``cap``)."""
+    for col, limit, what in (("name", NAME_LIMIT, "names"), ("call_stack", TEXT_LIMIT, "call stacks"),
+                             ("input_shapes", TEXT_LIMIT, "input shapes"), ("input_types", TEXT_LIMIT, "input types")):
+        cut = count_cut(columns[col], limit) if col in columns else 0
+        if cut:
+            warnings.append(ReadWarning(source, f"{what} longer than {limit} characters cut to their first {limit}", cut))
 
 
 def name_text(value: str | int | float | None) -> str:

@@ -7,11 +7,13 @@ import re
 import numpy as np
 import pandas as pd
 
+from perfcmp.readers.columns import INVALID_NS, LIMIT_US
+from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import busy_us, enclosing, nest, order_host, propagate_down, thread_label
 from perfcmp.readers.model import ReadWarning, Step, table
 from perfcmp.readers.textmatch import per_unique
 
-STEP_NAME = re.compile(r"ProfilerStep#(\d+)")
+STEP_NAME = re.compile(r"ProfilerStep#([0-9]+)")
 BACKWARD_ROOT = "autograd::engine::evaluate_function"
 # Which recorder writes each host category. One recorder keeps one stack per thread, so its
 # events can only overlap without nesting if that stack broke. Events of two recorders are
@@ -29,12 +31,110 @@ def merge_warnings(warnings: list[ReadWarning]) -> list[ReadWarning]:
 
 
 def valid_durations(dur: np.ndarray, source: str, what: str, warnings: list[ReadWarning]) -> np.ndarray:
-    """Mask of usable durations; NaN, negative and missing ones are excluded with a warning."""
-    ok = np.isfinite(dur) & (dur >= 0)
+    """Mask of usable durations; NaN, negative, missing, infinite and out-of-range ones (beyond
+    int64 nanoseconds) are excluded with a warning."""
+    ok = (dur >= 0) & (dur < LIMIT_US)  # False for NaN and inf too
     bad = int((~ok).sum())
     if bad:
-        warnings.append(ReadWarning(source, f"{what} with a missing, NaN or negative duration excluded", bad))
+        warnings.append(ReadWarning(source, f"{what} with a missing, NaN or negative duration, or one infinite or beyond "
+                                    f"{LIMIT_US:.2g} µs ('dur'), excluded", bad))
     return ok
+
+
+MAX_BYTES = 2.0**53  # 8 PiB: no device or host holds more; a larger size is a corrupt cell, and would overflow sums
+
+
+def byte_sizes(values: np.ndarray, source: str, what: str, warnings: list[ReadWarning]) -> np.ndarray:
+    """Sizes in bytes (float64) with the ones that are infinite or beyond ``MAX_BYTES`` (1e308 ...)
+    as unknown (NaN), counted in one warning naming ``what``; NaN stays NaN, uncounted."""
+    values = np.asarray(values, dtype=np.float64)
+    bad = np.abs(values) > MAX_BYTES  # inf too; NaN compares False
+    if bad.any():
+        warnings.append(ReadWarning(source, f"{what} that are infinite or beyond 8 PiB read as unknown", int(bad.sum())))
+        values = np.where(bad, np.nan, values)
+    return values
+
+
+def drop_bad_times(groups: dict[str, dict[str, np.ndarray]], source: str,
+                   warnings: list[ReadWarning]) -> dict[str, dict[str, np.ndarray]]:
+    """Each group's events without a usable timestamp (``columns.INVALID_NS``: infinite, 1e400,
+    nanoseconds written where µs belong) dropped, with one counted warning; an InputError when
+    that leaves no event at all (every timestamp in the wrong unit, most likely)."""
+    out, bad = {}, 0
+    for role, cols in groups.items():
+        ok = cols["ts_ns"] != INVALID_NS
+        if not ok.all():
+            bad += int((~ok).sum())
+            cols = {k: v[ok] for k, v in cols.items()}
+        out[role] = cols
+    if bad and not any(len(cols["ts_ns"]) for cols in out.values()):
+        raise InputError(f"no event has a usable timestamp: all {bad} are NaN, infinite or beyond {LIMIT_US:.2g} µs ('ts'); "
+                         "expected microseconds (were they written in nanoseconds?)", source)
+    if bad:
+        warnings.append(ReadWarning(source, f"events whose timestamp ('ts') is NaN, infinite or beyond {LIMIT_US:.2g} µs "
+                                    "(nanoseconds or 1e400 where microseconds belong) dropped", bad))
+    return out
+
+
+def drop_far_times(groups: dict[str, dict[str, np.ndarray]], source: str,
+                   warnings: list[ReadWarning]) -> dict[str, dict[str, np.ndarray]]:
+    """Each group's events that ``plausible`` rejects dropped (groups: columns with ``ts_ns``
+    and, for complete events, ``dur_us``)."""
+    spans = [(cols["ts_ns"].astype(np.float64), cols.get("dur_us")) for cols in groups.values()]
+    keeps = plausible(spans, source, warnings)
+    return {role: cols if keep.all() else {k: v[keep] for k, v in cols.items()}
+            for (role, cols), keep in zip(groups.items(), keeps)}
+
+
+def plausible(spans: list[tuple[np.ndarray, np.ndarray | None]], source: str, warnings: list[ReadWarning]) -> list[np.ndarray]:
+    """Per group of events, which lie within a day of the profile's median start (start and
+    end alike): one stray timestamp (a kernel at ts 0 in an epoch-µs trace) would otherwise
+    stretch the profile's span by decades. One warning counts those dropped and says how much
+    they would have stretched it.
+
+    Args:
+        spans: per group (start ns as float64, NaN unknown; duration µs or None, NaN unknown).
+
+    Returns:
+        Per group, a mask of the events kept (unknown starts are kept: others judge them).
+    """
+    starts = [np.asarray(s, dtype=np.float64) for s, _ in spans]
+    ends = []
+    for start, (_, dur) in zip(starts, spans):
+        usable = None if dur is None else (dur >= 0) & (dur < LIMIT_US)  # bad ones are valid_durations' to count
+        ends.append(start if usable is None else np.where(usable, start + np.where(usable, dur, 0.0) * 1000.0, start))
+    lo, hi = _bounds(starts, ends)
+    if not hi - lo > DAY_NS:  # every time within a day of every other (or no times): the fast, usual case
+        return [np.ones(len(s), dtype=bool) for s in starts]
+    known = np.concatenate([s[np.isfinite(s)] for s in starts])
+    middle = np.partition(known, (len(known) - 1) // 2)[(len(known) - 1) // 2]  # a real start, so one always stays
+    keeps = [~((s < middle - DAY_NS) | (s > middle + DAY_NS) | (e > middle + DAY_NS)) for s, e in zip(starts, ends)]
+    dropped = sum(int((~k).sum()) for k in keeps)
+    if dropped:
+        kept_lo, kept_hi = _bounds([s[k] for s, k in zip(starts, keeps)], [e[k] for e, k in zip(ends, keeps)])
+        warnings.append(ReadWarning(source, (
+            "events more than a day away from the rest of the profile dropped (their 'ts', or 'ts' + 'dur'; e.g. a "
+            f"timestamp of 0 among epoch times): they would have stretched its {_span(kept_hi - kept_lo)} to "
+            f"{_span(hi - lo)}"), dropped))
+    return keeps
+
+
+DAY_NS = 86_400e9
+
+
+def _bounds(starts: list[np.ndarray], ends: list[np.ndarray]) -> tuple[float, float]:
+    """Earliest start and latest end (ns) over the groups' known times; (0, 0) without any."""
+    lows = [np.nanmin(s) for s in starts if np.isfinite(s).any()]
+    highs = [np.nanmax(e) for e in ends if np.isfinite(e).any()]
+    return (min(lows), max(highs)) if lows and highs else (0.0, 0.0)
+
+
+def _span(ns: float) -> str:
+    """A duration (ns) in the unit that reads best: "33.9 ms", "5.2 h", "53.8 years"."""
+    for unit, size in (("years", 365.25 * DAY_NS), ("days", DAY_NS), ("h", 3600e9), ("s", 1e9), ("ms", 1e6)):
+        if ns >= 2 * size or (unit in ("s", "ms") and ns >= size):
+            return f"{ns / size:.3g} {unit}"
+    return f"{ns / 1e3:.3g} µs"
 
 
 def build_host(columns: dict[str, object], backward_tids: set, source: str, warnings: list[ReadWarning]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -80,14 +180,29 @@ def _warn_misnested(host: pd.DataFrame, overrun_ns: np.ndarray, source: str, war
         "treat the host API times around them as approximate"), int(rows.size)))
 
 
-def _step_number(name: str) -> int:
+NOT_A_STEP = -2  # a ProfilerStep# marker whose number does not fit int64
+
+
+def step_number(name: str) -> int:
+    """N of a ``ProfilerStep#N`` name; -1 for other names, ``NOT_A_STEP`` when N does not fit int64."""
     match = STEP_NAME.search(name)
-    return int(match.group(1)) if match else -1
+    if not match:
+        return -1
+    digits = match.group(1).lstrip("0") or "0"
+    if len(digits) > 19:  # more than int64 holds, whatever the digits (and no int() of thousands of them)
+        return NOT_A_STEP
+    number = int(digits)
+    return number if number < 2**63 else NOT_A_STEP
 
 
 def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning]) -> list[Step]:
-    """``ProfilerStep#N`` host events as steps; repeated ids are merged into one span."""
-    ids = per_unique(host["name"], _step_number, dtype=np.int64)
+    """``ProfilerStep#N`` host events as steps; repeated ids are merged into one span. A
+    marker whose N does not fit a 64-bit integer is no step (counted in a warning)."""
+    ids = per_unique(host["name"], step_number, dtype=np.int64)
+    huge = int((ids == NOT_A_STEP).sum())
+    if huge:
+        warnings.append(ReadWarning(source, "ProfilerStep# markers whose number does not fit a 64-bit integer: not read as steps",
+                                    huge))
     rows = host[ids >= 0]
     if rows.empty:
         return []

@@ -11,6 +11,8 @@ Accepted inputs:
   read) or the ``.db`` itself (``profiler_info_N.json`` is still looked up). A directory that
   only wraps one such export — MindFormers' ``output/profile/rank_{id}/``, the dynamic
   profiler's ``rank{id}_start{a}_stop{b}/`` — is read through it; one wrapping several is refused.
+* A JSON array of Kineto events (a GPU trace saved without its ``traceEvents`` object) is told
+  from a trace_view.json by its content (``chrome.kineto_array``) and read as a GPU trace.
 
 A directory holding both exports is read from the text one, which carries more (call stacks and
 events the DB leaves out), unless ``npu_source`` asks for the other; ``RunInfo.metadata["export"]``
@@ -26,7 +28,7 @@ import dataclasses
 from pathlib import Path
 
 from perfcmp.readers import ascend, ascend_db, torch_trace
-from perfcmp.readers.chrome import SQLITE_MAGIC, read_bytes, sniff_json
+from perfcmp.readers.chrome import SQLITE_MAGIC, kineto_array, read_bytes, sniff_json
 from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.readers.model import Profile
 
@@ -142,6 +144,9 @@ def _read_file(p: Path, shown_as: str, gpu_flow_cat: str | None, npu_source: str
     data = read_bytes(p, shown_as)
     raw = sniff_json(data, shown_as)
     del data
+    if kineto_array(raw):  # a Kineto trace saved as a bare list of events, not a trace_view.json
+        flow_cats = (gpu_flow_cat.lower(),) if gpu_flow_cat else torch_trace.FLOW_CATS
+        return torch_trace.read(raw, shown_as, flow_cats)
     if raw.first == b"[":
         if npu_source == "db":
             raise InputError("is a text export's trace_view.json, but the DB export was asked for; pass its "

@@ -13,6 +13,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+CUT_MARK = "…"  # ends a string cut to a limit (``shared``), so that it is one character longer
+
 
 def per_unique(values, fn: Callable[[str], object], dtype=object) -> np.ndarray:
     """``fn`` applied to each distinct string of ``values``, spread back to every row."""
@@ -28,14 +30,26 @@ def contains(values, pattern: re.Pattern | str) -> np.ndarray:
     return per_unique(values, lambda s: pattern.search(str(s)) is not None, dtype=bool)
 
 
-def shared(values) -> np.ndarray:
+def shared(values, limit: int | None = None) -> np.ndarray:
     """The same strings as one object array in which equal strings are one object.
 
     Trace decoders create a new string per event; a table column of 100k copies of a few
-    hundred names costs megabytes that sharing gives back.
+    hundred names costs megabytes that sharing gives back. With ``limit``, a string longer than
+    that is cut to its first ``limit`` characters plus "…" (checked once per distinct string).
     """
     codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
-    return np.asarray(uniques, dtype=object)[codes] if len(uniques) else np.empty(0, dtype=object)
+    if not len(uniques):
+        return np.empty(0, dtype=object)
+    uniques = np.asarray(uniques, dtype=object)
+    if limit is not None:
+        for i in np.flatnonzero(_lengths(uniques) > limit):
+            uniques[i] = uniques[i][:limit] + CUT_MARK
+    return uniques[codes]
+
+
+def _lengths(uniques: np.ndarray) -> np.ndarray:
+    """Length of each distinct value (0 for a non-string)."""
+    return np.fromiter((len(u) if isinstance(u, str) else 0 for u in uniques), dtype=np.int64, count=len(uniques))
 
 
 def _objects(values) -> np.ndarray:

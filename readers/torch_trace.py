@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, event_chunks
-from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, floats, host_columns, ints, thread_key
-from perfcmp.readers.common import (allocation_table, assign_steps, build_host, forward_links, merge_warnings, steps_from_host,
-                                    valid_durations)
+from perfcmp.readers.columns import (NO_ARGS, common_columns, concat, flow_columns, floats, host_columns, ints, thread_key,
+                                     warn_cut)
+from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
+                                    merge_warnings, steps_from_host, valid_durations)
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, table
@@ -36,14 +37,19 @@ CPU_COMPONENT = "CPU"  # memory.component of host-memory samples (device ones: "
 def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) -> Profile:
     """Read a Kineto trace's bytes. ``shown_as`` is the path as the user gave it."""
     warnings: list[ReadWarning] = []
+    if raw.first == b"[":
+        warnings.append(ReadWarning(shown_as, "a bare JSON array of Kineto events (no traceEvents object): read without the "
+                                    "trace's header (device properties, distributed info)"))
     header, chunks = event_chunks(raw, warnings)
-    columns = _Columns(flow_cats)
+    columns = _Columns(flow_cats, shown_as, warnings)
     try:
         for chunk in chunks:
             columns.add(chunk)
     except ValueError as exc:  # a timestamp that is not a number
         raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
-    groups = columns.finish()
+    groups = drop_far_times(drop_bad_times(columns.finish(), shown_as, warnings), shown_as, warnings)
+    warn_cut(groups["host"], shown_as, warnings)
+    warn_cut(groups["device"], shown_as, warnings)
     if not len(groups["host"]["ts_ns"]) and not len(groups["device"]["ts_ns"]):
         raise InputError("trace has no host or device events; expected a PyTorch profiler trace", shown_as)
     if columns.untimed:
@@ -70,8 +76,8 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
 class _Columns:
     """Turns chunks of decoded events into per-role column arrays, one chunk at a time."""
 
-    def __init__(self, flow_cats: tuple[str, ...]) -> None:
-        self.flow_cats = flow_cats
+    def __init__(self, flow_cats: tuple[str, ...], source: str, warnings: list[ReadWarning]) -> None:
+        self.flow_cats, self.source, self.warnings = flow_cats, source, warnings
         self.parts: dict[str, list[dict[str, np.ndarray]]] = {"host": [], "device": [], "memory": [], "flow": [], "fwdbwd": []}
         self.fwdbwd_tids: set = set()
         self.untimed = 0
@@ -117,9 +123,9 @@ class _Columns:
             **common_columns(memory, with_dur=False),
             "device_id": ints([a.device_id for a in args]),
             "addr": ints([a.addr for a in args]),
-            "bytes": floats([a.bytes for a in args]),
-            "allocated": floats([a.total_allocated for a in args]),
-            "reserved": floats([a.total_reserved for a in args]),
+            "bytes": byte_sizes(floats([a.bytes for a in args]), self.source, "[memory] sizes", self.warnings),
+            "allocated": byte_sizes(floats([a.total_allocated for a in args]), self.source, "[memory] totals", self.warnings),
+            "reserved": byte_sizes(floats([a.total_reserved for a in args]), self.source, "[memory] totals", self.warnings),
         })
         self.parts["flow"].append(flow_columns(flow))
         self.parts["fwdbwd"].append(flow_columns(fwdbwd))
@@ -253,11 +259,13 @@ def _memory_table(cols: dict[str, np.ndarray], origin: int, component: str) -> p
                  reserved_bytes=cols["reserved"], component=np.full(n, component, dtype=object))
 
 
-def _device_id(value) -> int:
+def _rank(value) -> int | None:
+    """distributedInfo.rank as a rank (0 <= rank < 2**31), None when it is no such number."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        return -1
+        rank = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return rank if 0 <= rank < 2**31 else None
 
 
 def _run_info(header: KinetoTrace | None, shown_as: str, origin: int) -> RunInfo:
@@ -268,7 +276,7 @@ def _run_info(header: KinetoTrace | None, shown_as: str, origin: int) -> RunInfo
             device_name = props[0].name
         dist = header.distributedInfo
         if dist is not None:
-            rank = _device_id(dist.rank) if dist.rank is not None else None
+            rank = _rank(dist.rank)
             if dist.backend:
                 meta["distributed backend"] = dist.backend
             if dist.world_size is not None:

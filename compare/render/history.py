@@ -3,21 +3,20 @@
 Formatting only: every number comes from ``perfcmp.history.History``. Times are shown in ms
 per step and memory peaks in MiB (the model keeps µs and bytes; JSON keeps the model's units).
 JSON and Markdown are deterministic and portable: no timestamps, and absolute paths become
-``jsonout.portable_path`` of them. Files are written whole or not at all
-(``output.write_atomically``), named ``performance_history_<time>.<ext>`` in the ``-o``
+``jsonout.portable_path`` of them. The files are published together or not at all
+(``output.publish``), named ``performance_history_<time>.<ext>`` in the ``-o``
 directory, or after an explicit ``-o NAME.xlsx``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from pathlib import Path
 
 import msgspec
 
 from perfcmp.history import ChangePoint, History, Point, Series
-from perfcmp.output import write_atomically
+from perfcmp.output import publish
 from perfcmp.render.jsonout import portable_path
 from perfcmp.render.markdown import escape
 from perfcmp.render.ooxml import Style, Workbook
@@ -31,14 +30,13 @@ SHEETS = ("HistoryMedians", "ChangePoints", "HistoryIntervals", "Notes")
 
 
 def write_outputs(history: History, formats: tuple[str, ...], output: str | None) -> None:
-    """Every requested file output (their names share one timestamp), then the console summary."""
-    now = dt.datetime.now(dt.UTC)
+    """Every requested file output (one set, one name stem), then the console summary."""
     writers = {"xlsx": (".xlsx", lambda tmp: write_xlsx(history, tmp)),
                "json": (".json", lambda tmp: Path(tmp).write_bytes(render_json(history))),
                "md": (".md", lambda tmp: Path(tmp).write_text(render_markdown(history), encoding="utf-8"))}
-    for name, (suffix, write) in writers.items():
-        if name in formats:
-            written = write_atomically(output, write, now=now, suffix=suffix, prefix=PREFIX)
+    chosen = [writer for name, writer in writers.items() if name in formats]
+    if chosen:
+        for written in publish(output, chosen, prefix=PREFIX):
             print(f"perfcmp: wrote {written}", file=sys.stderr)
     if "console" in formats:
         sys.stdout.write(render_console(history))

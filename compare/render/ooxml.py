@@ -10,6 +10,10 @@ string table), so memory does not grow with the number of distinct strings.
 
 Output is byte-identical for identical input: fixed zip timestamps, a pinned creation date,
 styles numbered in first-use order.
+
+A text cell holds at most ``TEXT_LIMIT`` characters (Excel's limit per cell; a workbook with
+longer cells is not one Excel reads as written): a longer string is cut, ending in a visible
+``… [cut: N characters]`` (``cut_text``), and ``Workbook.cut_cells`` counts them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ ZIP_TIME = (2000, 1, 1, 0, 0, 0)
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 _REL_NS = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+TEXT_LIMIT = 32_767  # characters in one cell, in UTF-16 code units as Excel stores text
 
 
 def column_letter(index: int) -> str:
@@ -44,6 +49,33 @@ def _escape(text: str) -> str:
         return text
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _INVALID_XML.sub("", text)
+
+
+def text_length(text: str) -> int:
+    """The length of ``text`` as Excel counts it: UTF-16 code units (an emoji is two)."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+
+
+def over_limit(text: str) -> bool:
+    """Whether ``text`` is longer than a cell may hold (``cut_text`` would shorten it)."""
+    if len(text) <= TEXT_LIMIT // 2:  # a character is one or two units: only longer texts need counting
+        return False
+    return len(text) > TEXT_LIMIT or text_length(text) > TEXT_LIMIT
+
+
+def cut_text(text: str) -> str:
+    """``text`` within ``TEXT_LIMIT``: its start, then ``… [cut: N characters]``, N counting the
+    characters left out (so the original length is the characters kept plus N)."""
+    if not over_limit(text):
+        return text
+    room = TEXT_LIMIT - _MARKER_ROOM
+    kept = text[:room]
+    while (excess := text_length(kept) - room) > 0:  # characters beyond the BMP take two units
+        kept = kept[: len(kept) - (excess + 1) // 2]
+    return f"{kept} … [cut: {len(text) - len(kept):,} characters]"
+
+
+_MARKER_ROOM = 40  # " … [cut: 1,000,000,000,000 characters]" is 38 units
 
 
 @dataclass(frozen=True)
@@ -71,6 +103,7 @@ class Workbook:
         self.styles: dict[Style, int] = {Style(): 0}
         self.planned = list(sheet_names)
         self.sheet_names: list[str] = []
+        self.cut_cells = 0  # text cells shortened to TEXT_LIMIT
         n = len(self.planned)
         self._put("[Content_Types].xml", _content_types(n))
         self._put("_rels/.rels", _ROOT_RELS)
@@ -133,10 +166,14 @@ class Sheet:
         n = len(columns[0]) if columns else 0
         first = self.row + 1
         numbers = [str(first + i) for i in range(n)]
-        formatted = [_column_cells(letter, numbers, values, sts) for letter, values, sts in zip(self.letters, columns, styles)]
+        cuts: list[int] = []
+        formatted = [_column_cells(letter, numbers, values, sts, cuts)
+                     for letter, values, sts in zip(self.letters, columns, styles)]
+        self.book.cut_cells += len(cuts)
         self.row += n
         for number, cells in zip(numbers, zip(*formatted)):
             self._write(f'<row r="{number}">{"".join(cells)}</row>')
+
     def skip_row(self) -> None:
         self.row += 1
 
@@ -159,14 +196,18 @@ class Sheet:
         self.buffer = []
 
 
-def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int]) -> list[str]:
-    """The XML of one column's cells (an empty string for an unstyled blank)."""
+def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int]) -> list[str]:
+    """The XML of one column's cells (an empty string for an unstyled blank); a 1 is appended to
+    ``cuts`` for each text cut to ``TEXT_LIMIT``."""
     out = []
     append = out.append
     for number, value, style in zip(numbers, values, styles):
         head = f'<c r="{letter}{number}" s="{style}"' if style else f'<c r="{letter}{number}"'
         kind = type(value)
         if kind is str and value:
+            if len(value) > TEXT_LIMIT // 2 and over_limit(value):
+                value = cut_text(value)
+                cuts.append(1)
             append(f'{head} t="inlineStr"><is><t xml:space="preserve">{_escape(value)}</t></is></c>')
         elif kind is float:
             append(f"{head}><v>{value!r}</v></c>" if math.isfinite(value) else (f"{head}/>" if style else ""))

@@ -1,33 +1,67 @@
 """The workbook renderer: walks the sheet specs of ``report_templates/sheets.toml``.
 
 No layout decisions live here: banners, headers, widths, number formats and fills come from
-the specs; ``ooxml`` writes the file. The same result gives the same bytes.
+the specs; ``ooxml`` writes the file. The same result gives the same bytes. Text longer than a
+cell may hold (32,767 characters) is cut by ``ooxml`` with a visible marker; ``write`` counts
+those cells beforehand and says so in one row of the Warnings sheet.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from perfcmp.render.ooxml import Sheet, Style, Workbook, column_letter
+from perfcmp.render.ooxml import TEXT_LIMIT, Sheet, Style, Workbook, column_letter, over_limit
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.result import ComparisonResult, Table
 from perfcmp.templates import Layout, SheetSpec, load_layout
 
 HEAD_ROWS = 3  # banner, blank, headers: data starts on row 4, so read_excel(header=2) works
+WARNING_COLUMNS = ["side", "source", "message", "count"]
 
 
-def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> None:
-    """Write the workbook to ``path`` (the caller makes that a temporary name, then renames)."""
+def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> int:
+    """Write the workbook to ``path`` (the caller makes that a temporary name, then renames).
+
+    Returns:
+        The number of text cells cut to Excel's limit (0 almost always).
+    """
     layout = layout or load_layout()
     sheets = [(spec, table) for spec in layout.sheets for table in [table_for(result, spec.source)] if table.rows]
     if not sheets:  # a workbook needs a sheet: say why it has nothing else
         spec = next(s for s in layout.sheets if s.source == "warnings")
-        sheets = [(spec, Table(columns=["side", "source", "message", "count"],
-                               rows=[["", "", "no sheet has data for the comparisons asked for", 1]]))]
+        sheets = [(spec, Table(columns=WARNING_COLUMNS, rows=[["", "", "no sheet has data for the comparisons asked for", 1]]))]
+    cut = sum(_cells_over_limit(spec, table) for spec, table in sheets)
+    if cut:
+        sheets = _with_cut_warning(sheets, layout, cut)
     book = Workbook(path, [spec.name for spec, _ in sheets], layout.style["font_name"], layout.style["font_size"])
     for spec, table in sheets:
         _write_sheet(book, spec, table, result, layout)
     book.close()
+    return cut
+
+
+def cut_note(cut: int) -> str:
+    """The warning that ``cut`` cells were shortened (the Warnings sheet's row, the CLI's line)."""
+    many = cut != 1
+    return (f"{cut} text cell{'s' if many else ''} longer than Excel's limit of {TEXT_LIMIT:,} characters "
+            f"{'were' if many else 'was'} cut, ending in '… [cut: N characters]'; the JSON output has the whole text")
+
+
+def _cells_over_limit(spec: SheetSpec, table: Table) -> int:
+    """How many of the cells the sheet will show hold text longer than a cell may hold."""
+    fields = {c.field for c in spec.columns}
+    at = [i for i, name in enumerate(table.columns) if name in fields]
+    return sum(1 for row in table.rows for i in at if type(row[i]) is str and over_limit(row[i]))
+
+
+def _with_cut_warning(sheets: list[tuple[SheetSpec, Table]], layout: Layout, cut: int) -> list[tuple[SheetSpec, Table]]:
+    """The sheets with a Warnings row about the cut cells (the Warnings sheet added if missing)."""
+    spec = next(s for s in layout.sheets if s.source == "warnings")
+    tables = {s.name: t for s, t in sheets}
+    old = tables.get(spec.name)
+    rows = [[dict(zip(old.columns, r)).get(c) for c in WARNING_COLUMNS] for r in old.rows] if old else []
+    tables[spec.name] = Table(columns=WARNING_COLUMNS, rows=rows + [["", "", cut_note(cut), cut]])
+    return [(s, tables[s.name]) for s in layout.sheets if s.name in tables]
 
 
 def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
