@@ -772,7 +772,7 @@ def _db_statements(con: sqlite3.Connection, op: tuple, t: str, c: str | None) ->
 
 
 def _db_file_op(path: Path, action: str, x: int) -> None:
-    if not path.exists():
+    if not path.is_file():  # an earlier op deleted it or made it a directory
         return
     if action == "delete":
         path.unlink()
