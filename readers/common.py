@@ -303,6 +303,8 @@ def allocation_table(memory: dict[str, np.ndarray], host: pd.DataFrame, origin: 
     when = (memory["ts_ns"][idx] - origin) / 1000.0
     keys = [thread_label(p, t) for p, t in zip(memory["pid"][idx].tolist(), memory["tid"][idx].tolist())]
     op = enclosing(host, host["parent"].to_numpy(), keys, when) if len(idx) else np.empty(0, dtype=np.int64)
-    names = np.where(op >= 0, host["name"].to_numpy()[np.clip(op, 0, None)], "") if len(idx) else np.empty(0, dtype=object)
+    names = np.full(len(idx), "", dtype=object)
+    owned = op >= 0  # no host op at all (every one dropped): no block has an owner to name
+    names[owned] = host["name"].to_numpy()[op[owned]]
     return table("allocations", op=op, name=names, bytes=np.array(block_bytes, dtype=np.float64),
                  alloc_us=when, release_us=np.array(release, dtype=np.float64))

@@ -465,3 +465,17 @@ def test_absurd_memory_sizes_in_a_kineto_trace(capsys, tmp_path):
     result = comparison(compare(capsys, tmp_path, write_gpu(tmp_path, doc), GPU_DEMO))
     assert warning(result, "[memory] sizes that are infinite or beyond 8 PiB") == 1
     assert warning(result, "[memory] totals that are infinite or beyond 8 PiB") == 1
+
+
+def test_memory_blocks_without_any_valid_host_op_are_read(tmp_path, capsys):
+    # fuzz reproducer: the only host op has a negative duration (dropped), a [memory] block remains
+    trace = tmp_path / "t.pt.trace.json"
+    trace.write_text('{"schemaVersion":1,"traceEvents":['
+                     '{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":100,"dur":-5},'
+                     '{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":110,"dur":10,'
+                     '"args":{"stream":7,"correlation":1}},'
+                     '{"ph":"i","s":"t","name":"[memory]","pid":1,"tid":1,"ts":101,"args":{"Addr":1,"Bytes":512,'
+                     '"Total Allocated":512,"Total Reserved":2048,"Device Id":0}}]}')
+    from perfcmp.cli import main
+    assert main(["compare", "-d", str(trace), "-bp", str(trace), "-o", str(tmp_path / "out"), "--format", "json"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
