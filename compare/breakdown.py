@@ -112,13 +112,14 @@ class Analyzer:
         self.is_work = self.is_compute | self.is_comm
         self.category = np.full(len(tasks), "", dtype=object)
         self.category[self.is_compute] = categorise(tasks[self.is_compute], profile.host, rules, host_mode=self.host_mode)
-        self._waits: dict[str, tuple[iv.Intervals, iv.Intervals]] = {}  # per group: window-independent
+        self._transfers: dict[str, tuple[iv.Intervals, bool]] = {}  # per group: window-independent
         timeline = profile.timeline
         self.lanes = {lane: (timeline["start_us"].to_numpy()[m], (timeline["start_us"] + timeline["dur_us"]).to_numpy()[m])
                       for lane in ("compute", "comm") for m in [(timeline["lane"] == lane).to_numpy()] if m.any()}
         self.pmu_share = np.clip(np.nan_to_num(tasks["pmu_compute_us"].to_numpy() / np.maximum(tasks["dur_us"].to_numpy(), 1e-12),
                                                nan=1.0), 0.0, 1.0)
-        self._steps: dict[int, tuple[float, float]] | None = None
+        self._steps: dict[int, tuple[float, float]] | None = None  # step windows, computed once
+        self._spans: dict[int, tuple[float, float]] = {}  # each step's own work span, with the windows
 
     # --- windows --------------------------------------------------------------------------
 
@@ -143,6 +144,7 @@ class Analyzer:
         return self._steps
 
     def _step_windows(self) -> dict[int, tuple[float, float]]:
+        """The windows; fills ``_spans`` (first work to last) on the way."""
         steps = self.profile.steps
         if self.host_mode:
             return {s.step_id: (s.start_us, s.end_us) for s in steps}
@@ -153,6 +155,8 @@ class Analyzer:
         spans = spans[spans["step"].isin(list(host_start))].groupby("step").agg(lo=("lo", "min"), hi=("hi", "max"))
         ordered = spans.sort_values(["lo"], kind="stable")
         ids, firsts, lasts = ordered.index.tolist(), ordered["lo"].tolist(), ordered["hi"].tolist()
+        if self.is_work.any():
+            self._spans = {int(sid): (float(lo), float(hi)) for sid, lo, hi in zip(ids, firsts, lasts)}
         cuts = [firsts[0]] if ids else []
         for i in range(1, len(ids)):
             # idle between two steps: cut where the host entered the later step, within the gap
@@ -166,13 +170,8 @@ class Analyzer:
 
     def step_spans(self) -> dict[int, tuple[float, float]]:
         """Each step's own work span, first start to last end (the profiler's Stage)."""
-        step_of = self.tasks["step_id"].to_numpy()
-        out = {}
-        for sid in self.step_windows():
-            m = self.is_work & (step_of == sid)
-            if m.any():
-                out[sid] = (float(self.start[m].min()), float(self.end[m].max()))
-        return out
+        self.step_windows()
+        return dict(sorted(self._spans.items()))
 
     # --- the breakdown ----------------------------------------------------------------------
 
@@ -254,9 +253,9 @@ class Analyzer:
             m = comm_mask & (self.group == g)
             g_unc = iv.intersect(iv.union(s[m], e[m]), uncovered_iv)
             group_uncovered[g] = g_unc
-            if g not in self._waits:
-                self._waits[g] = transfer_intervals(self.profile.comm_tasks, g)
-            transfer, has_tasks = self._waits[g]
+            if g not in self._transfers:
+                self._transfers[g] = transfer_intervals(self.profile.comm_tasks, g)
+            transfer, has_tasks = self._transfers[g]
             total = iv.length(g_unc)
             wait = total - iv.length(iv.intersect(transfer, g_unc)) if has_tasks else 0.0
             rows += [MetricRow(f"comm.group:{g}", g, 1, total),

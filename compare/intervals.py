@@ -84,27 +84,3 @@ def clip(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> tuple[np
     s = np.clip(starts, lo, hi)
     e = np.clip(ends, lo, hi)
     return s, np.maximum(s, e)
-
-
-def share_time(starts: np.ndarray, ends: np.ndarray, within: Intervals) -> np.ndarray:
-    """Wall time of each interval inside ``within``, concurrent intervals sharing it equally.
-
-    Each elementary segment of the timeline is split evenly among the intervals active on it,
-    so the shares add up exactly to the covered part of ``within``: this is how category times
-    sum to Computing Time even when kernels on several streams overlap.
-    """
-    n = starts.size
-    if n == 0:
-        return np.zeros(0)
-    points = np.unique(np.concatenate([starts, ends, within[0], within[1]]))
-    if points.size < 2:
-        return np.zeros(n)
-    seg_len = np.diff(points)
-    mid = (points[:-1] + points[1:]) / 2.0
-    delta = np.zeros(points.size)
-    np.add.at(delta, np.searchsorted(points, starts), 1.0)
-    np.add.at(delta, np.searchsorted(points, ends), -1.0)
-    active = np.cumsum(delta)[:-1]
-    weight = np.where((active > 0) & _contains(within, mid), seg_len / np.maximum(active, 1.0), 0.0)
-    cum = np.concatenate([[0.0], np.cumsum(weight)])
-    return cum[np.searchsorted(points, ends)] - cum[np.searchsorted(points, starts)]

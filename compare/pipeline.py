@@ -241,15 +241,14 @@ def _analyse(profile: Profile, rules: Rules, step: int | None,
                              "omit them to compare the whole window", path)
         listed = ", ".join(str(s) for s in windows)
         raise UsageError(f"step {step} not found; the steps in this profile are {listed}", path)
-    per_step, step_breakdowns = [], {}
-    checks = {c.step: c for c in check_steps(analyzer, profile.reference_steps, "MindSpore" in profile.info.producer)}
-    for sid, window in windows.items():
-        b = step_breakdowns[sid] = analyzer.breakdown(window)
+    step_breakdowns = {sid: analyzer.breakdown(window) for sid, window in windows.items()}
+    for b in step_breakdowns.values():
         b.check()
-        check = checks.get(sid)
-        per_step.append(StepMetrics(step=sid, e2e_us=b.e2e_us, computing_us=b.computing_us,
-                                    uncovered_us=b.uncovered_us, free_us=b.free_us,
-                                    profiler_check=check.summary() if check else ""))
+    checks = {c.step: c for c in check_steps(analyzer, profile.reference_steps, "MindSpore" in profile.info.producer,
+                                             known={b.window_us: b for b in step_breakdowns.values()})}
+    per_step = [StepMetrics(step=sid, e2e_us=b.e2e_us, computing_us=b.computing_us, uncovered_us=b.uncovered_us,
+                            free_us=b.free_us, profiler_check=checks[sid].summary() if sid in checks else "")
+                for sid, b in step_breakdowns.items()]
     if step is not None:  # one step compared: its breakdown is the one just made
         breakdown = step_breakdowns[step]
     else:

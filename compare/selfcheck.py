@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp import intervals as iv
-from perfcmp.breakdown import Analyzer
+from perfcmp.breakdown import Analyzer, Breakdown
 
 RELATIVE = 0.005
 ABSOLUTE_US = 1.0
@@ -55,9 +55,11 @@ class StepCheck:
         return ", ".join(f"{label} {_relative(ours, theirs)}" for label, ours, theirs in self.differences)
 
 
-def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = False) -> list[StepCheck]:
+def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = False,
+                known: dict[tuple[float, float], Breakdown] | None = None) -> list[StepCheck]:
     """One ``StepCheck`` per profiler row whose step perfcmp also found (a profile without
-    steps is checked as one row against the profiler's row without a step id)."""
+    steps is checked as one row against the profiler's row without a step id). ``known``:
+    breakdowns already made, by window (a step whose window is its span is not broken down again)."""
     rows = ROWS[:2] if mindspore else ROWS
     if reference.empty:
         return []
@@ -71,7 +73,7 @@ def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = F
         span = spans.get(int(row.step_id))
         if span is None:
             continue
-        b = analyzer.breakdown(span)
+        b = (known or {}).get(span) or analyzer.breakdown(span)
         trailing = _idle_after(work_iv, span[1])
         ours = {"computing": b.computing_us, "uncovered": b.uncovered_us, "free": b.free_us, "stage": b.e2e_us}
         theirs = {"computing": row.computing_us, "uncovered": row.uncovered_us, "free": row.free_us, "stage": row.stage_us}

@@ -119,7 +119,7 @@ class AscendTrace:
     def to_profile(self, info: RunInfo, kernels: pd.DataFrame | None, memory: pd.DataFrame | None,
                    operator_memory: pd.DataFrame | None = None) -> Profile:
         host = self._host_table()
-        device = self._device_table(host, kernels)
+        device, stream_comm_tasks = self._device_table(host, kernels)
         if not (host["cat"] == "cpu_op").any() and len(device):
             self.warnings.append(ReadWarning(self.shown_as, (
                 "no framework layer in the trace (no Python or MindSpore process with ops): steps, operator, "
@@ -127,7 +127,7 @@ class AscendTrace:
         steps = steps_from_host(host[host["cat"] == "cpu_op"], self.shown_as, self.warnings)
         device["step_id"] = assign_steps(device, host, steps)
         return Profile(info=info, steps=steps, host=host, device=device,
-                       comm_tasks=self._comm_task_table(), memory=self._memory_table(memory),
+                       comm_tasks=self._comm_task_table(stream_comm_tasks), memory=self._memory_table(memory),
                        timeline=self._timeline_table(), warnings=merge_warnings(self.warnings),
                        allocations=self._allocation_table(host, device, operator_memory))
 
@@ -183,13 +183,12 @@ class AscendTrace:
         pairs = list(zip(cols["pid"], cols["tid"]))
         return per_unique(pairs, lambda pt: self.comm_threads.get(pt, ("", -2))[0]) if pairs else np.empty(0, dtype=object)
 
-    def _device_table(self, host: pd.DataFrame, kernels: pd.DataFrame | None) -> pd.DataFrame:
+    def _device_table(self, host: pd.DataFrame, kernels: pd.DataFrame | None) -> tuple[pd.DataFrame, dict | None]:
         """Hardware tasks and collective ops, each of the kind the profiler's records give it
         (``readers.ascend_tasks``). HCCL's own tasks on the hardware streams are not device rows:
-        they become the collective's plane tasks (``self.stream_comm_tasks``)."""
-        self.stream_comm_tasks = None
+        they are returned apart (columns of ``other`` plus ``group``), as the collective's plane tasks."""
         if "dur_us" not in self.other:
-            return table("device")
+            return table("device"), None
         in_hccl = np.isin(self.role, HCCL_ROLES)
         hw, _ = self._rows(self.role == HARDWARE, "device tasks")
         ops, _ = self._rows(in_hccl & (self._plane() == -1), "communication ops")
@@ -203,8 +202,8 @@ class AscendTrace:
         op_groups.pop(-1, None)
         hccl_task = (kind_hw == OTHER) & (np.isin(hw["connection"], list(op_groups)) |
                                           per_unique(list(zip(hw["task_type"], hw["name"])), lambda f: is_hccl_task(*f), dtype=bool))
-        self.stream_comm_tasks = {k: v[hccl_task] for k, v in hw.items()}
-        self.stream_comm_tasks["group"] = per_unique(self.stream_comm_tasks["connection"], lambda c: op_groups.get(c, ""))
+        stream_comm_tasks = {k: v[hccl_task] for k, v in hw.items()}
+        stream_comm_tasks["group"] = per_unique(stream_comm_tasks["connection"], lambda c: op_groups.get(c, ""))
         keep = ~hccl_task
         hw, kind_hw, facts = ({k: v[keep] for k, v in hw.items()}, kind_hw[keep], {k: v[keep] for k, v in facts.items()})
         n_hw, n_ops = len(hw["ts_ns"]), len(ops["ts_ns"])
@@ -226,7 +225,7 @@ class AscendTrace:
         for col in ("input_shapes", "mac_us", "pmu_compute_us"):
             device[col] = np.concatenate([facts[col], op_facts[col]])
         self._warn_unlaunched_kernels(device, host)
-        return device
+        return device, stream_comm_tasks
 
     def _launches(self, tasks: dict[str, np.ndarray], host: pd.DataFrame) -> np.ndarray:
         """Follow ``async_npu`` flows: 'f' sits on the task's start, 's' inside the launching op."""
@@ -257,7 +256,7 @@ class AscendTrace:
                 "counted in Computing, but missing from the operator, module and category rows; "
                 "was the trace cut or parsed without its framework data?"), int(lost.sum())))
 
-    def _comm_task_table(self) -> pd.DataFrame:
+    def _comm_task_table(self, stream_tasks: dict | None) -> pd.DataFrame:
         """HCCL plane tasks: from the HCCL process's plane threads when it has them (profiler
         level 1 and 2), else the HCCL tasks on the hardware streams (level 0), each in the group
         of the collective with its connection id and on a plane per stream."""
@@ -266,8 +265,8 @@ class AscendTrace:
         plane = self._plane()
         # plane tasks only: the collective ops were checked (and counted) in _device_table
         tasks, keep = self._rows(np.isin(self.role, HCCL_ROLES) & (plane >= 0), "communication tasks")
-        if not len(tasks["name"]) and self.stream_comm_tasks is not None and len(self.stream_comm_tasks["name"]):
-            hw = self.stream_comm_tasks
+        if not len(tasks["name"]) and stream_tasks is not None and len(stream_tasks["name"]):
+            hw = stream_tasks
             return table("comm_tasks", name=hw["task_type"], group=hw["group"], plane=hw["stream"],
                          start_us=self._rel_us(hw["ts_ns"]), dur_us=hw["dur_us"], transport=hw["transport"])
         return table("comm_tasks", name=tasks["name"], group=self._group(tasks), plane=plane[keep],

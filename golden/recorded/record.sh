@@ -3,8 +3,8 @@
 #
 # Needs the CPU build of torch, which perfcmp's own environment does not have: run it with a
 # separate virtualenv's interpreter, e.g.
-#     python3 -m venv /work/torchenv && /work/torchenv/bin/pip install torch==2.13.0
-#     PYTHON=/work/torchenv/bin/python golden/recorded/record.sh
+#     python3 -m venv .torchenv && .torchenv/bin/pip install torch==2.13.0
+#     PYTHON=.torchenv/bin/python golden/recorded/record.sh
 #
 # Unlike golden/make_demo.sh this is NOT byte-reproducible: the ops, shapes, module scopes and
 # memory sizes come out the same, the timings do not (timer and OS noise). Record on an idle
