@@ -32,6 +32,7 @@ from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
+from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
@@ -178,6 +179,8 @@ class _Side:
         profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
         profile.check()
         side = cls.of(profile, step, path, rules, names)
+        del profile
+        give_back_free_memory()  # the profile's tables: only the side's summaries stay
         if {"json", "md"} & set(options.formats):
             side.summary.sha256 = input_digest(path)
         return side

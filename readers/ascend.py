@@ -13,7 +13,7 @@ from pathlib import Path
 from perfcmp.readers.ascend_csv import (read_json_file, read_kernel_details, read_memory_record, read_operator_memory,
                                         read_step_trace_time)
 from perfcmp.readers.ascend_trace import AscendTrace
-from perfcmp.readers.chrome import RawJson, read_bytes, sniff_json
+from perfcmp.readers.chrome import RawJson, read_document, sniff_json
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, table
 
@@ -29,7 +29,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     if not trace_path.is_file():
         raise InputError("has no trace_view.json; expected a parsed torch_npu export "
                          "(ASCEND_PROFILER_OUTPUT/trace_view.json)", shown_as)
-    raw = sniff_json(read_bytes(trace_path, trace_shown), trace_shown)
+    raw = sniff_json(read_document(trace_path, trace_shown), trace_shown)
     if raw.first != b"[":
         raise InputError("is a JSON object; torch_npu writes trace_view.json as a JSON array of events", trace_shown)
     warnings: list[ReadWarning] = []

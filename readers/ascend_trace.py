@@ -22,6 +22,7 @@ from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_column
 from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, merge_warnings,
                                     steps_from_host, valid_durations)
 from perfcmp.readers.errors import InputError
+from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.ascend_memory import block_owners
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
@@ -66,6 +67,7 @@ class AscendTrace:
                              "a JSON object with traceEvents)", shown_as)
         groups = {k: concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd")}
         groups = drop_far_times(drop_bad_times(groups, shown_as, warnings), shown_as, warnings)
+        give_back_free_memory()  # the decoded events' space, before the tables are built
         for k in ("host", "other"):
             warn_cut(groups[k], shown_as, warnings)
         self.host, self.other, self.flow, self.fwdbwd = (groups[k] for k in ("host", "other", "flow", "fwdbwd"))

@@ -8,14 +8,16 @@ device properties, profiler INFO lines).
 
 from __future__ import annotations
 
-import gzip
 import math
+import mmap
+import os
 import re
 import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 import numpy as np
@@ -98,9 +100,9 @@ class KinetoTrace(msgspec.Struct, gc=False):
 
 
 class _KinetoSkeleton(msgspec.Struct, gc=False):
-    """First pass over a Kineto trace: the header, and each event as an undecoded slice."""
+    """First pass over a Kineto trace: the header, and where its event array lies (undecoded)."""
 
-    traceEvents: list[msgspec.Raw] | None = None
+    traceEvents: msgspec.Raw = msgspec.Raw(b"")
     deviceProperties: list[DeviceProperties] | None = None
     distributedInfo: DistributedInfo | None = None
     schemaVersion: Number = None
@@ -108,68 +110,132 @@ class _KinetoSkeleton(msgspec.Struct, gc=False):
 
 _ARRAY_DECODER = msgspec.json.Decoder(list[Event])
 _SKELETON_DECODER = msgspec.json.Decoder(_KinetoSkeleton)
+_WHOLE_DECODER = msgspec.json.Decoder(msgspec.Raw)
 _RAW_ARRAY_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
-CHUNK_EVENTS = 16384
+# Events are decoded this many bytes at a time (~10k events): small enough that one chunk's
+# Python objects are a few MB, large enough that per-chunk costs do not show.
+CHUNK_BYTES = 4 << 20
+CHUNK_EVENTS = 16384  # events per chunk on the fallback path (``_raw_chunks``)
+# Where one event object ends and the next begins, if this sits at the top level of the array.
+_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+PROGRESS_MIN_BYTES = 64 << 20  # a progress line on a terminal for documents at least this large
+
+Document = bytes | mmap.mmap
 
 
 @dataclass
 class RawJson:
-    """A JSON document's bytes, already un-gzipped, with its first significant byte."""
+    """A JSON document's bytes, already un-gzipped: ``data[start]`` is its first significant
+    byte, ``first`` that byte (b"{" or b"["). ``data`` is a memory map for documents read from
+    a file: the pages of events already turned into columns are given back to the system."""
 
     path: str
-    data: bytes
-    first: bytes  # b"{" or b"["
+    data: Document
+    first: bytes
+    start: int = 0
 
 
-def read_bytes(path: Path, shown_as: str) -> bytes:
-    """Read a whole file once, un-gzipping it when its first bytes say so."""
+class FileMap(mmap.mmap):
+    """A read-only map of a file: its pages can be dropped at any time and read again."""
+
+
+def read_document(path: Path, shown_as: str) -> Document:
+    """A file's bytes as a read-only memory map, un-gzipped (into anonymous memory) when its
+    first bytes say so; an empty file is ``b""``."""
     try:
         with open(path, "rb") as handle:
-            data = _read_with_progress(handle, path.stat().st_size, shown_as)
+            if not os.fstat(handle.fileno()).st_size:
+                return b""
+            if handle.read(2) == GZIP_MAGIC:
+                handle.seek(0)
+                return _gunzip(handle, shown_as)
+            return FileMap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as exc:
         raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
-    if data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"corrupt or truncated gzip data ({exc}); expected a gzipped JSON trace", shown_as) from None
-    return data
 
 
-def _read_with_progress(handle, size: int, shown_as: str) -> bytes:
-    """Read in chunks, drawing a progress line on a terminal's stderr for large files."""
-    show = size > 64 * 1024 * 1024 and sys.stderr.isatty()
-    if not show:
-        return handle.read()
-    chunks, done = [], 0
-    while chunk := handle.read(16 * 1024 * 1024):
-        chunks.append(chunk)
-        done += len(chunk)
-        sys.stderr.write(f"\rperfcmp: reading {shown_as} {100 * done // size:3d}%")
-        sys.stderr.flush()
-    sys.stderr.write("\r\033[K")
-    return b"".join(chunks)
+def _gunzip(handle: BinaryIO, shown_as: str) -> mmap.mmap | bytes:
+    """Decompress every gzip member of ``handle`` (gzip allows several, one after another; zero
+    padding after the last is ignored, as gzip does) into one anonymous memory map, streaming."""
+    out = _anonymous(max(1 << 20, 8 * os.fstat(handle.fileno()).st_size))
+    size, inflater = 0, zlib.decompressobj(wbits=31)
+    try:
+        block = handle.read(1 << 20)
+        while block:
+            piece = inflater.decompress(block)
+            if size + len(piece) > len(out):
+                out = _grown(out, size, size + len(piece))
+            out[size:size + len(piece)] = piece
+            size += len(piece)
+            block = b""
+            if inflater.eof:  # a member ended: another may follow
+                block = inflater.unused_data or handle.read(1 << 20)
+                if not block.strip(b"\0") and not handle.read().strip(b"\0"):
+                    break
+                if not block.startswith(GZIP_MAGIC):
+                    raise InputError("unexpected bytes after the gzip data; expected a gzipped JSON trace", shown_as)
+                inflater = zlib.decompressobj(wbits=31)
+            else:
+                block = handle.read(1 << 20)
+    except zlib.error as exc:
+        raise InputError(f"corrupt gzip data ({exc}); expected a gzipped JSON trace", shown_as) from None
+    if not inflater.eof:
+        raise InputError("truncated gzip data (the file ends inside the compressed stream); expected a complete "
+                         "gzipped JSON trace", shown_as)
+    if not size:
+        return b""
+    return _grown(out, size, size)
 
 
-def sniff_json(data: bytes, shown_as: str) -> RawJson:
+def _anonymous(length: int) -> mmap.mmap:
+    """Private anonymous memory (a shared one, Python's default, cannot grow on Linux: pages past
+    its first size fault)."""
+    if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS"):
+        return mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return mmap.mmap(-1, length)
+
+
+def _grown(region: mmap.mmap, used: int, needed: int) -> mmap.mmap:
+    """``region`` resized to hold ``needed`` bytes (doubling when growing), its first ``used`` kept."""
+    length = needed if needed <= len(region) else max(needed, 2 * len(region))
+    try:
+        region.resize(length)
+        return region
+    except (OSError, SystemError, ValueError):  # platforms that cannot resize anonymous maps
+        copy = _anonymous(length)
+        copy[:used] = region[:used]
+        region.close()
+        return copy
+
+
+def _release(data: Document, start: int, end: int) -> None:
+    """Give back the memory pages of ``data[start:end]``, which will not be read again."""
+    if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    last = end // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        data.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+
+def sniff_json(data: Document, shown_as: str) -> RawJson:
     """Check the document starts like JSON and say whether it is an object or an array.
 
-    Leading JSON whitespace (any amount) and a UTF-8 byte-order mark are skipped without
-    copying the document; only a BOM, which the JSON decoder refuses, costs one copy.
+    Leading JSON whitespace (any amount) and a UTF-8 byte-order mark are skipped by offset,
+    without copying the document.
     """
     start = _LEADING_SPACE.match(data).end()
-    if data.startswith(UTF8_BOM, start):  # some tools write one; whitespace may come before or after it
-        data = data[start + len(UTF8_BOM):]
-        start = _LEADING_SPACE.match(data).end()
+    if data[start:start + len(UTF8_BOM)] == UTF8_BOM:  # some tools write one; whitespace may come before or after it
+        start = _LEADING_SPACE.match(data, start + len(UTF8_BOM)).end()
     first = data[start:start + 1]
     if not first:
-        what = " (whitespace only)" if data else ""
+        what = " (whitespace only)" if len(data) else ""
         raise InputError(f"file is empty{what}; expected a JSON profiler trace", shown_as)
-    if data.startswith(UTF16_BOMS, start):
+    if data[start:start + 2] in UTF16_BOMS:
         raise InputError("is UTF-16 text; expected a UTF-8 JSON profiler trace (re-save it as UTF-8)", shown_as)
     if first not in (b"{", b"["):
         raise InputError("not JSON (does not start with '{' or '['); expected a profiler trace", shown_as)
-    return RawJson(shown_as, data, first)
+    return RawJson(shown_as, data, first, start)
 
 
 def kineto_array(raw: RawJson) -> bool:
@@ -192,15 +258,16 @@ def kineto_array(raw: RawJson) -> bool:
     return _KINETO_CATEGORY.search(data) is not None
 
 
-def event_chunks(raw: RawJson, warnings: list[ReadWarning], size: int = CHUNK_EVENTS) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
-    """The trace header, and its events decoded ``size`` at a time.
+def event_chunks(raw: RawJson, warnings: list[ReadWarning]) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
+    """The trace header, and its events decoded a few megabytes at a time.
 
-    A first pass cuts the event array into zero-copy slices (``msgspec.Raw``); each run of
-    ``size`` consecutive events is one contiguous span of the original bytes, decoded into
-    typed structs on its own. The reader turns a chunk into columns before the next one is
-    decoded, so only one chunk's Python objects exist at a time, not the whole trace's.
+    A first pass checks the whole document and finds the event array (its events skipped, not
+    built). The array is then cut at event boundaries about every ``CHUNK_BYTES`` and each piece
+    decoded into typed structs on its own; the reader turns a chunk into columns before the next
+    one is decoded, and the document's pages behind it are given back. So one chunk's Python
+    objects and no per-event index exist at any time: memory is the columns, not the events.
     """
-    decoder = _SKELETON_DECODER if raw.first == b"{" else _RAW_ARRAY_DECODER
+    decoder = _SKELETON_DECODER if raw.first == b"{" else _WHOLE_DECODER
     try:
         try:
             skeleton = _decode_utf8_tolerant(decoder, raw, warnings)
@@ -214,41 +281,137 @@ def event_chunks(raw: RawJson, warnings: list[ReadWarning], size: int = CHUNK_EV
         raise InputError(f"malformed or truncated JSON ({exc}); expected a complete profiler trace", raw.path) from None
     header = None
     if raw.first == b"{":
-        if skeleton.traceEvents is None:
+        events = skeleton.traceEvents
+        opening = bytes(memoryview(events)[:1])
+        if opening in (b"", b"n"):  # absent, or null
             raise InputError("JSON object has no 'traceEvents' array; expected a PyTorch profiler (Kineto) trace", raw.path)
+        if opening != b"[":
+            raise InputError("unexpected JSON structure ('traceEvents' is not an array); expected Chrome trace events",
+                             raw.path)
         header = KinetoTrace(deviceProperties=skeleton.deviceProperties, distributedInfo=skeleton.distributedInfo,
                              schemaVersion=skeleton.schemaVersion)
-        slices = skeleton.traceEvents
     else:
-        slices = skeleton
-    return header, _chunks(raw, slices, warnings, size)
+        events = skeleton
+    begin = _address(events) - _address(raw.data)
+    end = begin + len(events)
+    del events, skeleton  # a view into a memory map keeps it from being closed
+    if isinstance(raw.data, FileMap):  # the check read every page; the chunks read them again, a few at a time
+        _release(raw.data, 0, len(raw.data))
+    return header, _chunks(raw, begin, end, warnings)
 
 
-def _chunks(raw: RawJson, slices: list[msgspec.Raw], warnings: list[ReadWarning], size: int) -> Iterator[list[Event]]:
-    data = raw.data
-    base = _address(data)
-    for first in range(0, len(slices), size):
-        last = min(first + size, len(slices)) - 1
-        start = _address(slices[first]) - base
-        end = _address(slices[last]) - base + len(slices[last])
-        if 0 <= start <= end <= len(data):
-            body = bytearray(end - start + 2)  # one copy of the span, wrapped as an array
-            body[0], body[-1] = 0x5B, 0x5D  # "[", "]"
-            body[1:-1] = memoryview(data)[start:end]
-        else:  # slices that are copies (never seen with bytes input): join them instead
-            body = b"[" + b",".join(slices[first:last + 1]) + b"]"
-        chunk = RawJson(raw.path, body, b"[")
-        try:
+def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning]) -> Iterator[list[Event]]:
+    """The events of the array ``raw.data[begin:end]`` (a checked JSON array), in chunks.
+
+    A cut is placed at ``}``, ``,``, ``{`` found past the chunk size. Such bytes can also sit
+    inside a string or a nested array, but a chunk that starts at a real boundary and ends at
+    a false one always ends inside an open string or object, so its decode fails: the next
+    boundary is tried, and after ``FALSE_CUTS_TRIED`` false ones the rest of the array is read
+    the slow, sure way (``_raw_chunks``).
+    """
+    data, last = raw.data, end - 1  # data[last] is the closing "]"
+    pos = _LEADING_SPACE.match(data, begin + 1).end()
+    progress, seen = _Progress(raw.path, end - begin), 0
+    while pos < last:
+        events, following = None, last
+        for match in _candidates(data, pos + CHUNK_BYTES, last):
+            following = match.end() - 1 if match else last
             try:
-                yield _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
-            except msgspec.ValidationError as exc:
-                if OUT_OF_RANGE not in str(exc) or not _quote_huge_numbers(chunk, warnings):
-                    raise
-                yield _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
-        except msgspec.ValidationError as exc:
-            where = f"in events {first + 1}-{last + 1}"
-            raise InputError(f"unexpected value {where} ({exc}); expected Chrome trace events", raw.path) from None
+                events = _decode_chunk(_wrapped(raw, pos, match.start() + 1 if match else last), warnings, seen)
+                break
+            except msgspec.DecodeError:  # a false boundary (or, at the end, a bug): the next one
+                continue
+        if events is None:
+            yield from _raw_chunks(_wrapped(raw, pos, last), warnings, seen)
+            break
+        seen += len(events)
+        yield events
+        _release(data, begin, following)
+        progress.show(following - begin)
+        pos = following
+    progress.done()
     raw.data = b""
+
+
+FALSE_CUTS_TRIED = 8  # boundaries tried after a false one before the rest is read the sure way
+
+
+def _candidates(data: Document, start: int, last: int) -> Iterator[re.Match | None]:
+    """Where the chunk from before ``start`` may end: the next few boundaries past ``start``;
+    None (the array's end) when ``start`` is past it or no boundary follows."""
+    if start >= last:
+        yield None
+        return
+    for tried, match in enumerate(_BOUNDARY.finditer(data, start, last)):
+        if tried == FALSE_CUTS_TRIED:
+            return
+        yield match
+    else:
+        yield None
+
+
+def _wrapped(raw: RawJson, start: int, end: int) -> RawJson:
+    """``raw.data[start:end]`` (events separated by commas) as a JSON array of its own."""
+    body = bytearray(end - start + 2)  # one copy of the span
+    body[0], body[-1] = 0x5B, 0x5D  # "[", "]"
+    body[1:-1] = memoryview(raw.data)[start:end]
+    return RawJson(raw.path, body, b"[")
+
+
+def _raw_chunks(raw: RawJson, warnings: list[ReadWarning], seen: int) -> Iterator[list[Event]]:
+    """The slow, sure way: every event as an undecoded slice first, then runs of
+    ``CHUNK_EVENTS`` consecutive slices decoded together."""
+    try:
+        slices = _decode_bounded(_RAW_ARRAY_DECODER, raw)
+    except msgspec.DecodeError as exc:
+        raise InputError(f"malformed JSON in the trace events ({exc}); expected a complete profiler trace",
+                         raw.path) from None
+    base = _address(raw.data)
+    for first in range(0, len(slices), CHUNK_EVENTS):
+        last = min(first + CHUNK_EVENTS, len(slices)) - 1
+        start = _address(slices[first]) - base
+        yield _decode_chunk(_wrapped(raw, start, _address(slices[last]) - base + len(slices[last])), warnings,
+                            seen + first)
+
+
+def _decode_chunk(chunk: RawJson, warnings: list[ReadWarning], seen: int) -> list[Event]:
+    """One chunk's events; ``seen`` events came before it (messages count from the trace's first)."""
+    try:
+        try:
+            return _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
+        except msgspec.ValidationError as exc:
+            if OUT_OF_RANGE not in str(exc) or not _quote_huge_numbers(chunk, warnings):
+                raise
+            return _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
+    except msgspec.ValidationError as exc:
+        index = _EVENT_INDEX.search(str(exc))
+        where = f"in event {seen + int(index[1]) + 1:,}" if index else "in the trace events"
+        detail = _EVENT_INDEX.sub(lambda m: f"$[{seen + int(m[1])}]", str(exc), count=1)
+        raise InputError(f"unexpected value {where} ({detail}); expected Chrome trace events", chunk.path) from None
+
+
+_EVENT_INDEX = re.compile(r"\$\[(\d+)\]")
+
+
+class _Progress:
+    """``perfcmp: reading <path>  42%`` on a terminal's stderr, for large documents only."""
+
+    def __init__(self, shown_as: str, total: int) -> None:
+        self.shown_as, self.total = shown_as, total
+        self.on = total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
+        self.last = -1
+
+    def show(self, done: int) -> None:
+        percent = 100 * done // self.total if self.on else -1
+        if percent > self.last:
+            self.last = percent
+            sys.stderr.write(f"\rperfcmp: reading {self.shown_as} {percent:3d}%")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.on and self.last >= 0:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 # A bare NaN / Infinity / inf value (not valid JSON; some Kineto versions wrote them, e.g. for
@@ -306,18 +469,20 @@ def _decode_utf8_tolerant(decoder: msgspec.json.Decoder, raw: RawJson, warnings:
     except UnicodeDecodeError:
         # Non-UTF-8 bytes in names (seen in traces of programs with Latin-1 thread or kernel
         # names): replace them rather than refuse the whole profile, and say how many.
-        text = raw.data.decode("utf-8", errors="replace")
-        bad = text.count("\ufffd") - raw.data.count("\xef\xbf\xbd".encode("latin-1"))
+        data = bytes(memoryview(raw.data)[raw.start:])
+        text = data.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - data.count("\xef\xbf\xbd".encode("latin-1"))
         warnings.append(ReadWarning(raw.path, "non-UTF-8 bytes replaced by U+FFFD", max(bad, 1)))
-        raw.data = text.encode("utf-8")  # later passes slice the repaired bytes
+        raw.data, raw.start = text.encode("utf-8"), 0  # later passes slice the repaired bytes
         return _decode_bounded(decoder, raw)
 
 
 def _decode_bounded(decoder: msgspec.json.Decoder, raw: RawJson):
-    """``decoder.decode``, with JSON nested past the interpreter's recursion limit (where
-    msgspec stops) as an InputError: no trace nests more than a few levels."""
+    """``decoder.decode`` of the document from its first significant byte, with JSON nested past
+    the interpreter's recursion limit (where msgspec stops) as an InputError: no trace nests
+    more than a few levels."""
     try:
-        return decoder.decode(raw.data)
+        return decoder.decode(memoryview(raw.data)[raw.start:] if raw.start else raw.data)
     except RecursionError:
         raise InputError(f"JSON nested deeper than {max_depth()} levels; expected Chrome trace events, a few levels deep",
                          raw.path) from None

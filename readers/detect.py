@@ -28,7 +28,7 @@ import dataclasses
 from pathlib import Path
 
 from perfcmp.readers import ascend, ascend_db, torch_trace
-from perfcmp.readers.chrome import SQLITE_MAGIC, kineto_array, read_bytes, sniff_json
+from perfcmp.readers.chrome import SQLITE_MAGIC, kineto_array, read_document, sniff_json
 from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.readers.model import Profile
 
@@ -141,7 +141,7 @@ def _read_file(p: Path, shown_as: str, gpu_flow_cat: str | None, npu_source: str
         # ASCEND_PROFILER_OUTPUT/x.db: profiler_info_N.json sits one level up, beside that directory
         info_dir = p.parent.parent if p.parent.name == OUTPUT_DIR else p.parent
         return ascend_db.read_db(p, info_dir, shown_as)
-    data = read_bytes(p, shown_as)
+    data = read_document(p, shown_as)
     raw = sniff_json(data, shown_as)
     del data
     if kineto_array(raw):  # a Kineto trace saved as a bare list of events, not a trace_view.json

@@ -23,6 +23,15 @@ def per_unique(values, fn: Callable[[str], object], dtype=object) -> np.ndarray:
     return mapped[codes] if len(mapped) else np.empty(0, dtype=dtype)
 
 
+def texts(values) -> np.ndarray:
+    """``str()`` of each value as an object array, computed once per distinct value.
+
+    Not numpy's ``astype(str)``, which makes a fixed-width array as wide as the longest string
+    times the row count (gigabytes for a column of 850-character kernel names).
+    """
+    return per_unique(values, str)
+
+
 def contains(values, pattern: re.Pattern | str) -> np.ndarray:
     """Row mask: does the string contain ``pattern`` (a compiled regex, or a plain substring)?"""
     if isinstance(pattern, str):

@@ -20,6 +20,7 @@ from perfcmp.readers.columns import (NO_ARGS, common_columns, concat, flow_colum
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
                                     merge_warnings, steps_from_host, valid_durations)
 from perfcmp.readers.errors import InputError
+from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, table
 from perfcmp.readers.textmatch import per_unique, shared
@@ -48,6 +49,7 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     except ValueError as exc:  # a timestamp that is not a number
         raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
     groups = drop_far_times(drop_bad_times(columns.finish(), shown_as, warnings), shown_as, warnings)
+    give_back_free_memory()  # the decoded events' space, before the tables are built
     warn_cut(groups["host"], shown_as, warnings)
     warn_cut(groups["device"], shown_as, warnings)
     if not len(groups["host"]["ts_ns"]) and not len(groups["device"]["ts_ns"]):

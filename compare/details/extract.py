@@ -42,7 +42,7 @@ from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, Profile
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.readers.textmatch import per_unique, texts
 
 MODULE_PREFIX = "nn.Module:"
 STEP_PREFIX = "ProfilerStep#"
@@ -213,7 +213,7 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
         return empty, inner
     ph = parent_host[rows]
     parent = np.where(ph >= 0, inner[np.clip(ph, 0, None)], -1)
-    names = host["name"].to_numpy()[rows].astype(str)
+    names = texts(host["name"].to_numpy()[rows])
     keys = per_unique(names, lambda n: MODULE_PREFIX + " " + normalizer.key(n[len(MODULE_PREFIX):].strip()))
     paths, key_paths, level = [], [], np.zeros(len(rows), dtype=np.int64)
     for i, p in enumerate(parent.tolist()):  # parents precede children
@@ -265,8 +265,8 @@ def _compute(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
     device = profile.device
     mask = (device["kind"] == COMPUTE).to_numpy()
     sub = device[mask]
-    op_type = sub["op_type"].to_numpy().astype(str)
-    kernel = np.where(op_type != "", op_type, sub["name"].to_numpy().astype(str))
+    op_type = texts(sub["op_type"].to_numpy())
+    kernel = np.where(per_unique(op_type, bool, dtype=bool), op_type, texts(sub["name"].to_numpy()))
     launch = sub["launch"].to_numpy()
     host_shapes = profile.host["input_shapes"].to_numpy()
     shapes = sub["input_shapes"].to_numpy().astype(object)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from perfcmp.details.extract import MODULE_PREFIX, SideDetails
 from perfcmp.readers.hosttree import propagate_down
+from perfcmp.readers.textmatch import texts
 
 BACKWARD = "[ BACKWARD ]"
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
@@ -135,8 +136,8 @@ class ModuleTree:
         name = np.array([(f"/{BACKWARD}" if b else "") + shown[k] for k, b in zip(mod_of.tolist(), backward.tolist())],
                         dtype=object)
         klass = np.array([_INSTANCE_SUFFIX.sub("", shown[k].rsplit("/", 1)[-1]) for k in mod_of.tolist()], dtype=object)
-        phase = mods["phase"].to_numpy().astype(str)
-        keys = mods["key"].to_numpy().astype(str)
+        phase = texts(mods["phase"].to_numpy())
+        keys = texts(mods["key"].to_numpy())
         match_key = [("bwd", comp_key[k]) if b else ("fwd", phase[k], comp_key[k])
                      for k, b in zip(mod_of.tolist(), backward.tolist())]
         group = np.array([f"bwd\x1f{BACKWARD}{keys[k]}" if b else f"{phase[k]}\x1f{keys[k]}"
@@ -188,8 +189,8 @@ class ModuleTree:
 def module_names(mods: pd.DataFrame) -> tuple[list[str], list[str]]:
     """Per module: its path without the ``nn.Module:`` prefixes, and its normalised name (the last
     component of ``key``)."""
-    names = mods["name"].to_numpy().astype(str)
-    keys = mods["key"].to_numpy().astype(str)
+    names = texts(mods["name"].to_numpy())
+    keys = texts(mods["key"].to_numpy())
     parents = mods["parent"].to_numpy(dtype=np.int64).tolist()
     shown: list[str] = []
     comp_key: list[str] = []

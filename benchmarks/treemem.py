@@ -1,0 +1,87 @@
+"""Run a command and report its wall time and the peak memory of its whole process tree.
+
+    python benchmarks/treemem.py -- perfcmp compare -d A -bp B -o out
+
+``ru_maxrss`` only sees the largest single process, which understates a run whose read worker
+and driver hold data at the same time. This samples every process of the tree every 50 ms and
+sums their PSS (proportional set size, from ``/proc/<pid>/smaps_rollup``: pages shared by a
+forked worker and its parent are split between them instead of counted twice). The peak of that
+sum is the figure the README quotes. Linux only; prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        pids.append(current)
+        todo += _children(current)
+    return pids
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def measure(command: list[str], interval: float = 0.05) -> dict:
+    """Wall seconds, peak whole-tree PSS and peak largest-process RSS (MiB), and the exit code."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak_tree = peak_procs = 0
+    while child.poll() is None:
+        pids = _tree(child.pid)
+        peak_tree = max(peak_tree, sum(_pss_kib(p) for p in pids))
+        peak_procs = max(peak_procs, len(pids))
+        time.sleep(interval)
+    wall = time.perf_counter() - start
+    stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    import resource
+
+    largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "wall_s": round(wall, 2),
+        "tree_pss_mib": round(peak_tree / 1024, 1),
+        "largest_rss_mib": round(largest / 1024, 1),
+        "processes": peak_procs,
+        "rc": child.returncode,
+        "stderr_tail": stderr[-300:],
+    }
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print(json.dumps(measure(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""How a trace document is read: memory-mapped, cut into chunks at event boundaries, gzip streamed.
+
+The chunk cutter looks for ``}``, ``,``, ``{`` past a byte count; such bytes inside a string or a
+nested array must not split an event, and every way of cutting must give the same profile.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+
+import pandas as pd
+import pytest
+
+from perfcmp.readers import chrome, load_profile
+from perfcmp.readers.errors import InputError
+
+
+def _trace(n_ops: int = 40, tricky: bool = True) -> dict:
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10_000}]
+    for i in range(n_ops):
+        ts = 10 + i * 200
+        # names and args holding the boundary bytes, in a string and in a nested array of objects
+        events.append({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": ts, "dur": 100,
+                       "name": f"aten::op{i % 3}" + (("},{" if i % 2 else "} , {") if tricky else ""),
+                       "args": {"Input Dims": [[4, 4]], **({"nested": [{"a": 1}, {"b": [{"c": "},{"}]}]} if tricky else {})}})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 5,
+                       "dur": 10, "args": {"correlation": i + 1}})
+        events.append({"ph": "X", "cat": "kernel", "name": "gemm},{kernel" if tricky else "gemm", "pid": 0, "tid": 7, "ts": ts + 20, "dur": 50,
+                       "args": {"correlation": i + 1, "stream": 7}})
+    return {"schemaVersion": 1, "traceEvents": events, "deviceProperties": [{"name": "Test GPU"}]}
+
+
+def _frames(profile) -> list[pd.DataFrame]:
+    return [profile.host, profile.device]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 50, 333, 1 << 20])
+def test_every_chunk_size_reads_the_same_profile(tmp_path, monkeypatch, chunk_bytes):
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps(_trace(), indent=1))  # indented: whitespace around the boundaries
+    whole = load_profile(str(path))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(chrome, "CHUNK_EVENTS", 5)
+    cut = load_profile(str(path))
+    for a, b in zip(_frames(whole), _frames(cut)):
+        pd.testing.assert_frame_equal(a, b)
+    assert len(cut.device) == 40 and cut.device["launch"].ge(0).all()
+    assert cut.info.device_name == "Test GPU"
+
+
+def test_a_cut_inside_a_string_falls_back_to_the_sure_way(tmp_path, monkeypatch):
+    # One event whose name is mostly a run of boundaries: the first cut past 10 bytes lands in it.
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "x" + "},{" * 50, "pid": 1, "tid": 1, "ts": 1, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "y", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+    ]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 10)
+    calls = []
+    real = chrome._raw_chunks
+    monkeypatch.setattr(chrome, "_raw_chunks", lambda *a: calls.append(1) or real(*a))
+    profile = load_profile(str(path))
+    assert calls == [1]
+    assert profile.host["name"].tolist() == ["x" + "},{" * 50, "y"]
+
+
+def test_a_bad_value_names_the_event_counted_from_the_first(tmp_path, monkeypatch):
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5} for i in range(30)]
+    events[17]["ph"] = ["not", "a", "phase"]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 100)  # several chunks before the bad one
+    with pytest.raises(InputError) as caught:
+        load_profile(str(path))
+    assert "in event 18 (" in caught.value.message and "$[17].ph" in caught.value.message
+
+
+def _gpu_bytes() -> bytes:
+    return json.dumps(_trace(5)).encode()
+
+
+def test_gzip_members_one_after_another_are_one_document(tmp_path):
+    data = _gpu_bytes()
+    half = len(data) // 2
+    path = tmp_path / "t.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]) + b"\0" * 64)  # zero padding, as tape tools add
+    plain = tmp_path / "t.pt.trace.json"
+    plain.write_bytes(data)
+    pd.testing.assert_frame_equal(load_profile(str(path)).host, load_profile(str(plain)).host)
+
+
+def test_a_large_gzip_grows_its_buffer(tmp_path):
+    data = _gpu_bytes()[:-1] + b" " * (3 << 20) + b"}"  # compresses ~1000:1, past the first guess of 8x
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(data))
+    document = chrome.read_document(path, "t")
+    assert len(document) == len(data) and document[-10:] == data[-10:]
+
+
+@pytest.mark.parametrize("tail, phrase", [(b"garbage after", "unexpected bytes after the gzip data"),
+                                          (None, "truncated gzip data")])
+def test_gzip_tails(tmp_path, tail, phrase):
+    packed = gzip.compress(_gpu_bytes())
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(packed + tail if tail else packed[:-20])
+    with pytest.raises(InputError) as caught:
+        chrome.read_document(path, "t")
+    assert phrase in caught.value.message
+
+
+def test_zlib_error_is_an_input_error(tmp_path):
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(b"{}")[:10] + b"\xff" * 30)
+    with pytest.raises(InputError) as caught:
+        chrome.read_document(path, "t")
+    assert "gzip" in caught.value.message
+    assert zlib  # the module whose errors are translated
+
+
+def test_pages_behind_the_chunks_are_given_back(tmp_path, monkeypatch):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_trace(400, tricky=False)))
+    released = []
+    real = chrome._release
+    monkeypatch.setattr(chrome, "_release", lambda data, a, b: released.append((a, b)) or real(data, a, b))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 8192)
+    load_profile(str(path))
+    whole, *behind = released
+    assert whole[0] == 0 and whole[1] == path.stat().st_size  # after the check pass
+    assert len(behind) > 5 and all(b[0] < b[1] for b in behind)
+    assert behind[-1][1] > path.stat().st_size - 8192 * 2
