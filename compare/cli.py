@@ -105,31 +105,29 @@ def compare(
 def write_outputs(result: ComparisonResult, options: CompareOptions) -> None:
     """Every requested file, published together or not at all (``output.publish``), then the console."""
     from perfcmp.output import publish
-    from perfcmp.render import console, jsonout, markdown, xlsx
+    from perfcmp.render import FILE_FORMATS, console, renderer
 
     notes: list[str] = []
 
-    def write_xlsx(tmp: str) -> None:
-        cut = xlsx.write(result, tmp)
-        if cut:
-            notes.append(xlsx.cut_note(cut))
+    def writer(name: str):
+        module = renderer(name)
+        return module.SUFFIX, lambda tmp: notes.extend((module.SUFFIX, note) for note in
+                                                       module.render_file(result, tmp, options.detail.top))
 
-    writers = {"xlsx": (".xlsx", write_xlsx),
-               "json": (".json", lambda tmp: Path(tmp).write_bytes(jsonout.render(result))),
-               "md": (".md", lambda tmp: Path(tmp).write_text(markdown.render(result, options.detail.top), encoding="utf-8"))}
-    chosen = [writer for name, writer in writers.items() if name in options.formats]
+    chosen = [writer(name) for name in FILE_FORMATS if name in options.formats]
     if chosen:
         for written in publish(options.output, chosen):
             print(f"perfcmp: wrote {written}", file=sys.stderr)
-            if written.endswith(".xlsx"):
-                for note in notes:
-                    print(f"perfcmp: warning: {written}: {note}", file=sys.stderr)
+            for note in (note for suffix, note in notes if written.endswith(suffix)):
+                print(f"perfcmp: warning: {written}: {note}", file=sys.stderr)
     if "console" in options.formats:
         sys.stdout.write(console.render(result))
 
 
 def _suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(f".{f}" for f in ("xlsx", "json", "md") if f in formats)
+    from perfcmp.render import FILE_FORMATS
+
+    return tuple(f".{f}" for f in FILE_FORMATS if f in formats)
 
 
 golden = typer.Typer(no_args_is_help=True, help="Reference runs kept as compact, versioned baselines.")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from perfcmp.policy import Policy
 from perfcmp.readers.errors import UsageError
 
-FORMATS = ("console", "xlsx", "json", "md")
+FORMATS = ("console", "xlsx", "json", "md", "html")
 DEFAULT_FORMATS = ("console", "xlsx")
 
 

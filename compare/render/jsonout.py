@@ -38,6 +38,15 @@ def render(result: ComparisonResult) -> bytes:
     return msgspec.json.format(encoded, indent=1) + b"\n"
 
 
+SUFFIX = ".json"
+
+
+def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
+    """The renderer protocol (``perfcmp.render``): the JSON document at ``out``."""
+    Path(out).write_bytes(render(result))
+    return []
+
+
 def portable_path(path: str, cwd: str | os.PathLike[str] | None = None) -> str:
     """A path fit to publish: relative paths stay as given; an absolute path becomes its part
     below the current directory (``/data/run/a/b.json`` -> ``a/b.json`` with cwd ``/data/run``)

@@ -13,6 +13,7 @@ follow ``jsonout.portable_path`` (no absolute paths).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from perfcmp.render.console import headline
 from perfcmp.render.jsonout import portable, side_identity
@@ -44,6 +45,15 @@ def render(result: ComparisonResult, top: int = 10) -> str:
         blocks += verdict_blocks(v, top)
     blocks += warning_blocks(result)
     return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+SUFFIX = ".md"
+
+
+def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
+    """The renderer protocol (``perfcmp.render``): the Markdown summary at ``out``."""
+    Path(out).write_text(render(result, top), encoding="utf-8")
+    return []
 
 
 def escape(text: str) -> str:

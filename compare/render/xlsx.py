@@ -40,6 +40,16 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
     return cut
 
 
+SUFFIX = ".xlsx"
+
+
+def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
+    """The renderer protocol (``perfcmp.render``): the workbook at ``out``, and a note when
+    cells were cut."""
+    cut = write(result, out)
+    return [cut_note(cut)] if cut else []
+
+
 def cut_note(cut: int) -> str:
     """The warning that ``cut`` cells were shortened (the Warnings sheet's row, the CLI's line)."""
     many = cut != 1
