@@ -1,7 +1,22 @@
 """perfcmp: compare two AI-training performance profiles.
 
 The package root stays light on purpose: every import of ``perfcmp.readers`` runs it first,
-so it must not pull in the CLI, the renderers or pandas-heavy modules.
+so it must not pull in the CLI, the renderers or pandas-heavy modules. The Python API
+(``perfcmp.compare``, ``perfcmp.load_profile``, ``perfcmp.ComparisonResult``; see
+``perfcmp.api``) is imported on first use.
 """
 
 __version__ = "0.1.0"
+__all__ = ["ComparisonResult", "compare", "load_profile", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in ("compare", "load_profile"):
+        from perfcmp import api
+
+        return getattr(api, name)
+    if name == "ComparisonResult":
+        from perfcmp.result import ComparisonResult
+
+        return ComparisonResult
+    raise AttributeError(f"module 'perfcmp' has no attribute {name!r}")

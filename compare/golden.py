@@ -22,7 +22,7 @@ from perfcmp import __version__
 from perfcmp.breakdown import Breakdown
 from perfcmp.options import CompareOptions
 from perfcmp.output import replace_file
-from perfcmp.overall import overall_rows, step_rows
+from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord, decode_versioned
@@ -82,7 +82,7 @@ def check(name: str, profile_path: str, options: CompareOptions, directory: str 
     side = read_side(profile_path, options.comp_step, options, with_digest=True)
     warnings = list(baseline.warnings) + [WarningRecord(side="comparison", source=w.source, message=w.message, count=w.count)
                                           for w in side.warnings]
-    verdict = judge_sides(baseline.samples, side.samples, options)
+    verdict = judge_sides(baseline.samples, aligned_samples(baseline.breakdown, side.breakdown, side.samples), options)
     return ComparisonResult(
         tool_version=__version__, base=baseline.summary, comparison=side.summary,
         overall=overall_rows(baseline.breakdown, side.breakdown), steps=step_rows(baseline.steps, side.steps),

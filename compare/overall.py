@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
+
 from perfcmp.breakdown import Breakdown, MetricRow
+from perfcmp.keys import OVERALL, row_name
 from perfcmp.result import OverallRow, StepMetrics, StepRow, ratio
+from perfcmp.samples import SampleSet
 
 ZERO_US = 1e-9  # a row is "absent" on a side when its time is below this (float noise)
 GROUP_PREFIX = "comm.group:"
@@ -35,24 +39,50 @@ def overall_rows(base: Breakdown, comp: Breakdown) -> list[OverallRow]:
     return out
 
 
-def _pair_single_groups(base: Breakdown, comp: Breakdown) -> tuple[Breakdown, Breakdown]:
-    """When each side has exactly one communication group under different names (a GPU
-    process group against an NPU HCCL group, or two ranks' group ids), they are the same
-    group: put them on one row, labelled with both names."""
+def shared_group(base: Breakdown, comp: Breakdown) -> tuple[str, str] | None:
+    """(base key, comparison key) when each side has exactly one communication group and their
+    names differ (a GPU process group against an NPU HCCL group, or two ranks' group ids): they
+    are the same group, compared on one row under the base's key. None otherwise."""
     def group(b: Breakdown) -> list[MetricRow]:
         return [r for r in b.rows if r.level == 1 and r.key.startswith(GROUP_PREFIX)]
 
     mine, theirs = group(base), group(comp)
     if len(mine) != 1 or len(theirs) != 1 or mine[0].key == theirs[0].key:
+        return None
+    return mine[0].key, theirs[0].key
+
+
+def _renamed(key: str, old: str, new: str) -> str:
+    """``key`` with the group key ``old`` (and its sub-rows ``old.wait`` …) renamed to ``new``."""
+    return new + key[len(old):] if key == old or key.startswith(old + ".") else key
+
+
+def aligned_samples(base: Breakdown, comp: Breakdown, samples: SampleSet) -> SampleSet:
+    """The comparison's samples with its rows keyed as ``overall_rows`` keys them (a single
+    group's rows under the base's group key), so a row and its verdict are one key."""
+    pair = shared_group(base, comp)
+    if pair is None:
+        return samples
+    new, old = (row_name(OVERALL, k) for k in pair)
+    return msgspec.structs.replace(samples, rows={_renamed(r, old, new): v for r, v in samples.rows.items()},
+                                   instances={_renamed(r, old, new): v for r, v in samples.instances.items()})
+
+
+def _pair_single_groups(base: Breakdown, comp: Breakdown) -> tuple[Breakdown, Breakdown]:
+    """A single group under different names on each side (``shared_group``): one row, keyed as
+    the base's, labelled with both names."""
+    pair = shared_group(base, comp)
+    if pair is None:
         return base, comp
-    key, label = mine[0].key, f"{mine[0].label} | {theirs[0].label}"
+    key, theirs = pair
+    label = " | ".join(next(r.label for r in b.rows if r.key == k) for b, k in ((base, key), (comp, theirs)))
 
     def relabel(b: Breakdown, old: str) -> Breakdown:
-        rows = [dataclasses.replace(r, key=key + r.key[len(old):], label=label if r.key == old else r.label)
-                if r.key == old or r.key.startswith(old + ".") else r for r in b.rows]
+        rows = [dataclasses.replace(r, key=_renamed(r.key, old, key), label=label if r.key == old else r.label)
+                for r in b.rows]
         return dataclasses.replace(b, rows=rows)
 
-    return relabel(base, key), relabel(comp, theirs[0].key)
+    return relabel(base, key), relabel(comp, theirs)
 
 
 def _ordered_keys(base: Breakdown, comp: Breakdown) -> list[str]:

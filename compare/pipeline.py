@@ -34,13 +34,14 @@ from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.model import Profile, ReadWarning
-from perfcmp.overall import overall_rows, step_rows
+from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Verdict, WarningRecord
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.signals import held
-from perfcmp.verdict import Thresholds, judge
+from perfcmp.keys import OP
+from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
 
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
 
@@ -67,7 +68,8 @@ def run(options: CompareOptions) -> ComparisonResult:
         comp = later.result()
         # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
         # this process builds the detail sheets. Only the small sample sets travel.
-        verdict = pool.submit(judge_sides, base.samples, comp.samples, options)
+        verdict = pool.submit(judge_sides, base.samples, aligned_samples(base.breakdown, comp.breakdown, comp.samples),
+                              options)
         return _result(base, comp, options, verdict)
     except BaseException:  # an error, or signals.Stopped: the worker's work is moot
         with held():
@@ -162,8 +164,9 @@ def compare_profiles(base: Profile, comp: Profile, options: CompareOptions, rule
     """Compare two already-read profiles (the library entry point; ``run`` reads them first)."""
     rules = rules or load_rules(options.categories)
     names = _normalizer(options)
-    return _result(_Side.of(base, options.base_step, options.base_path, rules, names),
-                   _Side.of(comp, options.comp_step, options.comp_path, rules, names), options)
+    shapes = options.detail.use_input_shape
+    return _result(_Side.of(base, options.base_step, options.base_path, rules, names, shapes),
+                   _Side.of(comp, options.comp_step, options.comp_path, rules, names, shapes), options)
 
 
 class _Side:
@@ -178,7 +181,7 @@ class _Side:
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
         profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
         profile.check()
-        side = cls.of(profile, step, path, rules, names)
+        side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
         del profile
         give_back_free_memory()  # the profile's tables: only the side's summaries stay
         if {"json", "md"} & set(options.formats):
@@ -186,10 +189,11 @@ class _Side:
         return side
 
     @classmethod
-    def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None) -> "_Side":
+    def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None,
+           op_shapes: bool = False) -> "_Side":
         summary, breakdown, steps, per_step, checks = _analyse(profile, rules, step, path)
         details = extract(profile, names, step) if names is not None else None
-        samples = sample_profile(profile, per_step, details)
+        samples = sample_profile(profile, per_step, details, op_shapes)
         return cls(summary, breakdown, steps, list(profile.warnings) + checks, details, samples)
 
 
@@ -220,7 +224,13 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     if base.details is not None and comp.details is not None:
         details, notes = compare_details(base.details, comp.details, options.detail)
         warnings += notes
-    verdict = verdict_job.result() if verdict_job is not None else judge_sides(base.samples, comp.samples, options)
+    if verdict_job is not None:
+        verdict = verdict_job.result()
+    else:
+        verdict = judge_sides(base.samples, aligned_samples(base_bd, comp_bd, comp.samples), options)
+    statistic = details.get("OperatorCompareStatistic")
+    if statistic is not None:
+        verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
     return ComparisonResult(
         tool_version=__version__,
         base=base_side,

@@ -13,6 +13,8 @@ from perfcmp.readers.chrome import max_depth
 from perfcmp.readers.errors import InputError
 
 FORMAT_VERSION = 1
+ONE_SIDED = ("base only", "comparison only")
+CONCURRENT = "computing.concurrent"  # OverallMetrics row: kernel time overlapping other kernels
 
 
 class SideSummary(msgspec.Struct, kw_only=True):
@@ -157,6 +159,9 @@ class Verdict(msgspec.Struct, kw_only=True):
 
 
 class ComparisonResult(msgspec.Struct, kw_only=True):
+    """Everything a comparison found. For notebooks, the ``*_frame`` methods and ``table`` give
+    pandas DataFrames in µs and bytes (the workbook's ms / KB / MB are the xlsx renderer's)."""
+
     format_version: int = FORMAT_VERSION
     tool_version: str
     base: SideSummary
@@ -171,9 +176,166 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=1)
 
+    # --- DataFrames for notebooks (pandas is imported when one is asked for) -----------------
+
+    def overall_frame(self):
+        """OverallMetrics as a DataFrame, one row per metric in sheet order.
+
+        Columns: key ("e2e", "computing", "computing.matmul", "comm", "free", …), label, level
+        (0 headline rows, 1 and 2 their parts), base_us, comp_us (whole-profile totals, µs),
+        diff_us, ratio (comparison / base; NaN when the base is 0 and the comparison not),
+        base_share / comp_share (of the side's E2E), base_count / comp_count (kernels or calls;
+        NaN where no count applies), verdict and p_adjusted (per-step verdict; None untested).
+        """
+        import pandas as pd
+
+        judged = self._judged()
+        frame = pd.DataFrame([msgspec.structs.asdict(r) for r in self.overall],
+                             columns=[f.name for f in msgspec.structs.fields(OverallRow)])
+        return _with_verdicts(frame, [judged.get(f"overall:{r.key}") for r in self.overall])
+
+    def steps_frame(self):
+        """Per-step metrics, steps paired by position. Columns: index, and per side (``base_`` /
+        ``comp_``) step (its ProfilerStep number), e2e_us, computing_us, uncovered_us, free_us,
+        profiler_check; diff_e2e_us, ratio."""
+        import pandas as pd
+
+        rows = []
+        for r in self.steps:
+            row = {"index": r.index}
+            for prefix, metrics in (("base", r.base), ("comp", r.comp)):
+                row[f"{prefix}_step"] = metrics.step if metrics else None
+                for name in ("e2e", "computing", "uncovered", "free"):
+                    row[f"{prefix}_{name}_us"] = getattr(metrics, f"{name}_us") if metrics else None
+                row[f"{prefix}_profiler_check"] = metrics.profiler_check if metrics else ""
+            rows.append({**row, "diff_e2e_us": r.diff_e2e_us, "ratio": r.ratio})
+        return pd.DataFrame(rows)
+
+    def verdict_frame(self):
+        """The per-row verdicts (``VerdictRow`` fields as columns: row, dimension, key, unit "us"
+        or "bytes", n_base, n_comp, base_median, comp_median, diff, relative, ci_low, ci_high,
+        p_value, p_adjusted, verdict, n1, basis, test, n_base_samples, n_comp_samples, note);
+        medians and differences are per step, in ``unit``. Empty when there is no verdict."""
+        import pandas as pd
+
+        fields = [f.name for f in msgspec.structs.fields(VerdictRow)]
+        rows = self.verdict.rows if self.verdict else []
+        return pd.DataFrame([msgspec.structs.asdict(r) for r in rows], columns=fields)
+
+    def tables(self) -> list[str]:
+        """The detail tables this result holds, by the names ``table`` takes."""
+        return sorted(alias for alias, sheets in TABLE_ALIASES.items() if any(s in self.details for s in sheets))
+
+    def table(self, name: str):
+        """One detail table as a tidy DataFrame in µs and bytes.
+
+        ``name`` is an alias — "operators" (OperatorCompareStatistic), "operator_pairs"
+        (OperatorCompare), "modules" (ModuleCompareStatistic), "module_pairs" (ModuleCompare),
+        "kernels" (KernelCompare or KernelTypeCompare), "communication" (CommunicationCompare),
+        "memory" (MemoryCompareStatistic), "memory_pairs" (MemoryCompare), "apis" (ApiCompare) —
+        or a sheet name. Columns are the sheet's fields with every time in µs (``*_ms`` columns
+        become ``*_us``) and every size in bytes (``*_kb`` / ``*_mb`` become ``*_bytes``; KB and
+        MB are 1024-based), plus ``presence`` ("both", "base only", "comparison only") where
+        the table has per-side counts, and for keyed rows (operators, communication) the row's
+        ``verdict`` and ``p_adjusted`` (the per-step verdict of the same key).
+
+        Raises:
+            KeyError: no such table in this result (``tables()`` lists those it has).
+        """
+        import numpy as np
+        import pandas as pd
+
+        sheet = next((s for s in TABLE_ALIASES.get(name, (name,)) if s in self.details), None)
+        if sheet is None:
+            raise KeyError(f"no table {name!r} in this result; it has {', '.join(self.tables()) or 'none'}")
+        source = self.details[sheet]
+        frame = pd.DataFrame(source.rows, columns=source.columns)
+        renames = {}
+        for column in source.columns:
+            for suffix, factor, unit in UNIT_COLUMNS:
+                if column.endswith(suffix):
+                    frame[column] = pd.to_numeric(frame[column], errors="coerce") * factor
+                    renames[column] = column[: -len(suffix)] + unit
+        frame = frame.rename(columns=renames)
+        counts = next(((b, c) for b, c in COUNT_COLUMNS if b in frame and c in frame), None)
+        if counts is not None:
+            b = pd.to_numeric(frame[counts[0]], errors="coerce").fillna(0).to_numpy() > 0
+            c = pd.to_numeric(frame[counts[1]], errors="coerce").fillna(0).to_numpy() > 0
+            frame["presence"] = np.where(b & c, "both", np.where(b, "base only", np.where(c, "comparison only", "")))
+        keyed = KEYED_TABLES.get(sheet)
+        if keyed is not None:
+            dimension, columns = keyed
+            judged = self._judged()
+            keys = [next((k for k in ks if isinstance(k, str) and k not in ("", "|")), None)
+                    for ks in zip(*(frame[c].tolist() for c in columns))]
+            frame = _with_verdicts(frame, [judged.get(f"{dimension}:{k}") if k else None for k in keys])
+        return frame
+
+    def _judged(self) -> dict[str, VerdictRow]:
+        return {r.row: r for r in self.verdict.rows} if self.verdict else {}
+
+    def check(self) -> None:
+        """Assert the result's invariants; a failure is a bug in perfcmp, not in the inputs.
+
+        * a row present on both sides is never judged "base only" / "comparison only" (the row
+          and its verdict are joined by one key, ``perfcmp.keys``);
+        * every operator statistic row has its verdict and every op / comm verdict its sheet row;
+        * the kernel sheet adds up to the overall Computing row: its calls are Computing's kernel
+          count and its total time the sum of Computing's category rows (whole profiles, device
+          basis; the "concurrent" row, time counted in two categories at once, is not a category).
+        """
+        judged = {r.row: r for r in self.verdict.rows} if self.verdict else {}
+        for row in self.overall:
+            got = judged.get(f"overall:{row.key}")
+            if got is not None and row.base_us > 0 and row.comp_us > 0:
+                assert got.verdict not in ONE_SIDED, f"overall:{row.key} has time on both sides but is {got.verdict!r}"
+        stat = self.details.get("OperatorCompareStatistic")
+        ops = {f"op:{r['name']}" for r in stat.records()} if stat else set()
+        judged_ops = {row for row in judged if row.startswith("op:")}
+        if stat and self.verdict:
+            assert judged_ops <= ops, f"op verdicts without a sheet row: {sorted(judged_ops - ops)[:5]}"
+            assert ops <= judged_ops, f"operator rows without a verdict: {sorted(ops - judged_ops)[:5]}"
+        comm = self.details.get("CommunicationCompare")
+        if comm:
+            keys = {f"comm:{r[side]}" for r in comm.records() for side in ("base_op", "comp_op") if r[side] not in (None, "", "|")}
+            missing = {row for row in judged if row.startswith("comm:")} - keys
+            assert not missing, f"communication verdicts without a sheet row: {sorted(missing)[:5]}"
+        kernels = self.details.get("KernelCompare")
+        whole = self.base.step is None and self.comparison.step is None
+        if kernels and whole and self.base.basis == self.comparison.basis == "device":
+            computing = next(r for r in self.overall if r.key == "computing")
+            categories = [r for r in self.overall if r.level == 1 and r.key.startswith("computing.") and r.key != CONCURRENT]
+            records = kernels.records()
+            for side in ("base", "comp"):
+                calls = sum(r[f"{side}_calls"] or 0 for r in records)
+                total = sum(r[f"{side}_total_us"] or 0.0 for r in records)
+                summed = sum(getattr(r, f"{side}_us") for r in categories)
+                assert calls == (getattr(computing, f"{side}_count") or 0), f"{side}: kernel calls != Computing count"
+                assert abs(total - summed) <= 1e-6 * max(1.0, abs(summed)), f"{side}: kernel time {total} != categories {summed}"
+
     @classmethod
     def from_json(cls, data: bytes, source: str = "result") -> "ComparisonResult":
         return decode_versioned(data, cls, FORMAT_VERSION, "result", source)
+
+
+# table aliases for ``ComparisonResult.table``: the sheets each may be (the first present is used)
+TABLE_ALIASES = {
+    "operators": ("OperatorCompareStatistic",), "operator_pairs": ("OperatorCompare",),
+    "modules": ("ModuleCompareStatistic",), "module_pairs": ("ModuleCompare",),
+    "kernels": ("KernelCompare", "KernelTypeCompare"), "communication": ("CommunicationCompare",),
+    "memory": ("MemoryCompareStatistic",), "memory_pairs": ("MemoryCompare",), "apis": ("ApiCompare",),
+}
+UNIT_COLUMNS = (("_ms", 1000.0, "_us"), ("_kb", 1024.0, "_bytes"), ("_mb", 1024.0 ** 2, "_bytes"))
+COUNT_COLUMNS = (("base_count", "comp_count"), ("base_calls", "comp_calls"))
+# keyed sheets: the verdict dimension and the columns holding the row's key (the first non-empty)
+KEYED_TABLES = {"OperatorCompareStatistic": ("op", ("name",)), "CommunicationCompare": ("comm", ("base_op", "comp_op"))}
+
+
+def _with_verdicts(frame, judged: list[VerdictRow | None]):
+    """``frame`` with the verdict and adjusted p-value of each row's verdict row (None: none)."""
+    frame["verdict"] = [r.verdict if r else None for r in judged]
+    frame["p_adjusted"] = [r.p_adjusted if r else None for r in judged]
+    return frame
 
 
 class _Version(msgspec.Struct):

@@ -29,6 +29,7 @@ import pandas as pd
 
 from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
+from perfcmp.keys import COMM, KERNEL, OP, op_keys, row_name
 from perfcmp.readers.model import Profile
 
 SAMPLES_VERSION = 1
@@ -51,10 +52,13 @@ class SampleSet(msgspec.Struct, kw_only=True):
         return self.rows.get(row, [None] * len(self.steps))
 
 
-def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], details: SideDetails | None) -> SampleSet:
+def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], details: SideDetails | None,
+                   op_shapes: bool = False) -> SampleSet:
     """Per-step values of every overall row, memory peak, operator, kernel and collective key.
 
     ``step_breakdowns``: each step's breakdown over its device window, by step id, in order.
+    ``op_shapes``: op rows keyed by name and input shapes (``--use_input_shape``), as the
+    operator sheets key them (``perfcmp.keys.op_keys``).
     """
     steps = list(step_breakdowns)
     rows: dict[str, list[float | None]] = {}
@@ -71,12 +75,12 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
     instances: dict[str, list[list[float]]] = {}
     if details is not None and steps:
         spans = [b.window_us for b in step_breakdowns.values()]
-        for dimension, occurrences in (("op", _top_ops(details)), ("kernel", _in_steps(details.compute, spans)),
-                                       ("comm", _in_steps(details.comm, spans))):
+        for dimension, occurrences in ((OP, _top_ops(details, op_shapes)), (KERNEL, _in_steps(details.compute, spans)),
+                                       (COMM, _in_steps(details.comm, spans))):
             for (position, key), value in occurrences.groupby(["step", "key"], sort=True)["value"].sum().items():
-                put(f"{dimension}:{key}", int(position), value)
+                put(row_name(dimension, key), int(position), value)
             for key, per_step in _instance_lists(occurrences, len(steps)).items():
-                instances[f"{dimension}:{key}"] = per_step
+                instances[row_name(dimension, key)] = per_step
     info = profile.info
     provenance = {"producer": info.producer, "device": info.device.value, **info.metadata}
     if info.device_name:
@@ -88,11 +92,11 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
                      instances=dict(sorted(instances.items())))
 
 
-def _top_ops(details: SideDetails) -> pd.DataFrame:
+def _top_ops(details: SideDetails, op_shapes: bool) -> pd.DataFrame:
     """Top-level ops inside a step: step (position), key, start, value = device time (µs)."""
     ops = details.ops
     top = ops[(ops["top"].to_numpy()) & (ops["step"].to_numpy() >= 0)]
-    return pd.DataFrame({"step": top["step"].to_numpy(), "key": top["key"].to_numpy(),
+    return pd.DataFrame({"step": top["step"].to_numpy(), "key": op_keys(top, op_shapes),
                          "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
 
 

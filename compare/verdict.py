@@ -95,6 +95,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+import msgspec
 import numpy as np
 
 from perfcmp.readers.errors import InputError
@@ -550,3 +551,19 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         thresholds=t.as_dict(),
         rows=list(rows.values()),
     )
+
+
+OUTSIDE_STEPS = "occurs only outside the profiled steps (or none were profiled): no per-step samples to judge"
+
+
+def with_unsampled_rows(verdict: Verdict, keys: dict[str, list[str]]) -> Verdict:
+    """The verdict with a "not comparable" row for each sheet key (``dimension -> keys``) that
+    has no samples, so that every keyed sheet row has its verdict: an op that only runs before
+    the first profiled step is shown as untested, not silently left blank."""
+    have = {r.row for r in verdict.rows}
+    extra = [VerdictRow(row=f"{dimension}:{key}", dimension=dimension, key=key, unit="us", n_base=0, n_comp=0,
+                        verdict="not comparable", note=OUTSIDE_STEPS)
+             for dimension, names in keys.items() for key in names if f"{dimension}:{key}" not in have]
+    if not extra:
+        return verdict
+    return msgspec.structs.replace(verdict, rows=sorted([*verdict.rows, *extra], key=lambda r: r.row))

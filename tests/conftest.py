@@ -14,6 +14,25 @@ from pathlib import Path
 
 import pytest
 
+# --- every result any test makes is checked (ComparisonResult.check) -----------------------------
+
+
+@pytest.fixture(autouse=True)
+def _results_are_checked(monkeypatch):
+    """Wrap the two places results are made so that ``ComparisonResult.check`` runs on each."""
+    from perfcmp import golden, pipeline
+
+    for module, name in ((pipeline, "_result"), (golden, "check")):
+        made = getattr(module, name)
+
+        def checked(*args, _made=made, **kwargs):
+            result = _made(*args, **kwargs)
+            result.check()
+            return result
+
+        monkeypatch.setattr(module, name, checked)
+
+
 # --- profile builders (reader and CLI tests) ---------------------------------------------------
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"

@@ -41,6 +41,7 @@ import pandas as pd
 from perfcmp.align import align
 from perfcmp.details.common import KB, MB, Table, alloc_line_list, kernel_line_list, ratios
 from perfcmp.details.extract import SideDetails
+from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import DetailOptions
 
@@ -352,18 +353,10 @@ def _statistic(base: SideDetails, comp: SideDetails, use_shape: bool,
     for side, prefix in ((base, "base"), (comp, "comp")):
         top = side.ops["top"].to_numpy()
         sums = pd.DataFrame({f"{prefix}_{k}": v[top] for k, v in measures(side).items()})
-        sums["name"] = _stat_names(side.ops[top], use_shape)
+        sums["name"] = op_keys(side.ops[top], use_shape)
         sums[f"{prefix}_count"] = 1
         frames.append(sums.groupby("name", sort=False).sum())
     return frames[0].join(frames[1], how="outer").fillna(0).reset_index()
-
-
-def _stat_names(ops: pd.DataFrame, use_shape: bool) -> np.ndarray:
-    keys = ops["key"].to_numpy().astype(object)
-    if not use_shape:
-        return keys
-    shapes = ops["input_shapes"].to_numpy().astype(object)
-    return np.array([f"{k} [{s}]" if s else k for k, s in zip(keys.tolist(), shapes.tolist())], dtype=object)
 
 
 def _ranked_table(stat: pd.DataFrame, columns: dict[str, object], by: str) -> Table:

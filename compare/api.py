@@ -1,0 +1,103 @@
+"""The Python API: ``perfcmp.load_profile`` and ``perfcmp.compare``, for notebooks and scripts.
+
+::
+
+    import perfcmp
+    result = perfcmp.compare("base.pt.trace.json.gz", "new.pt.trace.json.gz")
+    result.verdict.overall                 # "regression", "improvement", "neutral", "inconclusive"
+    result.overall_frame()                 # OverallMetrics rows, µs
+    result.table("kernels")                # KernelCompare, µs, with presence
+    result.table("operators")              # OperatorCompareStatistic, µs, with each row's verdict
+
+Everything runs in the calling process (no worker process is forked, which Jupyter kernels do
+not take well); nothing is printed and no file is written. The frames are described in
+``perfcmp.result.ComparisonResult`` (``overall_frame``, ``steps_frame``, ``verdict_frame``,
+``table``).
+"""
+
+from __future__ import annotations
+
+from perfcmp.options import DIMENSIONS, CompareOptions, DetailOptions
+from perfcmp.policy import load_policy
+from perfcmp.readers import load_profile as _load
+from perfcmp.readers.errors import UsageError
+from perfcmp.readers.model import Profile
+from perfcmp.result import ComparisonResult
+
+
+def load_profile(path: str, *, npu_source: str | None = None, gpu_flow_cat: str | None = None) -> Profile:
+    """Read one profile: a Kineto trace (``.json`` / ``.json.gz``), a torch_npu or MindSpore
+    export directory (text or DB), a ``trace_view.json`` or a profiler ``.db``.
+
+    Args:
+        path: the profile, as for ``perfcmp compare -d``.
+        npu_source: "text" or "db", for an NPU directory holding both exports (default text).
+        gpu_flow_cat: the flow category linking GPU launches to kernels, when non-standard.
+
+    Returns:
+        A ``perfcmp.readers.model.Profile``: columnar tables ``host``, ``device``, ``memory``,
+        ``allocations``, ``comm_tasks`` (pandas DataFrames; times in µs from the profile's
+        first timestamp, sizes in bytes; see that module's docstring) and ``steps``.
+
+    Raises:
+        perfcmp.readers.errors.InputError: the file is missing, malformed or not a profile.
+    """
+    profile = _load(path, gpu_flow_cat, npu_source)
+    profile.check()
+    return profile
+
+
+def compare(base: str | Profile, comparison: str | Profile, *, base_step: int | None = None,
+            comparison_step: int | None = None, dimensions: tuple[str, ...] | list[str] | None = None,
+            details: bool = True, modules: bool = True, max_kernel_num: int | None = None,
+            use_input_shape: bool = False, use_kernel_type: bool = False, op_name_map: str | None = None,
+            categories: str | None = None, npu_source: str | None = None, gpu_flow_cat: str | None = None,
+            skip_steps: int | None = None, fail_on: list[str] | None = None, policy: str | None = None,
+            require_verdict: bool = False, top: int = 10) -> ComparisonResult:
+    """Compare ``comparison`` (the new run) against ``base``, as ``perfcmp compare -d comparison
+    -bp base`` does, and return the result instead of printing and writing it.
+
+    Args:
+        base, comparison: paths (read here, one after the other) or profiles from ``load_profile``.
+        base_step, comparison_step: compare one step of each side (both or neither).
+        dimensions: any of "profiling", "operator", "memory", "communication", "api", "kernel"
+            (default: all), as the ``--enable_*_compare`` flags.
+        details, modules, max_kernel_num, use_input_shape, use_kernel_type, op_name_map:
+            as ``--disable_details`` (inverted), ``--disable_module`` (inverted),
+            ``--max_kernel_num``, ``--use_input_shape``, ``--use_kernel_type``, ``--op_name_map``.
+        categories, npu_source, gpu_flow_cat, skip_steps: as the options of the same names.
+        fail_on, policy, require_verdict: regression gates; ``result.verdict.exit_code`` is the
+            exit code ``perfcmp compare`` would return.
+        top: ranked rows in summaries rendered from the result.
+
+    Returns:
+        The ``ComparisonResult``; its ``check()`` holds.
+    """
+    chosen = frozenset(dimensions or DIMENSIONS)
+    unknown = chosen - set(DIMENSIONS)
+    if unknown:
+        raise UsageError(f"unknown dimension(s) {', '.join(sorted(unknown))}; expected {', '.join(DIMENSIONS)}")
+    detail = DetailOptions(enabled=chosen, details=details, modules=modules, max_kernel_num=max_kernel_num,
+                           use_input_shape=use_input_shape, use_kernel_type=use_kernel_type, op_name_map=op_name_map,
+                           top=top)
+    options = CompareOptions(base_path=_name(base), comp_path=_name(comparison), base_step=base_step,
+                             comp_step=comparison_step, categories=categories, gpu_flow_cat=gpu_flow_cat,
+                             npu_source=npu_source, formats=(), jobs=1, detail=detail, skip_steps=skip_steps,
+                             policy=load_policy(policy, fail_on or [], require_verdict))
+    from perfcmp.pipeline import compare_profiles, run  # pandas-heavy: imported when used
+
+    if isinstance(base, str) and isinstance(comparison, str):
+        result = run(options)
+    else:
+        loaded = [side if isinstance(side, Profile) else load_profile(side, npu_source=npu_source, gpu_flow_cat=gpu_flow_cat)
+                  for side in (base, comparison)]
+        result = compare_profiles(loaded[0], loaded[1], options)
+    return result
+
+
+def _name(side: str | Profile) -> str:
+    if isinstance(side, Profile):
+        return side.info.source
+    if not isinstance(side, str):
+        raise UsageError(f"expected a path or a perfcmp Profile, not {type(side).__name__}")
+    return side

@@ -1,0 +1,29 @@
+"""The one key rule of each dimension, shared by the sheets, the samples, the verdicts and the gates.
+
+A verdict row is named ``<dimension>:<key>`` (``op:aten::linear``, ``comm:allreduce``,
+``overall:computing.matmul``); the detail sheet row it judges carries the same key, so joining
+them is an equality, never a second derivation that could drift (as ``--use_input_shape`` once
+did: sheet rows keyed by name and shapes, samples by name alone).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+OP, KERNEL, COMM, OVERALL, MEMORY = "op", "kernel", "comm", "overall", "memory"
+
+
+def row_name(dimension: str, key: str) -> str:
+    """The verdict row of ``key`` in ``dimension`` ("op", "kernel", "comm", "overall", "memory")."""
+    return f"{dimension}:{key}"
+
+
+def op_keys(ops: pd.DataFrame, use_shape: bool) -> np.ndarray:
+    """The comparison key of each op (``SideDetails.ops`` rows): its normalised name, and with
+    ``--use_input_shape`` its input shapes too, as ``aten::linear [[[16,256],[4096,256]]]``."""
+    keys = ops["key"].to_numpy().astype(object)
+    if not use_shape:
+        return keys
+    shapes = ops["input_shapes"].to_numpy().astype(object)
+    return np.array([f"{k} [{s}]" if s else k for k, s in zip(keys.tolist(), shapes.tolist())], dtype=object)

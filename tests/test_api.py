@@ -1,0 +1,104 @@
+"""The Python API: the README's example runs as written, and its frames equal the workbook's cells."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+import perfcmp
+from perfcmp.readers.errors import UsageError
+from perfcmp.render import xlsx
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_BASE, GPU_COMP = "golden/demo/gpu/base.pt.trace.json.gz", "golden/demo/gpu/comp.pt.trace.json.gz"
+
+
+def readme_example() -> str:
+    section = ROOT.joinpath("README.md").read_text(encoding="utf-8").split("## Python API", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_example_runs_as_written():
+    done = subprocess.run([sys.executable, "-c", readme_example()], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONWARNINGS": "error::FutureWarning"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "regression"
+    assert lines[1] == "E2E 33.99 ms -> 36.96 ms"  # as the README's console example
+    assert "aten::linear" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_result():
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return perfcmp.compare(GPU_BASE, GPU_COMP, modules=False)
+    finally:
+        os.chdir(cwd)
+
+
+def test_frames_equal_the_workbook_cells(demo_result, tmp_path):
+    out = tmp_path / "w.xlsx"
+    xlsx.render_file(demo_result, str(out))
+    book = openpyxl.load_workbook(out)
+    # OverallMetrics: column B is the base duration in ms, E the comparison's; row label in A
+    overall = demo_result.overall_frame().set_index("label")
+    sheet = {row[0].strip(): row for row in book["OverallMetrics"].iter_rows(min_row=4, values_only=True) if row[0]}
+    for label in ("Computing Time", "Uncovered Communication Time", "Free Time", "E2E Time"):
+        assert sheet[label][1] * 1000 == pytest.approx(overall.loc[label, "base_us"], abs=1e-6)
+        assert sheet[label][4] * 1000 == pytest.approx(overall.loc[label, "comp_us"], abs=1e-6)
+    # KernelCompare totals: the frame's µs equal the sheet's µs cells, summed
+    kernels = demo_result.table("kernels")
+    header = [c.value for c in book["KernelCompare"][3]]
+    cells = list(book["KernelCompare"].iter_rows(min_row=4, values_only=True))
+    first_total = header.index("Total Duration(us)")
+    assert sum(r[first_total] or 0 for r in cells) == pytest.approx(kernels.base_total_us.sum(), abs=1e-6)
+    # OperatorCompareStatistic: ms in the sheet, µs in the frame
+    ops = demo_result.table("operators")
+    header = [c.value for c in book["OperatorCompareStatistic"][3]]
+    rows = list(book["OperatorCompareStatistic"].iter_rows(min_row=4, values_only=True))
+    device = header.index("Base Device Time(ms)") if "Base Device Time(ms)" in header else 2
+    assert sum(r[device] or 0 for r in rows) * 1000 == pytest.approx(ops.base_device_us.sum(), abs=1e-3)
+
+
+def test_tidy_tables_are_in_us_and_bytes_with_presence_and_verdicts(demo_result):
+    ops = demo_result.table("operators")
+    assert not [c for c in ops.columns if c.endswith(("_ms", "_kb", "_mb"))]
+    dropout = ops.set_index("name").loc["aten::dropout"]
+    assert (dropout.presence, dropout.verdict, dropout.base_device_us) == ("comparison only", "comparison only", 0.0)
+    assert ops.verdict.notna().all()  # every keyed row has its verdict (one key rule)
+    memory = demo_result.table("memory")
+    assert "base_alloc_bytes" in memory.columns
+    raw = demo_result.details["MemoryCompareStatistic"]
+    mb = raw.columns.index("base_alloc_mb")
+    assert memory.base_alloc_bytes.sum() == pytest.approx(sum(r[mb] for r in raw.rows) * 1024 ** 2)
+    with pytest.raises(KeyError, match="it has apis, communication"):
+        demo_result.table("modules")
+
+
+def test_profiles_or_paths_give_the_same_result(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    base = perfcmp.load_profile("golden/demo/npu/base_ascend_pt")
+    from_profile = perfcmp.compare(base, "golden/demo/npu/comp_ascend_pt")
+    from_paths = perfcmp.compare("golden/demo/npu/base_ascend_pt", "golden/demo/npu/comp_ascend_pt")
+    assert from_profile.overall == from_paths.overall
+    assert from_profile.verdict.rows == from_paths.verdict.rows
+
+
+def test_the_api_forks_nothing_and_checks_its_arguments(monkeypatch):
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "get_context", lambda *a: pytest.fail("the API must not start processes"))
+    monkeypatch.chdir(ROOT)
+    perfcmp.compare(GPU_BASE, GPU_COMP, dimensions=["profiling"])
+    with pytest.raises(UsageError, match="unknown dimension"):
+        perfcmp.compare(GPU_BASE, GPU_COMP, dimensions=["speed"])
+    with pytest.raises(UsageError, match="expected a path"):
+        perfcmp.compare(GPU_BASE, 42)
