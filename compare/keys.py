@@ -27,3 +27,19 @@ def op_keys(ops: pd.DataFrame, use_shape: bool) -> np.ndarray:
         return keys
     shapes = ops["input_shapes"].to_numpy().astype(object)
     return np.array([f"{k} [{s}]" if s else k for k, s in zip(keys.tolist(), shapes.tolist())], dtype=object)
+
+
+# Detail sheets whose rows are verdict keys: the dimension, and the columns holding a row's key
+# (the first non-empty; communication task rows, "|", are no keys).
+KEYED_SHEETS = {"OperatorCompareStatistic": (OP, ("name",)), "CommunicationCompare": (COMM, ("base_op", "comp_op"))}
+
+
+def sheet_keys(sheet: str, columns: list[str], rows: list[list]) -> list[str | None]:
+    """The verdict row each row of a keyed sheet stands for (None: no key, e.g. a task row)."""
+    dimension, fields = KEYED_SHEETS[sheet]
+    at = [columns.index(f) for f in fields if f in columns]
+    keys = []
+    for row in rows:
+        key = next((row[i] for i in at if isinstance(row[i], str) and row[i] not in ("", "|")), None)
+        keys.append(row_name(dimension, key) if key is not None else None)
+    return keys

@@ -36,11 +36,11 @@ from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
-from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Verdict, WarningRecord
+from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.signals import held
-from perfcmp.keys import OP
+from perfcmp.keys import KEYED_SHEETS, OP, sheet_keys
 from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
 
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
@@ -231,6 +231,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     statistic = details.get("OperatorCompareStatistic")
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
+    details = _with_verdicts(details, verdict)
     return ComparisonResult(
         tool_version=__version__,
         base=base_side,
@@ -242,6 +243,22 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         warnings=warnings,
         options=options.as_dict(),
     )
+
+
+def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[str, Table]:
+    """Keyed detail sheets with two more columns, ``verdict`` and ``p_adjusted``: the verdict
+    row of the same key (``perfcmp.keys``), joined here once for every renderer."""
+    judged = {r.row: r for r in verdict.rows} if verdict else {}
+    out = dict(details)
+    for sheet in KEYED_SHEETS:
+        table = details.get(sheet)
+        if table is None:
+            continue
+        found = [judged.get(k) if k else None for k in sheet_keys(sheet, table.columns, table.rows)]
+        out[sheet] = Table(columns=[*table.columns, "verdict", "p_adjusted"],
+                           rows=[[*row, r.verdict if r else None, r.p_adjusted if r else None]
+                                 for row, r in zip(table.rows, found)])
+    return out
 
 
 def _analyse(profile: Profile, rules: Rules, step: int | None,

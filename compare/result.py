@@ -159,8 +159,9 @@ class Verdict(msgspec.Struct, kw_only=True):
 
 
 class ComparisonResult(msgspec.Struct, kw_only=True):
-    """Everything a comparison found. For notebooks, the ``*_frame`` methods and ``table`` give
-    pandas DataFrames in µs and bytes (the workbook's ms / KB / MB are the xlsx renderer's)."""
+    """Everything a comparison found, in µs and bytes (the workbook's ms / KB / MB are the xlsx
+    renderer's). ``details`` holds the detail tables by sheet name; for notebooks, the
+    ``*_frame`` methods and ``table`` give them as pandas DataFrames."""
 
     format_version: int = FORMAT_VERSION
     tool_version: str
@@ -233,11 +234,11 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         (OperatorCompare), "modules" (ModuleCompareStatistic), "module_pairs" (ModuleCompare),
         "kernels" (KernelCompare or KernelTypeCompare), "communication" (CommunicationCompare),
         "memory" (MemoryCompareStatistic), "memory_pairs" (MemoryCompare), "apis" (ApiCompare) —
-        or a sheet name. Columns are the sheet's fields with every time in µs (``*_ms`` columns
-        become ``*_us``) and every size in bytes (``*_kb`` / ``*_mb`` become ``*_bytes``; KB and
-        MB are 1024-based), plus ``presence`` ("both", "base only", "comparison only") where
-        the table has per-side counts, and for keyed rows (operators, communication) the row's
-        ``verdict`` and ``p_adjusted`` (the per-step verdict of the same key).
+        or a sheet name. Columns are the table's fields: times in µs (``*_us``), sizes in bytes
+        (``*_bytes``), counts, ratios (comparison / base), text; plus ``presence`` ("both",
+        "base only", "comparison only") where the table has per-side counts. Keyed tables
+        (operators, communication) carry each row's ``verdict`` and ``p_adjusted``, joined by
+        the analysis on the row's key (``perfcmp.keys``).
 
         Raises:
             KeyError: no such table in this result (``tables()`` lists those it has).
@@ -250,25 +251,11 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             raise KeyError(f"no table {name!r} in this result; it has {', '.join(self.tables()) or 'none'}")
         source = self.details[sheet]
         frame = pd.DataFrame(source.rows, columns=source.columns)
-        renames = {}
-        for column in source.columns:
-            for suffix, factor, unit in UNIT_COLUMNS:
-                if column.endswith(suffix):
-                    frame[column] = pd.to_numeric(frame[column], errors="coerce") * factor
-                    renames[column] = column[: -len(suffix)] + unit
-        frame = frame.rename(columns=renames)
         counts = next(((b, c) for b, c in COUNT_COLUMNS if b in frame and c in frame), None)
         if counts is not None:
             b = pd.to_numeric(frame[counts[0]], errors="coerce").fillna(0).to_numpy() > 0
             c = pd.to_numeric(frame[counts[1]], errors="coerce").fillna(0).to_numpy() > 0
             frame["presence"] = np.where(b & c, "both", np.where(b, "base only", np.where(c, "comparison only", "")))
-        keyed = KEYED_TABLES.get(sheet)
-        if keyed is not None:
-            dimension, columns = keyed
-            judged = self._judged()
-            keys = [next((k for k in ks if isinstance(k, str) and k not in ("", "|")), None)
-                    for ks in zip(*(frame[c].tolist() for c in columns))]
-            frame = _with_verdicts(frame, [judged.get(f"{dimension}:{k}") if k else None for k in keys])
         return frame
 
     def _judged(self) -> dict[str, VerdictRow]:
@@ -325,10 +312,7 @@ TABLE_ALIASES = {
     "kernels": ("KernelCompare", "KernelTypeCompare"), "communication": ("CommunicationCompare",),
     "memory": ("MemoryCompareStatistic",), "memory_pairs": ("MemoryCompare",), "apis": ("ApiCompare",),
 }
-UNIT_COLUMNS = (("_ms", 1000.0, "_us"), ("_kb", 1024.0, "_bytes"), ("_mb", 1024.0 ** 2, "_bytes"))
 COUNT_COLUMNS = (("base_count", "comp_count"), ("base_calls", "comp_calls"))
-# keyed sheets: the verdict dimension and the columns holding the row's key (the first non-empty)
-KEYED_TABLES = {"OperatorCompareStatistic": ("op", ("name",)), "CommunicationCompare": ("comm", ("base_op", "comp_op"))}
 
 
 def _with_verdicts(frame, judged: list[VerdictRow | None]):

@@ -23,7 +23,6 @@ class ColumnSpec:
     format: str
     side: str | None = None
     worse_above_one: bool = False
-    verdict_of: str | None = None  # "op:{name}": the verdict of that row, filled from the row's field
     optional: bool = False  # left out of the sheet when every row's cell is empty
 
 

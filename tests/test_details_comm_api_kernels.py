@@ -173,9 +173,9 @@ def test_api_self_time_and_unrounded_ratios():
     assert list(rows) == ["aten::linear", "aten::mm", "aten::add", "aten::view", "aten::empty", "aten::relu"]
     linear = rows["aten::linear"]
     # base total 100 + 60 = 160 µs; self (100 − 60 − 20 − 4) + (60 − 40) = 16 + 20 = 36; avg 80
-    assert pick(linear, "base_total_ms", "base_self_ms", "base_avg_ms", "base_calls") == pytest.approx((0.16, 0.036, 0.08, 2))
+    assert pick(linear, "base_total_us", "base_self_us", "base_avg_us", "base_calls") == pytest.approx((160, 36, 80, 2))
     # comparison total 120, self 120 − 80 − 6 = 34, 1 call
-    assert pick(linear, "comp_total_ms", "comp_self_ms", "comp_avg_ms", "comp_calls") == pytest.approx((0.12, 0.034, 0.12, 1))
+    assert pick(linear, "comp_total_us", "comp_self_us", "comp_avg_us", "comp_calls") == pytest.approx((120, 34, 120, 1))
     # ratios: 120/160 = 0.75, 34/36, 120/80 = 1.5, 1/2
     assert pick(linear, "total_ratio", "self_ratio", "avg_ratio", "calls_ratio") == pytest.approx((0.75, 34 / 36, 1.5, 0.5))
     # aten::view: 0.004 ms against 0.006 ms. The peer rounds to 0.00 ms first and shows INF; here 6 / 4 = 1.5
@@ -183,10 +183,10 @@ def test_api_self_time_and_unrounded_ratios():
     # base 0 µs, comparison 5 µs: infinite -> None; calls 1 / 1
     assert pick(rows["aten::empty"], "total_ratio", "self_ratio", "avg_ratio", "calls_ratio") == (None, None, None, 1.0)
     # base only: the comparison counts 0
-    assert pick(rows["aten::add"], "comp_total_ms", "comp_calls", "total_ratio", "calls_ratio") == (None, None, 0.0, 0.0)
+    assert pick(rows["aten::add"], "comp_total_us", "comp_calls", "total_ratio", "calls_ratio") == (None, None, 0.0, 0.0)
     # comparison only
-    assert pick(rows["aten::relu"], "base_total_ms", "base_calls", "comp_total_ms", "total_ratio", "calls_ratio") == (
-        None, None, pytest.approx(0.01), None, None)
+    assert pick(rows["aten::relu"], "base_total_us", "base_calls", "comp_total_us", "total_ratio", "calls_ratio") == (
+        None, None, pytest.approx(10.0), None, None)
     assert [r["order_id"] for r in rows.values()] == [1, 2, 3, 4, 5, 6]
 
 
@@ -220,16 +220,16 @@ def test_api_nested_events_of_one_key_are_one_call():
     rows = {r["name"]: r for r in records(api_sheets(gpu_side, npu_side, OPTS), "ApiCompare")}
     allreduce = rows["c10d::allreduce_"]
     # GPU: 1 call of 80 µs (nccl:all_reduce is part of it, not 40 µs more); self 20 + 35 = 55
-    assert pick(allreduce, "base_calls", "base_total_ms", "base_self_ms", "base_avg_ms") == pytest.approx((1, 0.08, 0.055, 0.08))
+    assert pick(allreduce, "base_calls", "base_total_us", "base_self_us", "base_avg_us") == pytest.approx((1, 80, 55, 80))
     # NPU: calls 0, 4 and 6 (not 6 calls); total 100 + 50 + 5 = 155; self 60 + 18 + 12 + 30 + 20 + 5 = 145
-    assert pick(allreduce, "comp_calls", "comp_total_ms", "comp_self_ms", "comp_avg_ms") == pytest.approx(
-        (3, 0.155, 0.145, 0.155 / 3))
+    assert pick(allreduce, "comp_calls", "comp_total_us", "comp_self_us", "comp_avg_us") == pytest.approx(
+        (3, 155, 145, 155 / 3))
     assert pick(allreduce, "total_ratio", "calls_ratio") == pytest.approx((155 / 80, 3.0))
     assert "HcclAllreduce" not in rows and "nccl:all_reduce" not in rows  # one row per key
     # other keys inside the nest keep their own rows; a negative self time is clipped at 0
-    assert pick(rows["record_param_comms"], "base_calls", "base_total_ms", "base_self_ms") == pytest.approx((1, 0.06, 0.02))
-    assert pick(rows["aten::mm"], "base_calls", "base_total_ms", "base_self_ms") == pytest.approx((1, 0.01, 0.0))
-    assert pick(rows["aten::copy_"], "comp_calls", "comp_total_ms") == pytest.approx((1, 0.01))
+    assert pick(rows["record_param_comms"], "base_calls", "base_total_us", "base_self_us") == pytest.approx((1, 60, 20))
+    assert pick(rows["aten::mm"], "base_calls", "base_total_us", "base_self_us") == pytest.approx((1, 10, 0.0))
+    assert pick(rows["aten::copy_"], "comp_calls", "comp_total_us") == pytest.approx((1, 10))
 
 
 def test_nested_in_same_walks_through_other_labels():
@@ -313,8 +313,9 @@ def test_kernel_sheet_with_one_side_empty_and_with_none():
 
 def test_columns_are_the_sheet_layouts_fields():
     layout = tomllib.loads(resources.files("perfcmp.report_templates").joinpath("sheets.toml").read_text("utf-8"))
-    # the renderer fills "verdict_of" columns from the verdict itself, not from the sheet's table
-    fields = {s["name"]: [c["field"] for c in s["columns"] if "verdict_of" not in c] for s in layout["sheets"]}
+    # the analysis adds the verdict columns of keyed sheets after the comparison (pipeline._with_verdicts)
+    fields = {s["name"]: [c["field"] for c in s["columns"] if c["field"] not in ("verdict", "p_adjusted")]
+              for s in layout["sheets"]}
     op = [("hcom_allReduce__1_0_1", COMM, 0.0, 100.0, "dp")]
     side = npu(kernels=op + [("aclnnAdd_Add", COMPUTE, 0.0, 1.0, "", "Add", "AI_VECTOR_CORE", "8")],
                tasks=[("Memcpy", "dp", 0.0, 1.0)], host=API_BASE)

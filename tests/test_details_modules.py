@@ -189,9 +189,9 @@ def test_module_on_one_side_only():
 
     stats = rows(module_sheets(side(), side(dropout=True), DetailOptions())["ModuleCompareStatistic"])
     drop = by_module(stats, "/Net_0/Dropout_0")
-    assert [(r["op_name"], r["base_count"], r["comp_count"], r["comp_self_ms"]) for r in drop] == [
-        ("[ TOTAL ]", None, 1, 0.006), ("aten::dropout", None, 1, 0.006)]
-    assert drop[0]["total_diff_ms"] == 0.006 and drop[0]["total_ratio"] is None
+    assert [(r["op_name"], r["base_count"], r["comp_count"], r["comp_self_us"]) for r in drop] == [
+        ("[ TOTAL ]", None, 1, 6.0), ("aten::dropout", None, 1, 6.0)]
+    assert drop[0]["total_diff_us"] == 6.0 and drop[0]["total_ratio"] is None
     # comparison-only group placed before the next matched group that starts after it
     totals = [r["module_name"] for r in stats if r["op_name"] == "[ TOTAL ]"]
     assert totals.index("/Net_0/Dropout_0") == totals.index("/Net_0/Linear_1") - 1
@@ -215,17 +215,17 @@ def test_statistic_groups_instances_per_path():
     ]
     net_total = stats[0]
     # 2 instances: self 2 x 4 = 8 us, total 2 x 59 = 118 us | 2 x 74 = 148 us
-    assert (net_total["base_count"], net_total["base_self_ms"], net_total["base_total_ms"]) == (2, 0.008, 0.118)
-    assert net_total["comp_total_ms"] == pytest.approx(0.148)
-    assert net_total["total_diff_ms"] == pytest.approx(0.030) and net_total["self_diff_ms"] == 0.0
+    assert (net_total["base_count"], net_total["base_self_us"], net_total["base_total_us"]) == (2, 8.0, 118.0)
+    assert net_total["comp_total_us"] == pytest.approx(148.0)
+    assert net_total["total_diff_us"] == pytest.approx(30.0) and net_total["self_diff_us"] == 0.0
     assert net_total["total_ratio"] == pytest.approx(148 / 118)
     assert net_total["module_level"] == 1 and net_total["base_call_stack"] == "nn.Module: Net_0"
     lin1_total, lin1_op = stats[4], stats[5]
-    assert (lin1_total["base_total_ms"], lin1_total["comp_total_ms"]) == (0.04, 0.07)  # 2 x 20, 2 x 35
+    assert (lin1_total["base_total_us"], lin1_total["comp_total_us"]) == (40.0, 70.0)  # 2 x 20, 2 x 35
     assert lin1_total["module_level"] == 2 and lin1_total["module_class"] == "Linear"
-    assert (lin1_op["base_count"], lin1_op["comp_count"], lin1_op["base_self_ms"], lin1_op["comp_self_ms"]) == (2, 2, 0.04, 0.07)
-    assert lin1_op["self_diff_ms"] == pytest.approx(0.03) and lin1_op["total_ratio"] == pytest.approx(1.75)
-    assert lin1_op["base_total_ms"] is None and lin1_op["total_diff_ms"] is None
+    assert (lin1_op["base_count"], lin1_op["comp_count"], lin1_op["base_self_us"], lin1_op["comp_self_us"]) == (2, 2, 40.0, 70.0)
+    assert lin1_op["self_diff_us"] == pytest.approx(30.0) and lin1_op["total_ratio"] == pytest.approx(1.75)
+    assert lin1_op["base_total_us"] is None and lin1_op["total_diff_us"] is None
     assert lin1_op["comp_kernel_details"] == "gemm, [number: 2], [duration_ms: 0.070]\n"
     lin0_op = stats[3]
     assert lin0_op["base_kernel_details"] == ("gemm, [number: 2], [duration_ms: 0.060]\n"
@@ -239,9 +239,9 @@ def test_one_step_counts_only_that_steps_modules():
     base = side(repeat=2, steps=steps, step=2)
     comp = side(repeat=2, steps=steps, step=2, mm1=35.0)
     stats = rows(module_sheets(base, comp, DetailOptions())["ModuleCompareStatistic"])
-    assert stats[0]["base_count"] == 1 and stats[0]["base_total_ms"] == 0.059
+    assert stats[0]["base_count"] == 1 and stats[0]["base_total_us"] == pytest.approx(59.0)
     bwd = by_module(stats, "/[ BACKWARD ]/Net_0")[0]
-    assert bwd["base_count"] == 1 and bwd["base_total_ms"] == 0.068
+    assert bwd["base_count"] == 1 and bwd["base_total_us"] == pytest.approx(68.0)
 
 
 def test_op_name_map_matches_renamed_ops_in_modules():
@@ -300,7 +300,7 @@ def test_demo_pair_end_to_end():
     for table_ in sheets.values():  # plain Python cells: the result must serialise
         assert all(type(v) in (str, int, float, type(None)) for row in table_.rows for v in row)
         msgspec.json.encode(table_)
-    for name, unit in (("ModuleCompare", "us"), ("ModuleCompareStatistic", "ms")):
+    for name, unit in (("ModuleCompare", "us"), ("ModuleCompareStatistic", "us")):
         recs = rows(sheets[name])
         assert recs
         totals = [r for r in recs if r.get("base_op_name", r.get("op_name")) in ("TOTAL", "[ TOTAL ]")

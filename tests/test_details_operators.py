@@ -123,15 +123,15 @@ def test_statistic_ranks_by_diff_and_totals_equal_the_detail_rows():
     assert [(r["top"], r["name"]) for r in stat] == [(1, "aten::mm"), (2, "aten::dropout"), (3, "aten::add"),
                                                      (4, "aten::to"), (5, "aten::relu")]
     mm = stat[0]
-    assert (mm["base_device_ms"], mm["base_count"], mm["comp_device_ms"], mm["comp_count"]) == (0.02, 1, 0.03, 1)
-    assert mm["diff_ms"] == pytest.approx(0.01) and mm["ratio"] == pytest.approx(1.5)
+    assert (mm["base_device_us"], mm["base_count"], mm["comp_device_us"], mm["comp_count"]) == (20.0, 1, 30.0, 1)
+    assert mm["diff_us"] == pytest.approx(10.0) and mm["ratio"] == pytest.approx(1.5)
     assert stat[1]["ratio"] is None and stat[4]["ratio"] == 0.0 and stat[2]["ratio"] == 1.0
     detail = out["OperatorCompare"].records()
     # base 10+5+20+40 = 75 µs, comparison 10+30+7+40 = 87 µs
     for s in ("base", "comp"):
-        assert sum(r[f"{s}_device_ms"] for r in stat) * 1000 == pytest.approx(sum(r[f"{s}_device_us"] for r in detail))
-    assert sum(r["base_device_ms"] for r in stat) == pytest.approx(0.075)
-    assert sum(r["comp_device_ms"] for r in stat) == pytest.approx(0.087)
+        assert sum(r[f"{s}_device_us"] for r in stat) == pytest.approx(sum(r[f"{s}_device_us"] for r in detail))
+    assert sum(r["base_device_us"] for r in stat) == pytest.approx(75.0)
+    assert sum(r["comp_device_us"] for r in stat) == pytest.approx(87.0)
     assert sum(r["base_count"] + r["comp_count"] for r in stat) == 8
 
 
@@ -143,8 +143,8 @@ def test_injected_slowdown_is_the_top_statistic_row():
     base, comp = side(seq(10.0)), side(seq(25.0))  # gelu made 15 µs slower
     _, out = sheets(base, comp)
     top, *rest = out["OperatorCompareStatistic"].records()
-    assert top["name"] == "aten::gelu" and top["diff_ms"] == pytest.approx(0.015) and top["ratio"] == 2.5
-    assert all(r["diff_ms"] == 0 for r in rest)
+    assert top["name"] == "aten::gelu" and top["diff_us"] == pytest.approx(15.0) and top["ratio"] == 2.5
+    assert all(r["diff_us"] == 0 for r in rest)
     assert [r["diff_us"] for r in out["OperatorCompare"].records()] == [0.0, 0.0, 15.0, 0.0]
 
 
@@ -209,7 +209,7 @@ def test_use_input_shape_changes_matching_and_statistic_rows():
     stat = by_name(out["OperatorCompareStatistic"])
     assert stat.keys() == {"aten::mm [[[2,3]]]", "aten::mm [[[4,5]]]"}
     matched, left = stat["aten::mm [[[4,5]]]"], stat["aten::mm [[[2,3]]]"]
-    assert (matched["diff_ms"], matched["base_count"], matched["comp_count"]) == (pytest.approx(0.001), 1, 1)
+    assert (matched["diff_us"], matched["base_count"], matched["comp_count"]) == (pytest.approx(1.0), 1, 1)
     assert (left["base_count"], left["comp_count"]) == (1, 0)
 
 
@@ -227,7 +227,7 @@ def test_op_name_map_changes_alignment_and_statistic():
     assert names(pairs, base, comp) == [("aten::mm", "MatMul", MAPPED)]
     (row,) = out["OperatorCompareStatistic"].records()
     assert (row["name"], row["base_count"], row["comp_count"]) == ("matmul", 1, 1)
-    assert row["diff_ms"] == pytest.approx(0.005) and row["ratio"] == pytest.approx(1.25)
+    assert row["diff_us"] == pytest.approx(5.0) and row["ratio"] == pytest.approx(1.25)
     assert out["OperatorCompare"].records()[0]["match"] == MAPPED
 
 
@@ -299,24 +299,24 @@ def test_memory_sheets_by_hand():
     out = memory_sheets(base, comp, opts, align_ops(base, comp, opts))
     mm, add = out["MemoryCompare"].records()
     # base mm subtree: 2048 + 1024 KB; comparison: 4096 KB
-    assert (mm["base_size_kb"], mm["comp_size_kb"], mm["diff_kb"]) == (3072.0, 4096.0, 1024.0)
+    assert (mm["base_size_bytes"], mm["comp_size_bytes"], mm["diff_bytes"]) == (3072.0 * 1024, 4096.0 * 1024, 1024.0 * 1024)
     assert mm["ratio"] == pytest.approx(4 / 3) and mm["match"] == NAME and mm["order_id"] == 1
     assert mm["base_alloc_details"] == ("aten::mm, (0.000, 500.000), [duration: 500.000], [size: 2048.00]\n"
                                         "aten::empty, (10.000, N/A), [duration: 0.000], [size: 1024.00]\n")
-    assert (add["base_size_kb"], add["comp_size_kb"], add["ratio"], add["base_alloc_details"]) == (0.0, 0.0, 1.0, "")
+    assert (add["base_size_bytes"], add["comp_size_bytes"], add["ratio"], add["base_alloc_details"]) == (0.0, 0.0, 1.0, "")
     stat = out["MemoryCompareStatistic"].records()
-    assert [r["name"] for r in stat] == ["aten::mm", "aten::add"]  # diff_mb 1.0, then 0
-    # alloc_ms: base (500 + 0 unreleased) / 1000, comparison 1000 / 1000
-    assert {k: stat[0][k] for k in ("base_alloc_ms", "base_alloc_mb", "base_count", "comp_alloc_ms", "comp_alloc_mb",
-                                    "comp_count", "diff_mb", "top")} == {
-        "base_alloc_ms": 0.5, "base_alloc_mb": 3.0, "base_count": 1, "comp_alloc_ms": 1.0, "comp_alloc_mb": 4.0,
-        "comp_count": 1, "diff_mb": 1.0, "top": 1}
+    assert [r["name"] for r in stat] == ["aten::mm", "aten::add"]  # diff_bytes 1 MiB, then 0
+    # alloc_us: base 500 + 0 (unreleased), comparison 1000
+    assert {k: stat[0][k] for k in ("base_alloc_us", "base_alloc_bytes", "base_count", "comp_alloc_us", "comp_alloc_bytes",
+                                    "comp_count", "diff_bytes", "top")} == {
+        "base_alloc_us": 500.0, "base_alloc_bytes": 3.0 * MIB, "base_count": 1, "comp_alloc_us": 1000.0,
+        "comp_alloc_bytes": 4.0 * MIB, "comp_count": 1, "diff_bytes": 1.0 * MIB, "top": 1}
     assert stat[0]["ratio"] == pytest.approx(4 / 3)
-    assert (stat[1]["base_alloc_mb"], stat[1]["base_count"], stat[1]["ratio"]) == (0.0, 1, 1.0)
+    assert (stat[1]["base_alloc_bytes"], stat[1]["base_count"], stat[1]["ratio"]) == (0.0, 1, 1.0)
     # statistic totals = detail totals
     for s in ("base", "comp"):
-        detail_kb = sum(r[f"{s}_size_kb"] for r in out["MemoryCompare"].records())
-        assert sum(r[f"{s}_alloc_mb"] for r in stat) * 1024 == detail_kb
+        detail_bytes = sum(r[f"{s}_size_bytes"] for r in out["MemoryCompare"].records())
+        assert sum(r[f"{s}_alloc_bytes"] for r in stat) == detail_bytes
 
 
 def test_memory_sheets_need_memory_on_one_side():
@@ -325,7 +325,7 @@ def test_memory_sheets_need_memory_on_one_side():
     assert memory_sheets(base, comp, opts, align_ops(base, comp, opts)) == {}
     base, comp = side(MEM_BASE), side([op("aten::mm", 0), op("aten::add", 100)])
     out = memory_sheets(base, comp, opts, align_ops(base, comp, opts))
-    assert out["MemoryCompare"].records()[0]["comp_size_kb"] == 0.0
+    assert out["MemoryCompare"].records()[0]["comp_size_bytes"] == 0.0
     assert out["MemoryCompareStatistic"].records()[-1]["name"] == "aten::mm"  # -3 MB: last
     opts = DetailOptions(details=False)
     assert set(memory_sheets(base, comp, opts, align_ops(base, comp, opts))) == {"MemoryCompareStatistic"}
@@ -364,12 +364,12 @@ def test_demo_pair_end_to_end():
     assert stat["aten::linear"]["ratio"] > 1 and stat["aten::dropout"]["base_count"] == 0
     for s in ("base", "comp"):  # every top-level op is in exactly one row
         detail_us = sum(r[f"{s}_device_us"] for r in rows)
-        assert sum(r[f"{s}_device_ms"] for r in stat.values()) * 1000 == pytest.approx(detail_us)
+        assert sum(r[f"{s}_device_us"] for r in stat.values()) == pytest.approx(detail_us)
         assert sum(r[f"{s}_count"] for r in stat.values()) == sum(r[f"{s}_name"] is not None for r in rows)
     assert {r["step"] for r in rows} == set(range(1, 9))  # the demo pair has 8 steps
     mem = memory_sheets(base, comp, opts, pairs)
     assert len(mem["MemoryCompare"].rows) == len(rows)
-    assert by_name(mem["MemoryCompareStatistic"])["aten::dropout"]["diff_mb"] > 0
+    assert by_name(mem["MemoryCompareStatistic"])["aten::dropout"]["diff_bytes"] > 0
 
 
 def test_twenty_thousand_ops_per_side_align():

@@ -1,6 +1,6 @@
 """``ApiCompare``: every host API (framework ops, runtime calls, annotations) per normalised key.
 
-Per side: total and self time (ms) summed over the calls, the average per call and the call
+Per side: total and self time (µs) summed over the calls, the average per call and the call
 count, from ``SideDetails.apis``. A call is an outermost event of its key: events nested in one
 with the same key (``HcclAllreduce`` inside ``c10d::allreduce_``, both "allreduce") belong to
 that call, so calls and total time count them once; self time is each event's duration minus
@@ -21,10 +21,9 @@ from perfcmp.details.extract import SideDetails
 from perfcmp.details.common import Table, cells, ratios, union_order
 from perfcmp.options import DetailOptions
 
-MS = 1000.0
 API_COLUMNS = ["order_id", "name",
-               "base_total_ms", "base_self_ms", "base_avg_ms", "base_calls",
-               "comp_total_ms", "comp_self_ms", "comp_avg_ms", "comp_calls",
+               "base_total_us", "base_self_us", "base_avg_us", "base_calls",
+               "comp_total_us", "comp_self_us", "comp_avg_us", "comp_calls",
                "total_ratio", "self_ratio", "avg_ratio", "calls_ratio"]
 
 
@@ -38,7 +37,7 @@ def api_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dic
     data = {"name": cells(b["name"].where(b["name"].notna(), c["name"]).to_numpy())}
     for prefix, side in (("base", b), ("comp", c)):
         for stat in ("total", "self", "avg"):
-            data[f"{prefix}_{stat}_ms"] = cells(side[stat].to_numpy() / MS)
+            data[f"{prefix}_{stat}_us"] = cells(side[stat].to_numpy())
         data[f"{prefix}_calls"] = cells(side["calls"].to_numpy(), integer=True)
     for stat in ("total", "self", "avg", "calls"):  # on unrounded values; a missing side counts 0
         data[f"{stat}_ratio"] = ratios(c[stat].fillna(0.0).to_numpy(), b[stat].fillna(0.0).to_numpy())

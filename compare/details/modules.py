@@ -42,9 +42,9 @@ COMPARE_COLUMNS = [
 ]
 STATISTIC_COLUMNS = [
     "order_id", "module_class", "module_level", "module_name", "op_name",
-    "base_kernel_details", "base_self_ms", "base_count", "base_total_ms",
-    "comp_kernel_details", "comp_self_ms", "comp_count", "comp_total_ms",
-    "total_diff_ms", "self_diff_ms", "total_ratio", "base_call_stack", "comp_call_stack",
+    "base_kernel_details", "base_self_us", "base_count", "base_total_us",
+    "comp_kernel_details", "comp_self_us", "comp_count", "comp_total_us",
+    "total_diff_us", "self_diff_us", "total_ratio", "base_call_stack", "comp_call_stack",
 ]
 
 
@@ -279,9 +279,9 @@ def _group_rows(g: int, b: ModuleTree, c: ModuleTree, bg: _Groups, cg: _Groups) 
     b_total = float(bg.total_us[g]) if bi >= 0 else None
     c_total = float(cg.total_us[g]) if ci >= 0 else None
     rows = [[None, *module, GROUP_TOTAL,
-             None, _ms(b_self), int(bg.count[g]) if bi >= 0 else None, _ms(b_total),
-             None, _ms(c_self), int(cg.count[g]) if ci >= 0 else None, _ms(c_total),
-             _ms((c_total or 0.0) - (b_total or 0.0)), _ms((c_self or 0.0) - (b_self or 0.0)),
+             None, _us(b_self), int(bg.count[g]) if bi >= 0 else None, _us(b_total),
+             None, _us(c_self), int(cg.count[g]) if ci >= 0 else None, _us(c_total),
+             _us((c_total or 0.0) - (b_total or 0.0)), _us((c_self or 0.0) - (b_self or 0.0)),
              ratio(c_total or 0.0, b_total or 0.0),
              b.call_stack[bi] if bi >= 0 else None, c.call_stack[ci] if ci >= 0 else None]]
     b_ops, c_ops = bg.op_stats.get(g, {}), cg.op_stats.get(g, {})
@@ -292,13 +292,13 @@ def _group_rows(g: int, b: ModuleTree, c: ModuleTree, bg: _Groups, cg: _Groups) 
             name = f"{bs[2]} | {cs[2]}"  # different names with one key (--op_name_map, equivalences)
         b_us, c_us = (bs[1] if bs else 0.0), (cs[1] if cs else 0.0)
         rows.append([None, *module, name,
-                     bg.kernel_text.get((g, k), "") if bs else None, _ms(bs[1]) if bs else None,
+                     bg.kernel_text.get((g, k), "") if bs else None, _us(bs[1]) if bs else None,
                      bs[0] if bs else None, None,
-                     cg.kernel_text.get((g, k), "") if cs else None, _ms(cs[1]) if cs else None,
+                     cg.kernel_text.get((g, k), "") if cs else None, _us(cs[1]) if cs else None,
                      cs[0] if cs else None, None,
-                     None, _ms(c_us - b_us), ratio(c_us, b_us), None, None])
+                     None, _us(c_us - b_us), ratio(c_us, b_us), None, None])
     return rows
 
 
-def _ms(us: float | None) -> float | None:
-    return None if us is None else float(us) / 1000.0
+def _us(us: float | None) -> float | None:
+    return None if us is None else float(us)

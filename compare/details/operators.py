@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import KB, MB, Table, alloc_line_list, kernel_line_list, ratios
+from perfcmp.details.common import Table, alloc_line_list, kernel_line_list, ratios
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer
@@ -103,18 +103,18 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
 
     OperatorCompare: one row per pair; ``*_device_us`` = Σ durations of the kernels in the
     op's subtree (µs, 0 for a missing side), diff_us = comp − base, ratio = comp / base.
-    OperatorCompareStatistic: one row per key over all top-level ops; ``*_device_ms`` (ms),
-    ``*_count``, diff_ms; sorted by diff_ms descending, then name.
+    OperatorCompareStatistic: one row per key over all top-level ops; ``*_device_us`` (µs),
+    ``*_count``, diff_us; sorted by diff_us descending, then name.
     """
     if not (base.ops["top"].any() or comp.ops["top"].any()):
         return {}
     use_shape = opts.use_input_shape
     stat = _statistic(base, comp, use_shape, lambda side: {"device": side.ops["device_us"].to_numpy()})
-    b_ms, c_ms = stat["base_device"].to_numpy() / 1000.0, stat["comp_device"].to_numpy() / 1000.0
+    b_us, c_us = stat["base_device"].to_numpy(), stat["comp_device"].to_numpy()
     sheets = {"OperatorCompareStatistic": _ranked_table(stat, {
-        "base_device_ms": b_ms, "base_count": stat["base_count"].to_numpy(),
-        "comp_device_ms": c_ms, "comp_count": stat["comp_count"].to_numpy(),
-        "diff_ms": c_ms - b_ms, "ratio": ratios(c_ms, b_ms)}, "diff_ms")}
+        "base_device_us": b_us, "base_count": stat["base_count"].to_numpy(),
+        "comp_device_us": c_us, "comp_count": stat["comp_count"].to_numpy(),
+        "diff_us": c_us - b_us, "ratio": ratios(c_us, b_us)}, "diff_us")}
     if opts.details:
         rows = _PairRows(base, comp, pairs)
         b_us, c_us = rows.values("device_us")
@@ -136,33 +136,33 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     """MemoryCompareStatistic, and MemoryCompare unless ``--disable_details``; {} when neither
     side has per-op memory blocks.
 
-    MemoryCompare: one row per pair; ``*_size_kb`` = Σ bytes of the blocks allocated in the
-    op's subtree / 1024, diff_kb, ratio. MemoryCompareStatistic: per key over all top-level
-    ops: ``*_alloc_ms`` = Σ (release − alloc) of the blocks / 1000 (unreleased blocks count
-    0), ``*_alloc_mb`` = Σ bytes / 1024², ``*_count`` = top-level ops; diff_mb; sorted by
-    diff_mb descending, then name.
+    MemoryCompare: one row per pair; ``*_size_bytes`` = Σ bytes of the blocks allocated in the
+    op's subtree, diff_bytes, ratio. MemoryCompareStatistic: per key over all top-level ops:
+    ``*_alloc_us`` = Σ (release − alloc) of the blocks (µs; unreleased blocks count 0),
+    ``*_alloc_bytes`` = Σ bytes, ``*_count`` = top-level ops; diff_bytes; sorted by diff_bytes
+    descending, then name.
     """
     if not (base.has_memory or comp.has_memory):
         return {}
     stat = _statistic(base, comp, opts.use_input_shape, _top_memory)
-    b_mb, c_mb = stat["base_bytes"].to_numpy() / MB, stat["comp_bytes"].to_numpy() / MB
+    b_bytes, c_bytes = stat["base_bytes"].to_numpy(), stat["comp_bytes"].to_numpy()
     sheets = {"MemoryCompareStatistic": _ranked_table(stat, {
-        "base_alloc_ms": stat["base_held"].to_numpy() / 1000.0, "base_alloc_mb": b_mb,
+        "base_alloc_us": stat["base_held"].to_numpy(), "base_alloc_bytes": b_bytes,
         "base_count": stat["base_count"].to_numpy(),
-        "comp_alloc_ms": stat["comp_held"].to_numpy() / 1000.0, "comp_alloc_mb": c_mb,
+        "comp_alloc_us": stat["comp_held"].to_numpy(), "comp_alloc_bytes": c_bytes,
         "comp_count": stat["comp_count"].to_numpy(),
-        "diff_mb": c_mb - b_mb, "ratio": ratios(c_mb, b_mb)}, "diff_mb")}
+        "diff_bytes": c_bytes - b_bytes, "ratio": ratios(c_bytes, b_bytes)}, "diff_bytes")}
     if opts.details:
         rows = _PairRows(base, comp, pairs)
-        b_kb, c_kb = (v / KB for v in rows.block_sums(lambda side: side.allocations["bytes"].to_numpy()))
+        b_bytes, c_bytes = rows.block_sums(lambda side: side.allocations["bytes"].to_numpy())
         sheets["MemoryCompare"] = _table({
             "order_id": np.arange(1, len(pairs) + 1),
             **rows.identity(),
             "base_alloc_details": rows.cells(alloc_line_list, "allocations", "alloc", base=True),
-            "base_size_kb": b_kb,
+            "base_size_bytes": b_bytes,
             "comp_alloc_details": rows.cells(alloc_line_list, "allocations", "alloc", base=False),
-            "comp_size_kb": c_kb,
-            "diff_kb": c_kb - b_kb, "ratio": ratios(c_kb, b_kb),
+            "comp_size_bytes": c_bytes,
+            "diff_bytes": c_bytes - b_bytes, "ratio": ratios(c_bytes, b_bytes),
             "match": [p.how for p in pairs], "step": rows.steps(),
         })
     return sheets

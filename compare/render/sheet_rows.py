@@ -1,7 +1,8 @@
 """Flatten a ``ComparisonResult`` into the row dicts the workbook's sheet specs name.
 
-Times become milliseconds here (the sheets' unit); nothing is rounded, the cell number
-format does the display. Missing values are None, written as empty cells.
+Times stay in µs and sizes in bytes, as in the result: a column's format scales them to the
+unit its header names (``sheets.toml``). Nothing is rounded; missing values are None, written
+as empty cells.
 """
 
 from __future__ import annotations
@@ -9,17 +10,13 @@ from __future__ import annotations
 from perfcmp.result import ComparisonResult, Table
 
 
-def _ms(us: float | None) -> float | None:
-    return None if us is None else us / 1000.0
-
-
 def overall(result: ComparisonResult) -> list[dict]:
     judged = {r.row: r for r in result.verdict.rows} if result.verdict else {}
     return [{
         "label": "\t" * r.level + r.label, "level": r.level, "key": r.key,
-        "base_ms": _ms(r.base_us), "base_share": r.base_share, "base_count": r.base_count,
-        "comp_ms": _ms(r.comp_us), "comp_share": r.comp_share, "comp_count": r.comp_count,
-        "diff_ms": _ms(r.diff_us), "ratio": r.ratio,
+        "base_us": r.base_us, "base_share": r.base_share, "base_count": r.base_count,
+        "comp_us": r.comp_us, "comp_share": r.comp_share, "comp_count": r.comp_count,
+        "diff_us": r.diff_us, "ratio": r.ratio,
         "verdict": judged[f"overall:{r.key}"].verdict if f"overall:{r.key}" in judged else None,
         "p_adjusted": judged[f"overall:{r.key}"].p_adjusted if f"overall:{r.key}" in judged else None,
     } for r in result.overall]
@@ -39,11 +36,11 @@ def verdicts(result: ComparisonResult) -> list[dict]:
 def steps(result: ComparisonResult) -> list[dict]:
     rows = []
     for r in result.steps:
-        row = {"index": r.index, "diff_e2e_ms": _ms(r.diff_e2e_us), "ratio": r.ratio}
+        row = {"index": r.index, "diff_e2e_us": r.diff_e2e_us, "ratio": r.ratio}
         for prefix, metrics in (("base", r.base), ("comp", r.comp)):
             row[f"{prefix}_step"] = metrics.step if metrics else None
             for name in ("e2e", "computing", "uncovered", "free"):
-                row[f"{prefix}_{name}_ms"] = _ms(getattr(metrics, f"{name}_us")) if metrics else None
+                row[f"{prefix}_{name}_us"] = getattr(metrics, f"{name}_us") if metrics else None
             row[f"{prefix}_check"] = metrics.profiler_check if metrics else ""
         rows.append(row)
     return rows

@@ -112,7 +112,8 @@ def _changes(records: list[dict], dim: Dimension) -> list[tuple[str, float, floa
         name = " ".join(names) if dim.join else names[0]
         if dim.skip is not None and name == dim.skip:
             continue
-        base, comp = float(rec.get(dim.base) or 0.0), float(rec.get(dim.comp) or 0.0)
+        scale = 1.0 / (MEMORY_UNITS[dim.unit] if dim.unit in MEMORY_UNITS else TIME_UNITS[dim.unit])  # from µs / bytes
+        base, comp = float(rec.get(dim.base) or 0.0) * scale, float(rec.get(dim.comp) or 0.0) * scale
         out.append((name, base, comp, comp - base))
     return out
 

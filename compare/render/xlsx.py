@@ -84,8 +84,7 @@ def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: Comparis
     position = {name: i for i, name in enumerate(table.columns)}
     where = [position.get(c.field) for c in spec.columns]  # None: the table lacks it, an empty cell
     if spec.indent_field is None:
-        verdicts = {r.row: r.verdict for r in result.verdict.rows} if result.verdict else {}
-        _write_plain_rows(sheet, spec, table, where, styles, layout.style["worse"], verdicts)
+        _write_plain_rows(sheet, spec, table, where, styles, layout.style["worse"])
     else:
         _write_tree_rows(sheet, spec, table, where, styles, layout.style)
     sheet.close()
@@ -110,6 +109,7 @@ class _Styles:
         self.book = book
         self.num_formats = {name: fmt.get("num_format", "General") for name, fmt in layout.formats.items()}
         self.wraps = {name for name, fmt in layout.formats.items() if fmt.get("text_wrap")}
+        self.scales = {name: float(fmt.get("scale", 1.0)) for name, fmt in layout.formats.items()}
         self.cache: dict[tuple, int] = {}
 
     def __call__(self, fmt: str, fill: str | None = None, indent: int = 0) -> int:
@@ -120,15 +120,13 @@ class _Styles:
         return self.cache[key]
 
 
-def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, worse: str,
-                      verdicts: dict[str, str]) -> None:
+def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, worse: str) -> None:
     """Detail sheets: one style per column, red where a "worse above one" ratio exceeds 1."""
     rows = table.rows
     columns, column_styles = [], []
     for c, j in zip(spec.columns, where):
         values = [row[j] for row in rows] if j is not None else [None] * len(rows)
-        if c.verdict_of is not None:
-            values = _verdicts_of(c.verdict_of, table, verdicts)
+        values = _scaled(values, styles.scales[c.format])
         plain = styles(c.format)
         if c.worse_above_one:
             red = styles(c.format, worse)
@@ -139,13 +137,12 @@ def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, 
     sheet.add_rows(columns, column_styles)
 
 
-def _verdicts_of(template: str, table: Table, verdicts: dict[str, str]) -> list[str | None]:
-    """The verdict of the row each sheet row stands for: ``op:{name}`` -> verdicts["op:" + name]."""
-    prefix, _, rest = template.partition("{")
-    position = table.columns.index(rest.rstrip("}")) if rest.rstrip("}") in table.columns else None
-    if position is None:
-        return [None] * len(table.rows)
-    return [verdicts.get(f"{prefix}{row[position]}") if row[position] not in (None, "", "|") else None for row in table.rows]
+def _scaled(values: list, scale: float) -> list:
+    """Values from µs / bytes into the unit a format shows (``scale`` of the format; counts,
+    ratios and text pass unchanged)."""
+    if scale == 1.0:
+        return values
+    return [v * scale if type(v) in (float, int) else v for v in values]
 
 
 def _write_tree_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, style: dict) -> None:
@@ -156,7 +153,7 @@ def _write_tree_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, s
         fill = _row_fill(level, key, style)
         cells = []
         for c, j in zip(spec.columns, where):
-            value = None if j is None else row[j]
+            value = None if j is None else _scaled([row[j]], styles.scales[c.format])[0]
             cell_fill = style["worse"] if c.worse_above_one and type(value) is float and value > 1 else fill
             cells.append((value, styles(c.format, cell_fill, level if c.field == spec.indent_field else 0)))
         sheet.add_row(cells)
