@@ -141,7 +141,7 @@ def test_json_validates_against_the_schema(schema, demo, case):
 
 def test_json_layout_sorted_dicts_indent_one_trailing_newline():
     data = jsonout.render(literal_result(verdict=literal_verdict()))
-    assert data.startswith(b'{\n "format_version": 1,\n "tool_version"') and data.endswith(b"}\n")
+    assert data.startswith(b'{\n "format_version": 2,\n "tool_version"') and data.endswith(b"}\n")
     doc = json.loads(data)
     assert list(doc) == [f.encode_name for f in msgspec.structs.fields(ComparisonResult)]  # struct order kept
     assert list(doc["details"]) == ["Alpha", "Zeta"]

@@ -67,7 +67,7 @@ def test_json_round_trip_and_version_guard(result):
     again = ComparisonResult.from_json(data)
     assert again == result
     assert again.to_json() == data
-    future = data.replace(b'"format_version": 1', b'"format_version": 99')
+    future = data.replace(b'"format_version": 2', b'"format_version": 99')
     with pytest.raises(Exception, match="newer than this perfcmp reads"):
         ComparisonResult.from_json(future)
 
