@@ -192,7 +192,10 @@ class _Side:
     def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None,
            op_shapes: bool = False) -> "_Side":
         summary, breakdown, steps, per_step, checks = _analyse(profile, rules, step, path)
-        details = extract(profile, names, step) if names is not None else None
+        # one step compared: every detail table keeps that step only, by the rule the samples
+        # use (device tasks by the step's device window, host events by its host span)
+        window = per_step[step].window_us if step is not None else None
+        details = extract(profile, names, step, window) if names is not None else None
         samples = sample_profile(profile, per_step, details, op_shapes)
         return cls(summary, breakdown, steps, list(profile.warnings) + checks, details, samples)
 

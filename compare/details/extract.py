@@ -71,8 +71,11 @@ class SideDetails:
         return not self.allocations.empty
 
 
-def extract(profile: Profile, normalizer: Normalizer, step: int | None = None) -> SideDetails:
-    """Build the detail tables of one profile, restricted to one step's ops when ``step`` is given."""
+def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
+            window: tuple[float, float] | None = None) -> SideDetails:
+    """Build the detail tables of one profile. With ``step``, only that step's: its top-level
+    ops (host span), host API events (host span), compute kernels and communication ops
+    (starting in ``window``, the step's device window, as its samples are taken)."""
     host = profile.host
     is_op = (host["cat"] == "cpu_op").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
     op_rows = np.flatnonzero(is_op)
@@ -85,14 +88,25 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None) -
     kernels = _kernels(profile, nearest_op, normalizer)
     allocations = _allocations(profile, nearest_op)
     _attach_subtree_totals(ops, kernels, allocations)
+    compute, comm, host_span = _compute(profile, normalizer), _comm(profile, normalizer), None
     if step is not None:
         keep = (ops["step"].to_numpy() == _step_position(profile, step))
         ops = ops.assign(top=ops["top"].to_numpy() & keep)
+        chosen = profile.steps[_step_position(profile, step)]
+        host_span = (chosen.start_us, chosen.end_us)
+        if window is not None:
+            compute, comm = (_starting_in(frame, window) for frame in (compute, comm))
     return SideDetails(
         device=profile.info.device.value, ops=ops, kernels=kernels, allocations=allocations,
-        apis=_apis(profile, normalizer), compute=_compute(profile, normalizer),
-        comm=_comm(profile, normalizer), comm_tasks=profile.comm_tasks.copy(), modules=modules,
+        apis=_apis(profile, normalizer, host_span), compute=compute,
+        comm=comm, comm_tasks=profile.comm_tasks.copy(), modules=modules,
     )
+
+
+def _starting_in(frame: pd.DataFrame, window: tuple[float, float]) -> pd.DataFrame:
+    """The rows of a device table whose ``start_us`` lies in the half-open ``window``."""
+    start = frame["start_us"].to_numpy()
+    return frame[(start >= window[0]) & (start < window[1])].reset_index(drop=True)
 
 
 def _starts_with(names: pd.Series, prefix: str) -> np.ndarray:
@@ -231,7 +245,7 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
     return modules, inner
 
 
-def _apis(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
+def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | None = None) -> pd.DataFrame:
     """Per API key: key, name (the first call's), total_us, self_us, calls, first_us (µs).
 
     An equivalence can give a torch op and the runtime call inside it one key (``c10d::
@@ -243,6 +257,9 @@ def _apis(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
     """
     host = profile.host
     keep = (host["cat"] != "python_function").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
+    if span is not None:  # one step: the events starting in its host span
+        start = host["start_us"].to_numpy()
+        keep &= (start >= span[0]) & (start < span[1])
     dur = host["dur_us"].to_numpy()
     parent = host["parent"].to_numpy()
     children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]
