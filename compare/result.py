@@ -86,11 +86,21 @@ class WarningRecord(msgspec.Struct, kw_only=True):
 
 
 class Table(msgspec.Struct, kw_only=True):
-    """A detail sheet's rows: ``columns`` are field names (report_templates maps them to
-    headers), ``rows`` hold one value per column (None for an empty cell)."""
+    """A detail table: ``columns`` are field names (times ``*_us`` in µs, sizes ``*_bytes`` in
+    bytes; report_templates maps them to headers and units), ``rows`` hold one value per column
+    (None for an empty cell).
+
+    ``children`` are the tables under its rows, by the count column that points at them: a
+    parent row's ``base_kernels`` cell is how many rows of ``children["base_kernels"]`` (whose
+    first column, ``row``, is the parent row's index) are its kernels, None where the base side
+    is absent. Kinds: kernels (row, name, task_type, input_shapes, dur_us), kernel groups (row,
+    name, number, dur_us) and allocations (row, name, alloc_us, release_us, bytes; release NaN
+    when not released).
+    """
 
     columns: list[str]
     rows: list[list[str | int | float | None]] = []
+    children: dict[str, "Table"] = {}
 
     def records(self) -> list[dict]:
         return [dict(zip(self.columns, row)) for row in self.rows]

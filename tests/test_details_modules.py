@@ -5,9 +5,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from perfcmp.details.common import kernel_lines
 from perfcmp.details.extract import extract
-from perfcmp.details.common import kernel_line_list
+from perfcmp.render.detail_text import text_columns
+from perfcmp.result import Table
 from perfcmp.details.modules import module_sheets
 from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions
@@ -97,7 +97,9 @@ def side(op_name_map=None, step=None, steps=(), repeat=1, **kw):
 
 
 def rows(table_):
-    return table_.records()
+    """The records with the peer's kernel text cells the workbook shows (from the child tables)."""
+    texts = text_columns(table_)
+    return [{**r, **{field: cells[i] for field, cells in texts.items()}} for i, r in enumerate(table_.records())]
 
 
 def by_module(records, name):
@@ -284,11 +286,13 @@ def test_no_module_sheets_without_modules_on_both_sides():
     assert module_sheets(side(), side(), DetailOptions(modules=False)) == {}
 
 
-def test_kernel_lines_are_the_shared_kernel_lines():
-    kernels = side().kernels.copy()
-    kernels.loc[0, "task_type"] = "AI_CORE"  # NPU-style details too
-    kernels.loc[1, "input_shapes"] = "1,2;3"
-    assert "".join(kernel_line_list(kernels)) == kernel_lines(kernels, 0, len(kernels))
+def test_kernel_child_rows_become_the_peers_lines():
+    # NPU-style kernels show their task type and shapes; GPU "kernel" adds nothing
+    parent = Table(columns=["base_kernels"], rows=[[2], [None], [0]], children={"base_kernels": Table(
+        columns=["row", "name", "task_type", "input_shapes", "dur_us"],
+        rows=[[0, "MatMulV2", "AI_CORE", "1,2;3", 12.5], [0, "gemm", "kernel", "", 3.0]])})
+    assert text_columns(parent) == {"base_kernel_details": [
+        "MatMulV2, AI_CORE, [input shapes: 1,2;3] [duration: 12.500]\ngemm [duration: 3.000]\n", None, ""]}
 
 
 def test_demo_pair_end_to_end():

@@ -16,6 +16,7 @@ from perfcmp.details.operators import (BASE_ONLY, COMP_ONLY, EQUIVALENT, MAPPED,
                                        memory_sheets, operator_sheets)
 from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions
+from perfcmp.render.detail_text import text_columns
 from perfcmp.readers.model import COMPUTE, DeviceKind, Profile, RunInfo, Step, table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,6 +81,12 @@ def sheets(base, comp, opts=None):
     return pairs, operator_sheets(base, comp, opts, pairs)
 
 
+def with_text(table_):
+    """The records with the peer's text cells the workbook shows (from the child tables)."""
+    texts = text_columns(table_)
+    return [{**r, **{field: cells[i] for field, cells in texts.items()}} for i, r in enumerate(table_.records())]
+
+
 def by_name(t, key="name"):
     return {r[key]: r for r in t.records()}
 
@@ -100,7 +107,7 @@ def test_one_op_added_and_one_removed():
     assert names(pairs, base, comp) == [
         ("aten::to", "aten::to", NAME), ("aten::relu", None, BASE_ONLY), ("aten::mm", "aten::mm", NAME),
         (None, "aten::dropout", COMP_ONLY), ("aten::add", "aten::add", NAME)]
-    rows = out["OperatorCompare"].records()
+    rows = with_text(out["OperatorCompare"])
     got = [(r["order_id"], r["base_device_us"], r["comp_device_us"], r["diff_us"], r["ratio"]) for r in rows]
     assert got == [(1, 10.0, 10.0, 0.0, 1.0),
                    (2, 5.0, 0.0, -5.0, 0.0),      # removed: 0 / 5
@@ -297,7 +304,7 @@ def test_memory_sheets_by_hand():
     base, comp = side(MEM_BASE), side(MEM_COMP)
     opts = DetailOptions()
     out = memory_sheets(base, comp, opts, align_ops(base, comp, opts))
-    mm, add = out["MemoryCompare"].records()
+    mm, add = with_text(out["MemoryCompare"])
     # base mm subtree: 2048 + 1024 KB; comparison: 4096 KB
     assert (mm["base_size_bytes"], mm["comp_size_bytes"], mm["diff_bytes"]) == (3072.0 * 1024, 4096.0 * 1024, 1024.0 * 1024)
     assert mm["ratio"] == pytest.approx(4 / 3) and mm["match"] == NAME and mm["order_id"] == 1
@@ -351,7 +358,7 @@ def test_demo_pair_end_to_end():
     comp = extract(load_profile(str(ROOT / "golden/demo/gpu/comp.pt.trace.json.gz")), norm)
     opts = DetailOptions()
     pairs, out = sheets(base, comp, opts)
-    rows = out["OperatorCompare"].records()
+    rows = with_text(out["OperatorCompare"])
     # the comparison run adds a dropout (and its backward) per layer and step: comparison only
     dropout = [r for r in rows if "ropout" in (r["comp_name"] or "")]
     assert dropout and all(r["match"] == COMP_ONLY and r["base_name"] is None for r in dropout)

@@ -1,4 +1,4 @@
-"""Small pieces the detail sheets share: cell texts and the ratio rule."""
+"""Small pieces the detail tables share: child tables, statistics, plain cells and the ratio rule."""
 
 from __future__ import annotations
 
@@ -8,54 +8,36 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.result import Table, ratio
-from perfcmp.wording import KIB, MIB
 
-__all__ = ["Table", "ratio", "ratios", "cells", "side_stats", "union_order", "kernel_lines", "kernel_line_list",
-           "alloc_lines", "alloc_line_list", "KB", "MB"]
-
-KB, MB = KIB, MIB  # the sheets' "KB" and "MB" columns are 1024-based, as the peer's
+__all__ = ["Table", "ratio", "ratios", "cells", "side_stats", "union_order", "slice_children", "KERNEL_CHILD",
+           "ALLOC_CHILD", "GROUP_CHILD"]
 
 
-def kernel_lines(kernels: pd.DataFrame, lo: int, hi: int) -> str:
-    """The peer's "Kernel Details" cell for the device tasks ``kernels[lo:hi]`` (see ``kernel_line_list``)."""
-    if hi <= lo:
-        return ""
-    return "".join(kernel_line_list(kernels.iloc[lo:hi]))
+KERNEL_CHILD = ["row", "name", "task_type", "input_shapes", "dur_us"]
+ALLOC_CHILD = ["row", "name", "alloc_us", "release_us", "bytes"]
+GROUP_CHILD = ["row", "name", "number", "dur_us"]
 
 
-def kernel_line_list(kernels: pd.DataFrame) -> list[str]:
-    """One "Kernel Details" line per device task, for slicing into many cells at once.
+def slice_children(frame: pd.DataFrame, fields: list[str], items: np.ndarray, lo: np.ndarray,
+                   hi: np.ndarray) -> tuple[list[int | None], Table]:
+    """Child rows of a detail table: parent row i owns ``frame[lo[items[i]]:hi[items[i]]]``
+    (``items[i]`` -1: the side is absent there).
 
-    GPU: ``<kernel> [duration: <us>]``; NPU tasks with a task type or input shapes add them:
-    ``<kernel>, <task type>[, [input shapes: <shapes>]] [duration: <us>]``.
+    Returns:
+        Per parent row the number of its child rows (None where absent), and the child table
+        with columns ``row`` (the parent's index) and ``fields``.
     """
-    lines = []
-    for name, task_type, shapes, dur in zip(kernels["name"].tolist(), kernels["task_type"].tolist(),
-                                            kernels["input_shapes"].tolist(), kernels["dur_us"].tolist()):
-        detail = f", {task_type}" if task_type and task_type not in ("kernel", "memcpy", "memset") else ""
-        detail += f", [input shapes: {shapes}]" if shapes else ""
-        lines.append(f"{name}{detail} [duration: {dur:.3f}]\n")
-    return lines
-
-
-def alloc_lines(allocations: pd.DataFrame, lo: int, hi: int) -> str:
-    """The peer's "Allocated Details" cell for the blocks ``allocations[lo:hi]`` (see ``alloc_line_list``)."""
-    if hi <= lo:
-        return ""
-    return "".join(alloc_line_list(allocations.iloc[lo:hi]))
-
-
-def alloc_line_list(rows: pd.DataFrame) -> list[str]:
-    """One "Allocated Details" line per memory block: ``<name>, (<alloc us>, <release us>),
-    [duration: <us>], [size: <KB>]`` (times relative to the profile's start; release "N/A"
-    when not released)."""
-    lines = []
-    for name, alloc, release, size in zip(rows["name"].tolist(), rows["alloc_us"].tolist(),
-                                          rows["release_us"].tolist(), rows["bytes"].tolist()):
-        held = release - alloc if np.isfinite(release) else 0.0
-        end = f"{release:.3f}" if np.isfinite(release) else "N/A"
-        lines.append(f"{name}, ({alloc:.3f}, {end}), [duration: {held:.3f}], [size: {size / KB:.2f}]\n")
-    return lines
+    items = np.asarray(items, dtype=np.int64)
+    present = items >= 0
+    lo, hi = (np.append(np.asarray(v, dtype=np.int64), 0) for v in (lo, hi))  # a last slot: absent -> [0, 0)
+    at = np.where(present, items, len(lo) - 1)
+    starts, counts = lo[at], np.maximum(hi[at] - lo[at], 0)
+    parent = np.repeat(np.arange(len(items)), counts)
+    before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    index = np.arange(len(parent)) + np.repeat(starts - before, counts)
+    data = [parent.tolist()] + [cells(frame[f].to_numpy()[index]) for f in fields]
+    shown = [int(n) if p else None for n, p in zip(counts.tolist(), present.tolist())]
+    return shown, Table(columns=["row", *fields], rows=[list(r) for r in zip(*data)])
 
 
 # --- statistics shared by the API, communication and kernel sheets -----------------------------

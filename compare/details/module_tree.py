@@ -76,7 +76,6 @@ class ModuleTree:
     k_top: np.ndarray  # per row of ``kernels``: its top-level op
     k_lo: np.ndarray  # per op: its slice of ``kernels``
     k_hi: np.ndarray
-    lines: list[str] | None = None  # kernel_lines line per row of ``kernels``, built on first use
 
     @classmethod
     def build(cls, side: SideDetails, op_code: np.ndarray) -> ModuleTree:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import Table, cells, kernel_line_list, ratio, ratios
+from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cells, ratio, ratios, slice_children
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions
@@ -36,14 +36,14 @@ GROUP_TOTAL = "[ TOTAL ]"
 
 COMPARE_COLUMNS = [
     "order_id", "module_class", "module_level", "module_name",
-    "base_op_name", "base_kernel_details", "base_self_us", "base_total_us",
-    "comp_op_name", "comp_kernel_details", "comp_self_us", "comp_total_us",
+    "base_op_name", "base_kernels", "base_self_us", "base_total_us",
+    "comp_op_name", "comp_kernels", "comp_self_us", "comp_total_us",
     "total_diff_us", "self_diff_us", "total_ratio", "base_call_stack", "comp_call_stack",
 ]
 STATISTIC_COLUMNS = [
     "order_id", "module_class", "module_level", "module_name", "op_name",
-    "base_kernel_details", "base_self_us", "base_count", "base_total_us",
-    "comp_kernel_details", "comp_self_us", "comp_count", "comp_total_us",
+    "base_kernels", "base_self_us", "base_count", "base_total_us",
+    "comp_kernels", "comp_self_us", "comp_count", "comp_total_us",
     "total_diff_us", "self_diff_us", "total_ratio", "base_call_stack", "comp_call_stack",
 ]
 
@@ -148,14 +148,15 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
     cols: dict[str, list] = {"order_id": list(range(1, len(rb) + 1))}
     _module_columns(cols, b, c, rb_a, rc_a)
 
-    side_cols = {}
+    side_cols, children = {}, {}
     for prefix, tree, inst, op in (("base", b, rb_a, ob_a), ("comp", c, rc_a, oc_a)):
         present = np.where(is_total, inst >= 0, op >= 0)
         self_us = np.where(is_total, _take(tree.self_us, inst), _take(tree.op_us, op))
         total_us = np.where(is_total, _take(tree.total_us, inst), np.nan)
         names = np.where(is_total, np.where(inst >= 0, TOTAL, None), _take(tree.op_name, op, None))
         cols[f"{prefix}_op_name"] = names.tolist()
-        cols[f"{prefix}_kernel_details"] = [_kernel_text(tree, o) if o >= 0 else None for o in op.tolist()]
+        cols[f"{prefix}_kernels"], children[f"{prefix}_kernels"] = slice_children(
+            tree.kernels, KERNEL_CHILD[1:], op, tree.k_lo, tree.k_hi)  # the op's kernels within its instance
         cols[f"{prefix}_self_us"] = cells(self_us)
         cols[f"{prefix}_total_us"] = cells(total_us)
         side_cols[prefix] = (present, self_us, total_us, inst, op)
@@ -175,7 +176,8 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         stacks = np.where(is_total, _take(tree.call_stack, inst, None),
                           np.where(slower & present, _take(tree.op_call_stack, op, None), None))
         cols[f"{prefix}_call_stack"] = stacks.tolist()
-    return Table(columns=COMPARE_COLUMNS, rows=[list(r) for r in zip(*(cols[k] for k in COMPARE_COLUMNS))])
+    return Table(columns=COMPARE_COLUMNS, rows=[list(r) for r in zip(*(cols[k] for k in COMPARE_COLUMNS))],
+                 children=children)
 
 
 def _module_columns(cols: dict[str, list], b: ModuleTree, c: ModuleTree, rb: np.ndarray, rc: np.ndarray) -> None:
@@ -184,13 +186,6 @@ def _module_columns(cols: dict[str, list], b: ModuleTree, c: ModuleTree, rb: np.
     cols["module_class"] = np.where(use_b, _take(b.cls, rb, None), _take(c.cls, rc, None)).tolist()
     cols["module_level"] = np.where(use_b, _take(b.level, rb, 0), _take(c.level, rc, 0)).astype(np.int64).tolist()
     cols["module_name"] = np.where(use_b, _take(b.name, rb, None), _take(c.name, rc, None)).tolist()
-
-
-def _kernel_text(tree: ModuleTree, op: int) -> str:
-    """``kernel_lines`` of the op's kernels within its instance (see ``common.kernel_line_list``)."""
-    if tree.lines is None:
-        tree.lines = kernel_line_list(tree.kernels)
-    return "".join(tree.lines[tree.k_lo[op]:tree.k_hi[op]])
 
 
 def _take(values: np.ndarray, idx: np.ndarray, missing=np.nan) -> np.ndarray:
@@ -211,7 +206,7 @@ class _Groups:
     self_us: np.ndarray
     total_us: np.ndarray
     op_stats: dict[int, dict[int, list]]  # group -> op code -> [count, us, first name], first-seen order
-    kernel_text: dict[tuple[int, int], str]
+    kernel_groups: dict[tuple[int, int], list[tuple[str, int, float]]]  # (group, op code) -> (kernel, number, µs)
 
 
 def _statistic(b: ModuleTree, c: ModuleTree) -> Table:
@@ -227,9 +222,16 @@ def _statistic(b: ModuleTree, c: ModuleTree) -> Table:
     for gb, gc in _interleave(b_order, c_order, both, c_rank):
         g = gb if gb >= 0 else gc
         rows.extend(_group_rows(g, b, c, bg, cg))
-    for i, row in enumerate(rows, start=1):
-        row[0] = i
-    return Table(columns=STATISTIC_COLUMNS, rows=rows)
+    children: dict[str, list[list]] = {"base_kernels": [], "comp_kernels": []}
+    at = {field: STATISTIC_COLUMNS.index(field) for field in children}
+    for i, row in enumerate(rows):
+        row[0] = i + 1
+        for field, j in at.items():  # the (kernel, number, µs) groups the row holds become child rows
+            groups = row[j]
+            row[j] = None if groups is None else len(groups)
+            children[field] += [[i, *group] for group in groups or []]
+    return Table(columns=STATISTIC_COLUMNS, rows=rows,
+                 children={field: Table(columns=list(GROUP_CHILD), rows=child) for field, child in children.items()})
 
 
 def _unique_in_order(codes: np.ndarray) -> list[int]:
@@ -262,11 +264,11 @@ def _groups(tree: ModuleTree, gcode: np.ndarray, n_groups: int) -> _Groups:
                            "kernel": tree.kernels["name"].to_numpy(dtype=object),
                            "dur": tree.kernels["dur_us"].to_numpy(dtype=np.float64)})
     kagg = kframe.groupby(["g", "k", "kernel"], sort=False).agg(n=("dur", "size"), dur=("dur", "sum"))
-    texts: dict[tuple[int, int], list[str]] = {}
+    groups: dict[tuple[int, int], list[tuple[str, int, float]]] = {}
     for (g, k, kernel), n, dur in zip(kagg.index.tolist(), kagg["n"].tolist(), kagg["dur"].tolist()):
-        texts.setdefault((g, k), []).append(f"{kernel}, [number: {n}], [duration_ms: {dur / 1000.0:.3f}]\n")
+        groups.setdefault((g, k), []).append((kernel, int(n), float(dur)))
     return _Groups(first=first, count=count, self_us=self_us, total_us=total_us, op_stats=op_stats,
-                   kernel_text={key: "".join(lines) for key, lines in texts.items()})
+                   kernel_groups=groups)
 
 
 def _group_rows(g: int, b: ModuleTree, c: ModuleTree, bg: _Groups, cg: _Groups) -> list[list]:
@@ -292,9 +294,9 @@ def _group_rows(g: int, b: ModuleTree, c: ModuleTree, bg: _Groups, cg: _Groups) 
             name = f"{bs[2]} | {cs[2]}"  # different names with one key (--op_name_map, equivalences)
         b_us, c_us = (bs[1] if bs else 0.0), (cs[1] if cs else 0.0)
         rows.append([None, *module, name,
-                     bg.kernel_text.get((g, k), "") if bs else None, _us(bs[1]) if bs else None,
+                     bg.kernel_groups.get((g, k), []) if bs else None, _us(bs[1]) if bs else None,
                      bs[0] if bs else None, None,
-                     cg.kernel_text.get((g, k), "") if cs else None, _us(cs[1]) if cs else None,
+                     cg.kernel_groups.get((g, k), []) if cs else None, _us(cs[1]) if cs else None,
                      cs[0] if cs else None, None,
                      None, _us(c_us - b_us), ratio(c_us, b_us), None, None])
     return rows

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import Table, alloc_line_list, kernel_line_list, ratios
+from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, ratios, slice_children
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer
@@ -118,16 +118,17 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     if opts.details:
         rows = _PairRows(base, comp, pairs)
         b_us, c_us = rows.values("device_us")
+        (b_n, b_kernels), (c_n, c_kernels) = (rows.children("kernels", "kernel", KERNEL_CHILD, side) for side in (True, False))
         sheets["OperatorCompare"] = _table({
             "order_id": np.arange(1, len(pairs) + 1),
             **rows.identity(),
-            "base_kernel_details": rows.cells(kernel_line_list, "kernels", "kernel", base=True),
+            "base_kernels": b_n,
             "base_device_us": b_us,
-            "comp_kernel_details": rows.cells(kernel_line_list, "kernels", "kernel", base=False),
+            "comp_kernels": c_n,
             "comp_device_us": c_us,
             "diff_us": c_us - b_us, "ratio": ratios(c_us, b_us),
             "match": [p.how for p in pairs], "step": rows.steps(), "phase": [p.phase for p in pairs],
-        })
+        }, children={"base_kernels": b_kernels, "comp_kernels": c_kernels})
     return sheets
 
 
@@ -155,16 +156,17 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     if opts.details:
         rows = _PairRows(base, comp, pairs)
         b_bytes, c_bytes = rows.block_sums(lambda side: side.allocations["bytes"].to_numpy())
+        (b_n, b_blocks), (c_n, c_blocks) = (rows.children("allocations", "alloc", ALLOC_CHILD, side) for side in (True, False))
         sheets["MemoryCompare"] = _table({
             "order_id": np.arange(1, len(pairs) + 1),
             **rows.identity(),
-            "base_alloc_details": rows.cells(alloc_line_list, "allocations", "alloc", base=True),
+            "base_allocations": b_n,
             "base_size_bytes": b_bytes,
-            "comp_alloc_details": rows.cells(alloc_line_list, "allocations", "alloc", base=False),
+            "comp_allocations": c_n,
             "comp_size_bytes": c_bytes,
             "diff_bytes": c_bytes - b_bytes, "ratio": ratios(c_bytes, b_bytes),
             "match": [p.how for p in pairs], "step": rows.steps(),
-        })
+        }, children={"base_allocations": b_blocks, "comp_allocations": c_blocks})
     return sheets
 
 
@@ -303,13 +305,12 @@ class _PairRows:
             out.append(_slice_sums(weights(side), lo, hi))
         return out[0], out[1]
 
-    def cells(self, line_list: Callable[[pd.DataFrame], list[str]], table: str, prefix: str, base: bool) -> list:
-        """Each row's details text (the lines of ``kernel_line_list`` / ``alloc_line_list`` of its
-        subtree's slice, each line formatted once); None for a missing side."""
-        side, rows = self.sides[base], self.rows[base].tolist()
-        per_item = line_list(getattr(side, table))
-        lo, hi = side.ops[f"{prefix}_lo"].tolist(), side.ops[f"{prefix}_hi"].tolist()
-        return ["".join(per_item[lo[r]:hi[r]]) if r >= 0 else None for r in rows]
+    def children(self, table: str, prefix: str, columns: list[str], base: bool) -> tuple[list[int | None], Table]:
+        """Each row's kernels or memory blocks (its op subtree's slice of ``table``) as a child
+        table, and per row how many (None for a missing side)."""
+        side = self.sides[base]
+        return slice_children(getattr(side, table), columns[1:], self.rows[base], side.ops[f"{prefix}_lo"].to_numpy(),
+                              side.ops[f"{prefix}_hi"].to_numpy())
 
     def steps(self) -> list[int | None]:
         return [p.step + 1 if p.step >= 0 else None for p in self.pairs]
@@ -370,8 +371,8 @@ def _ranked_table(stat: pd.DataFrame, columns: dict[str, object], by: str) -> Ta
     return _table(out)
 
 
-def _table(columns: dict[str, object]) -> Table:
+def _table(columns: dict[str, object], children: dict[str, Table] | None = None) -> Table:
     """Columns (lists or numpy arrays) -> a Table of plain Python values."""
     names = list(columns)
     data = [v.tolist() if isinstance(v, np.ndarray) else list(v) for v in columns.values()]
-    return Table(columns=names, rows=[list(r) for r in zip(*data)])
+    return Table(columns=names, rows=[list(r) for r in zip(*data)], children=children or {})

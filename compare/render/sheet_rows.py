@@ -7,6 +7,7 @@ as empty cells.
 
 from __future__ import annotations
 
+from perfcmp.render.detail_text import text_columns
 from perfcmp.result import ComparisonResult, Table
 
 
@@ -55,7 +56,13 @@ def table_for(result: ComparisonResult, source: str) -> Table:
     if source in ("overall", "steps") and "profiling" not in result.options.get("compare", "profiling"):
         return Table(columns=[], rows=[])
     if source.startswith("details:"):
-        return result.details.get(source.split(":", 1)[1]) or Table(columns=[], rows=[])
+        table = result.details.get(source.split(":", 1)[1])
+        if table is None:
+            return Table(columns=[], rows=[])
+        texts = text_columns(table)  # the peer's kernel / memory-block text cells, from the child tables
+        if not texts:
+            return table
+        return Table(columns=[*table.columns, *texts], rows=[[*row, *extra] for row, extra in zip(table.rows, zip(*texts.values()))])
     records = SOURCES[source](result)
     columns = list(records[0]) if records else []
     return Table(columns=columns, rows=[[r.get(c) for c in columns] for r in records])
