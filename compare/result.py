@@ -250,16 +250,24 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         (operators, communication) carry each row's ``verdict`` and ``p_adjusted``, joined by
         the analysis on the row's key (``perfcmp.keys``).
 
+        ``"<table>.<child>"`` gives a child table (``Table.children``): "operator_pairs.base_kernels"
+        holds the base kernels of each OperatorCompare row (``row`` = that row's index).
+
         Raises:
             KeyError: no such table in this result (``tables()`` lists those it has).
         """
         import numpy as np
         import pandas as pd
 
+        name, _, child = name.partition(".")
         sheet = next((s for s in TABLE_ALIASES.get(name, (name,)) if s in self.details), None)
         if sheet is None:
             raise KeyError(f"no table {name!r} in this result; it has {', '.join(self.tables()) or 'none'}")
         source = self.details[sheet]
+        if child:
+            if child not in source.children:
+                raise KeyError(f"table {name!r} has no child table {child!r}; it has {', '.join(sorted(source.children)) or 'none'}")
+            source = source.children[child]
         frame = pd.DataFrame(source.rows, columns=source.columns)
         counts = next(((b, c) for b, c in COUNT_COLUMNS if b in frame and c in frame), None)
         if counts is not None:

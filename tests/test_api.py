@@ -78,6 +78,12 @@ def test_tidy_tables_are_in_us_and_bytes_with_presence_and_verdicts(demo_result)
     assert "base_alloc_bytes" in memory.columns and memory.base_alloc_bytes.max() == 896 * 1024 ** 2  # whole MiB, in bytes
     with pytest.raises(KeyError, match="it has apis, communication"):
         demo_result.table("modules")
+    # child tables: each OperatorCompare row's kernels, as many as its base_kernels count
+    pairs, kernels = demo_result.table("operator_pairs"), demo_result.table("operator_pairs.base_kernels")
+    assert list(kernels.columns) == ["row", "name", "task_type", "input_shapes", "dur_us"]
+    counts = kernels.groupby("row").size()
+    assert (counts == pairs.base_kernels.iloc[counts.index]).all() and len(kernels) == pairs.base_kernels.sum()
+    assert kernels.groupby("row").dur_us.sum().round(6).equals(pairs.base_device_us.iloc[counts.index].round(6))
 
 
 def test_profiles_or_paths_give_the_same_result(monkeypatch):
