@@ -15,74 +15,177 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
     from perfcmp.result import ComparisonResult
 
+from perfcmp.history import FORMATS as HISTORY_FORMATS
 from perfcmp.options import DEFAULT_FORMATS, DIMENSIONS, FORMATS, CompareOptions, DetailOptions
-from perfcmp.readers.errors import PerfcmpError, UsageError
+from perfcmp.output import STDOUT
+from perfcmp.readers.errors import InputError, PerfcmpError, UsageError
 from perfcmp.signals import MESSAGES, Stopped, stop_on_signals
+INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Gates & verdict"
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+
+def _quiet_flags(params) -> None:
+    """A flag takes no value, so its help shows none (typer's default is ``<bool>``)."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+
+
+class OneSpelling(TyperCommand):
+    """A command whose ``--help`` names each option once: its short name and its first long
+    name. The other long names (the peer's ``--profiling_path`` next to ``--profiling-path``)
+    are hidden there, and in shell completion, but still parse."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases: dict[str, list[str]] = {}
+        for param in self.params:
+            long = [o for o in param.opts if o.startswith("--")] if isinstance(param, TyperOption) else []
+            if len(long) > 1:
+                self.aliases[param.name] = long[1:]
+                param.opts = [o for o in param.opts if o not in long[1:]]
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        _quiet_flags(params)
+        return params
+
+    def make_parser(self, ctx):
+        params = [p for p in self.get_params(ctx) if p.name in self.aliases]
+        shown = [p.opts for p in params]
+        for p in params:  # the parser learns every spelling; help and completion see only the shown ones
+            p.opts = p.opts + self.aliases[p.name]
+        try:
+            return super().make_parser(ctx)
+        finally:
+            for p, opts in zip(params, shown):
+                p.opts = opts
+
+
+class Group(TyperGroup):
+    """The command groups: flags (``--version``, ``--install-completion``) show no value either."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        _quiet_flags(params)
+        return params
+
+
+def _version(value: bool) -> None:
+    if value:
+        from perfcmp import __version__
+
+        print(f"perfcmp {__version__}")
+        raise typer.Exit()
+
+
+app = typer.Typer(cls=Group, add_completion=True, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Compare two AI-training performance profiles (GPU Kineto traces, Ascend NPU exports).")
 
 
 @app.callback()
-def _group() -> None:
+def _group(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print perfcmp's version and exit."),
+) -> None:
     """perfcmp: where two training profiles spent time and memory differently, and why."""
 
 
-@app.command()
+COMPARE_EXAMPLES = """Examples:
+
+Two GPU traces: console summary, and the workbook in the current directory:
+  perfcmp compare -d new.pt.trace.json.gz -bp base.pt.trace.json.gz
+Two Ascend exports: the workbook and a Markdown summary, named cmp.*:
+  perfcmp compare -d b_ascend_pt -bp a_ascend_pt --format xlsx,md -o cmp.xlsx
+A CI gate: exit 1 when E2E regressed by more than 3 %:
+  perfcmp compare -d new -bp base --fail-on e2e:+3% --quiet --format console
+The JSON result on stdout, then a workbook made from it later:
+  perfcmp compare -d new -bp base --format json -o - > result.json
+  perfcmp render result.json --format xlsx -o cmp.xlsx"""
+OUTPUT_HELP = "A directory (made when missing; default: the current one), or NAME.xlsx, which names every file " \
+    "(NAME.json, NAME.md); - sends the one --format json, md or html to stdout."
+FORMAT_HELP = f"Outputs, comma-separated, of: {', '.join(FORMATS)}."
+TOP_HELP = "Rows per dimension in the console's top regressions and improvements."
+QUIET_HELP = "Console: only the headline, the verdict and the gates."
+
+
+@app.command(cls=OneSpelling, epilog=COMPARE_EXAMPLES)
 def compare(
-    profiling_path: str = typer.Option(..., "-d", "--profiling_path", "--profiling-path",
-                                       help="The profile under test (the new run)."),
+    profiling_path: str = typer.Option(..., "-d", "--profiling_path", "--profiling-path", metavar="PATH",
+                                       rich_help_panel=INPUTS, help="The profile under test (the new run)."),
     benchmark_profiling_path: str = typer.Option(..., "-bp", "--benchmark_profiling_path", "--benchmark-profiling-path",
-                                                 help="The baseline profile."),
-    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path",
-                                              help="Directory for performance_comparison_result_<time>.xlsx, or a .xlsx path."),
-    base_step: Optional[int] = typer.Option(None, "--base-step", "--base_step", help="Compare only this step of the baseline."),
-    comparison_step: Optional[int] = typer.Option(None, "--comparison-step", "--comparison_step",
+                                                 metavar="PATH", rich_help_panel=INPUTS, help="The baseline profile."),
+    base_step: Optional[int] = typer.Option(None, "--base-step", "--base_step", metavar="STEP", rich_help_panel=INPUTS,
+                                            help="Compare only this step of the baseline."),
+    comparison_step: Optional[int] = typer.Option(None, "--comparison-step", "--comparison_step", metavar="STEP",
+                                                  rich_help_panel=INPUTS,
                                                   help="Compare only this step of the profile under test."),
-    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format",
-                                      help=f"Outputs to produce, comma-separated, of: {','.join(FORMATS)}."),
-    categories: Optional[str] = typer.Option(None, "--categories", help="A kernel_categories.toml replacing the shipped one."),
-    gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat",
-                                               help="Flow category linking GPU launches to kernels (default: ac2g, async_cpu_to_gpu)."),
-    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source",
-                                             help="text or db: which export of an NPU directory holding both to read "
-                                             "(default: text)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", help="1: read the sides one after the other; 2: in parallel. "
-                                       "Default: parallel for inputs over 16 MB on a multi-core machine."),
+    categories: Optional[str] = typer.Option(None, "--categories", metavar="FILE", rich_help_panel=INPUTS,
+                                             help="A kernel_categories.toml replacing the shipped one."),
+    gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat", metavar="NAME",
+                                               rich_help_panel=INPUTS, help="Flow category linking GPU launches to "
+                                               "kernels (default: ac2g, async_cpu_to_gpu)."),
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
+                                             rich_help_panel=INPUTS, help="Which export of an NPU directory holding "
+                                             "both to read (default: text)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", metavar="1|2", rich_help_panel=INPUTS,
+                                       help="1: read the sides one after the other; 2: in parallel. Default: parallel "
+                                       "for inputs over 16 MB on a multi-core machine."),
+    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
+                                              rich_help_panel=OUTPUTS, help=OUTPUT_HELP),
+    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", rich_help_panel=OUTPUTS,
+                                      help=FORMAT_HELP),
+    top: int = typer.Option(10, "--top", metavar="N", rich_help_panel=OUTPUTS, help=TOP_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
     enable_profiling: bool = typer.Option(False, "--enable_profiling_compare", "--enable-profiling-compare",
+                                          rich_help_panel=DIMENSION_PANEL,
                                           help="Overall time distribution (console table, OverallMetrics)."),
     enable_operator: bool = typer.Option(False, "--enable_operator_compare", "--enable-operator-compare",
-                                         help="Operator or module comparison."),
-    enable_memory: bool = typer.Option(False, "--enable_memory_compare", "--enable-memory-compare", help="Per-op memory."),
+                                         rich_help_panel=DIMENSION_PANEL, help="Operator or module comparison."),
+    enable_memory: bool = typer.Option(False, "--enable_memory_compare", "--enable-memory-compare",
+                                       rich_help_panel=DIMENSION_PANEL, help="Per-op memory."),
     enable_communication: bool = typer.Option(False, "--enable_communication_compare", "--enable-communication-compare",
+                                              rich_help_panel=DIMENSION_PANEL,
                                               help="Per-collective communication."),
-    enable_api: bool = typer.Option(False, "--enable_api_compare", "--enable-api-compare", help="Host API time."),
-    enable_kernel: bool = typer.Option(False, "--enable_kernel_compare", "--enable-kernel-compare", help="Kernel statistics."),
+    enable_api: bool = typer.Option(False, "--enable_api_compare", "--enable-api-compare",
+                                    rich_help_panel=DIMENSION_PANEL, help="Host API time."),
+    enable_kernel: bool = typer.Option(False, "--enable_kernel_compare", "--enable-kernel-compare",
+                                       rich_help_panel=DIMENSION_PANEL,
+                                       help="Kernel statistics. No --enable_* option given: all of them."),
     disable_details: bool = typer.Option(False, "--disable_details", "--disable-details",
+                                         rich_help_panel=DIMENSION_PANEL,
                                          help="Statistic sheets only: no per-op alignment rows."),
-    disable_module: bool = typer.Option(False, "--disable_module", "--disable-module", help="Operator sheets even with nn.Module data."),
-    max_kernel_num: Optional[int] = typer.Option(None, "--max_kernel_num", "--max-kernel-num",
-                                                 help="Drill into matched ops launching more kernels than this (> 3)."),
-    use_input_shape: bool = typer.Option(False, "--use_input_shape", "--use-input-shape", help="Match ops by name and input shape."),
-    op_name_map: Optional[str] = typer.Option(None, "--op_name_map", "--op-name-map",
-                                              help="JSON object (or file) mapping op names to names to compare them as."),
+    disable_module: bool = typer.Option(False, "--disable_module", "--disable-module",
+                                        rich_help_panel=DIMENSION_PANEL, help="Operator sheets even with nn.Module data."),
+    max_kernel_num: Optional[int] = typer.Option(None, "--max_kernel_num", "--max-kernel-num", metavar="N",
+                                                 rich_help_panel=DIMENSION_PANEL,
+                                                 help="Drill into matched ops launching more kernels than N (> 3)."),
+    use_input_shape: bool = typer.Option(False, "--use_input_shape", "--use-input-shape",
+                                         rich_help_panel=DIMENSION_PANEL, help="Match ops by name and input shape."),
+    op_name_map: Optional[str] = typer.Option(None, "--op_name_map", "--op-name-map", metavar="MAP",
+                                              rich_help_panel=DIMENSION_PANEL,
+                                              help="A JSON object (or a file holding one) mapping op names to the names "
+                                              "to compare them as."),
     use_kernel_type: bool = typer.Option(False, "--use_kernel_type", "--use-kernel-type",
+                                         rich_help_panel=DIMENSION_PANEL,
                                          help="KernelTypeCompare (op type x core type) instead of KernelCompare."),
-    top: int = typer.Option(10, "--top", help="Rows per dimension in the console's top regressions and improvements."),
-    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps",
-                                             help="Warm-up steps to drop from the verdict's samples (default: decided from the data)."),
-    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on",
-                                                help="A regression gate such as 'e2e:+3%' or 'op:aten::matmul:+10%'; repeatable."),
-    policy_file: Optional[str] = typer.Option(None, "--policy", help="A TOML policy file: fail_on gates, require_verdict, thresholds."),
+    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", metavar="GATE", rich_help_panel=GATES,
+                                                help="A regression gate such as e2e:+3% or op:aten::matmul:+10%; "
+                                                "repeatable. Exit 1 when one fails."),
+    policy_file: Optional[str] = typer.Option(None, "--policy", metavar="FILE", rich_help_panel=GATES,
+                                              help="A TOML policy file: fail_on gates, require_verdict, thresholds."),
     require_verdict: bool = typer.Option(False, "--require-verdict", "--require_verdict",
+                                         rich_help_panel=GATES,
                                          help="Exit 3 when the pair is not comparable or the verdict is inconclusive."),
+    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps", metavar="N", rich_help_panel=GATES,
+                                             help="Warm-up steps to drop from the verdict's samples (default: decided "
+                                             "from the data)."),
 ) -> int:
     """Compare -d (new) against -bp (baseline): console summary, xlsx workbook, JSON / Markdown, verdict."""
-    from perfcmp.output import check_destination
     from perfcmp.pipeline import run
     from perfcmp.policy import load_policy
 
@@ -96,32 +199,61 @@ def compare(
                              base_step=base_step, comp_step=comparison_step, categories=categories,
                              gpu_flow_cat=gpu_flow_cat, npu_source=npu_source, formats=formats, jobs=jobs, detail=detail,
                              skip_steps=skip_steps, policy=load_policy(policy_file, fail_on or [], require_verdict))
-    check_destination(options.output, _suffixes(formats))
+    _check_outputs(options.output, formats)
     result = run(options)
-    write_outputs(result, options)
+    write_outputs(result, options, quiet)
     return result.verdict.exit_code if result.verdict else 0
 
 
-def write_outputs(result: ComparisonResult, options: CompareOptions) -> None:
-    """Every requested file, published together or not at all (``output.publish``), then the console."""
+def write_outputs(result: ComparisonResult, options: CompareOptions, quiet: bool = False) -> None:
+    """Every requested file (``output.publish``: together or not at all), the console summary,
+    then on stderr where the files went: last, so that they do not scroll away."""
+    publish_outputs(result, options.formats, options.output, options.detail.top, quiet)
+
+
+def publish_outputs(result: ComparisonResult, formats: tuple[str, ...], output: str | None, top: int,
+                    quiet: bool = False, console_top: int | None = None) -> None:
+    """``write_outputs`` for a result from anywhere (``compare``, ``render``, ``golden check``).
+
+    Args:
+        result: what to render.
+        formats: the outputs asked for (``console`` and ``perfcmp.render.FILE_FORMATS`` names).
+        output: ``-o`` (checked by ``_check_outputs`` already).
+        top: ranked rows in the file summaries.
+        quiet: the console shows only the headline, the verdict and the gates.
+        console_top: ranked rows per dimension on the console (default: the result's option).
+    """
     from perfcmp.output import publish
     from perfcmp.render import FILE_FORMATS, console, renderer
+    from perfcmp.render.terminal import colour_wanted, terminal_width
 
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
 
     def writer(name: str):
         module = renderer(name)
-        return module.SUFFIX, lambda tmp: notes.extend((module.SUFFIX, note) for note in
-                                                       module.render_file(result, tmp, options.detail.top))
+        return module.SUFFIX, lambda tmp: notes.extend((module.SUFFIX, note) for note in module.render_file(result, tmp, top))
 
-    chosen = [writer(name) for name in FILE_FORMATS if name in options.formats]
-    if chosen:
-        for written in publish(options.output, chosen):
-            print(f"perfcmp: wrote {written}", file=sys.stderr)
-            for note in (note for suffix, note in notes if written.endswith(suffix)):
-                print(f"perfcmp: warning: {written}: {note}", file=sys.stderr)
-    if "console" in options.formats:
-        sys.stdout.write(console.render(result))
+    chosen = [writer(name) for name in FILE_FORMATS if name in formats]
+    written = publish(output, chosen) if chosen else []
+    if "console" in formats:
+        sys.stdout.write(console.render(result, terminal_width(), colour_wanted(), quiet, console_top))
+    sys.stdout.flush()  # the console first, then stderr's lines below it
+    for path in written:
+        if path != STDOUT:
+            print(f"perfcmp: wrote {path}", file=sys.stderr)
+        for note in (note for suffix, note in notes if path == STDOUT or path.endswith(suffix)):
+            print(f"perfcmp: warning: {'stdout' if path == STDOUT else path}: {note}", file=sys.stderr)
+
+
+def _check_outputs(output: str | None, formats: tuple[str, ...]) -> None:
+    """Fail early on an unusable ``-o`` or one the formats cannot share (before reading any profile)."""
+    from perfcmp.output import check_destination
+
+    check_destination(output, _suffixes(formats))
+    if output == STDOUT and "console" in formats:
+        files = [f for f in formats if f != "console"]
+        raise UsageError(f"-o - writes the {files[0]} output to stdout, so the console summary cannot go there too; "
+                         f"use --format {files[0]}")
 
 
 def _suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
@@ -130,16 +262,56 @@ def _suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f".{f}" for f in FILE_FORMATS if f in formats)
 
 
-golden = typer.Typer(no_args_is_help=True, help="Reference runs kept as compact, versioned baselines.")
+RENDER_EXAMPLES = """Examples:
+
+A workbook and a Markdown summary from a result saved by perfcmp compare --format json:
+  perfcmp render result.json --format xlsx,md -o cmp.xlsx
+Only the verdict:
+  perfcmp render result.json --format console --quiet"""
+
+
+@app.command("render", cls=OneSpelling, epilog=RENDER_EXAMPLES)
+def render_result(
+    result_path: str = typer.Argument(..., metavar="RESULT.json", help="A result saved by perfcmp compare --format json."),
+    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", help=FORMAT_HELP),
+    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
+                                              help=OUTPUT_HELP),
+    top: Optional[int] = typer.Option(None, "--top", metavar="N", help=TOP_HELP + " Default: the result's own."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+) -> int:
+    """Render a saved JSON result again (console, xlsx, md, html), without the profiles."""
+    from perfcmp.result import ComparisonResult
+
+    formats = _formats(output_format)
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise UsageError(f"unknown output format(s) {', '.join(unknown)}; expected {', '.join(FORMATS)}")
+    if top is not None and top < 0:
+        raise UsageError("--top must be 0 or more")
+    _check_outputs(output_path, formats)
+    try:
+        data = Path(result_path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {(exc.strerror or str(exc)).lower()}; expected a result saved by "
+                         "perfcmp compare --format json", result_path) from None
+    result = ComparisonResult.from_json(data, result_path)
+    stored = result.options.get("top")
+    shown = top if top is not None else (10 if stored is None else int(stored))
+    publish_outputs(result, formats, output_path, shown, quiet, console_top=top)
+    return 0
+
+
+golden = typer.Typer(cls=Group, no_args_is_help=True, help="Reference runs kept as compact, versioned baselines.")
 app.add_typer(golden, name="golden")
 GOLDEN_DIR_HELP = "Where baselines live (default: golden/baselines)."
+POLICY_HELP = "A TOML policy file: fail_on gates, require_verdict, thresholds."
 
 
-@golden.command("save")
+@golden.command("save", cls=OneSpelling)
 def golden_save(
-    name: str = typer.Argument(..., help="Baseline name (letters, digits, '.', '_', '-')."),
-    profile: str = typer.Argument(..., help="The profile to keep as the reference."),
-    directory: Optional[str] = typer.Option(None, "--dir", help=GOLDEN_DIR_HELP),
+    name: str = typer.Argument(..., metavar="NAME", help="Baseline name (letters, digits, '.', '_', '-')."),
+    profile: str = typer.Argument(..., metavar="PROFILE", help="The profile to keep as the reference."),
+    directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP),
     force: bool = typer.Option(False, "--force", help="Replace an existing baseline of that name."),
 ) -> int:
     """Store PROFILE as baseline NAME: breakdown, per-step samples and provenance, no raw trace."""
@@ -150,36 +322,40 @@ def golden_save(
     return 0
 
 
-@golden.command("check")
+@golden.command("check", cls=OneSpelling)
 def golden_check(
-    name: str = typer.Argument(..., help="The baseline to compare with."),
-    profile: str = typer.Argument(..., help="The new profile."),
-    directory: Optional[str] = typer.Option(None, "--dir", help=GOLDEN_DIR_HELP),
-    policy_file: Optional[str] = typer.Option(None, "--policy", help="A TOML policy file: fail_on gates, require_verdict, thresholds."),
-    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", help="A regression gate such as 'e2e:+3%'; repeatable."),
+    name: str = typer.Argument(..., metavar="NAME", help="The baseline to compare with."),
+    profile: str = typer.Argument(..., metavar="PROFILE", help="The new profile."),
+    directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP),
+    policy_file: Optional[str] = typer.Option(None, "--policy", metavar="FILE", rich_help_panel=GATES, help=POLICY_HELP),
+    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", metavar="GATE", rich_help_panel=GATES,
+                                                help="A regression gate such as e2e:+3%; repeatable."),
     require_verdict: bool = typer.Option(False, "--require-verdict", "--require_verdict",
+                                         rich_help_panel=GATES,
                                          help="Exit 3 when the pair is not comparable or the verdict is inconclusive."),
-    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps", help="Warm-up steps to drop from the samples."),
-    output_format: str = typer.Option("console", "--format", help=f"Outputs, comma-separated, of: {','.join(FORMATS)}."),
-    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", help="Directory (or .xlsx path) for files."),
+    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps", metavar="N", rich_help_panel=GATES,
+                                             help="Warm-up steps to drop from the samples."),
+    output_format: str = typer.Option("console", "--format", metavar="LIST", rich_help_panel=OUTPUTS, help=FORMAT_HELP),
+    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
+                                              rich_help_panel=OUTPUTS, help=OUTPUT_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
 ) -> int:
     """Compare PROFILE with baseline NAME under the gates; the exit code says whether it regressed."""
     from perfcmp import golden as baselines
-    from perfcmp.output import check_destination
     from perfcmp.policy import load_policy
 
     formats = _formats(output_format)
     options = CompareOptions(base_path=str(baselines.baseline_path(name, directory)), comp_path=profile, output=output_path,
                              formats=formats, skip_steps=skip_steps,
                              policy=load_policy(policy_file, fail_on or [], require_verdict))
-    check_destination(options.output, _suffixes(formats))
+    _check_outputs(options.output, formats)
     result = baselines.check(name, profile, options, directory)
-    write_outputs(result, options)
+    write_outputs(result, options, quiet)
     return result.verdict.exit_code
 
 
-@golden.command("list")
-def golden_list(directory: Optional[str] = typer.Option(None, "--dir", help=GOLDEN_DIR_HELP)) -> int:
+@golden.command("list", cls=OneSpelling)
+def golden_list(directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP)) -> int:
     """The stored baselines: name, device, steps, E2E, source and software versions."""
     from prettytable import PrettyTable
 
@@ -198,31 +374,38 @@ def golden_list(directory: Optional[str] = typer.Option(None, "--dir", help=GOLD
     return 0
 
 
-@app.command()
+@app.command(cls=OneSpelling)
 def history(
-    paths: list[str] = typer.Argument(..., help="At least 3 runs (profiles or baseline JSONs), or one directory of them."),
-    order: str = typer.Option("auto", "--order", help="auto (recording time when every run has one, else name), "
-                              "name (natural order) or given."),
-    top: int = typer.Option(10, "--top", help="Op, kernel and communication keys followed: the largest in the last run."),
-    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps",
-                                             help="Warm-up steps to drop from each run (default: decided from the data)."),
-    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on",
+    paths: list[str] = typer.Argument(..., metavar="RUN",
+                                      help="At least 3 runs (profiles or baseline JSONs), or one directory of them."),
+    order: str = typer.Option("auto", "--order", metavar="auto|name|given", rich_help_panel=INPUTS,
+                              help="auto: recording time when every run has one, else name; name: natural order; "
+                              "given: as listed."),
+    categories: Optional[str] = typer.Option(None, "--categories", metavar="FILE", rich_help_panel=INPUTS,
+                                             help="A kernel_categories.toml replacing the shipped one."),
+    gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat", metavar="NAME",
+                                               rich_help_panel=INPUTS, help="Flow category linking GPU launches to kernels."),
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
+                                             rich_help_panel=INPUTS, help="Which export to read (default: text)."),
+    output_format: str = typer.Option("console", "--format", metavar="LIST", rich_help_panel=OUTPUTS,
+                                      help=f"Outputs, comma-separated, of: {', '.join(HISTORY_FORMATS)}."),
+    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
+                                              rich_help_panel=OUTPUTS,
+                                              help="A directory for performance_history_<time>.*, or NAME.xlsx; - writes "
+                                              "the one --format json or md to stdout."),
+    top: int = typer.Option(10, "--top", metavar="N", rich_help_panel=OUTPUTS,
+                            help="Op, kernel and communication keys followed: the largest in the last run."),
+    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", metavar="GATE", rich_help_panel=GATES,
                                                 help="Fail when a selected key's latest change point is a regression "
-                                                "beyond this, e.g. 'e2e:+5%'; repeatable."),
-    policy_file: Optional[str] = typer.Option(None, "--policy", help="A TOML policy file: fail_on gates, require_verdict, thresholds."),
+                                                "beyond this, e.g. e2e:+5%; repeatable."),
+    policy_file: Optional[str] = typer.Option(None, "--policy", metavar="FILE", rich_help_panel=GATES, help=POLICY_HELP),
     require_verdict: bool = typer.Option(False, "--require-verdict", "--require_verdict",
-                                         help="Exit 3 when a gated key has data in fewer than 3 runs."),
-    output_format: str = typer.Option("console", "--format", help=f"Outputs, comma-separated, of: {','.join(FORMATS)}."),
-    output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path",
-                                              help="Directory for performance_history_<time>.<ext>, or a .xlsx path."),
-    categories: Optional[str] = typer.Option(None, "--categories", help="A kernel_categories.toml replacing the shipped one."),
-    gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat",
-                                               help="Flow category linking GPU launches to kernels."),
-    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", help="text or db (default: text)."),
+                                         rich_help_panel=GATES, help="Exit 3 when a gated key has data in fewer than 3 runs."),
+    skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps", metavar="N", rich_help_panel=GATES,
+                                             help="Warm-up steps to drop from each run (default: decided from the data)."),
 ) -> int:
     """In which run did a regression enter? Per-run medians and change points of the main keys."""
     from perfcmp import history as runs
-    from perfcmp.output import check_destination
     from perfcmp.policy import load_policy
     from perfcmp.render import history as render
 
@@ -231,7 +414,7 @@ def history(
                                   formats=_formats(output_format),
                                   output=output_path, categories=categories, gpu_flow_cat=gpu_flow_cat,
                                   npu_source=npu_source)
-    check_destination(options.output, _suffixes(options.formats))
+    _check_outputs(options.output, options.formats)
     result = runs.run(options)
     render.write_outputs(result, options.formats, options.output)
     return result.exit_code

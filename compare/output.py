@@ -17,6 +17,7 @@ Names:
 * ``-o NAME.xlsx``: ``NAME.xlsx``, ``NAME.json``, ``NAME.md``, replacing what is there (the
   user chose the name). Concurrent runs take turns (``flock`` on the directory), and a failed
   set puts the replaced files back.
+* ``-o -``: one text output (json, md, html) written to stdout; nothing is published.
 
 Every ``OSError`` while writing becomes an ``OutputError``: one line naming the path, exit 2.
 """
@@ -28,6 +29,7 @@ import datetime as dt
 import errno
 import os
 import secrets
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -36,6 +38,7 @@ from perfcmp.readers.errors import PerfcmpError, UsageError
 from perfcmp.signals import held
 
 PREFIX = "performance_comparison_result_"
+STDOUT = "-"  # ``-o -``
 NAME_MAX = 255  # bytes per path component on the usual Linux / macOS file systems
 Writer = tuple[str, Callable[[str], object]]  # (suffix such as ".json", write(path))
 
@@ -53,6 +56,14 @@ def check_destination(output: str | None, suffixes: Sequence[str] = (".xlsx",)) 
             ``NAME<suffix>`` for each).
     """
     if output is None:
+        return
+    if output == STDOUT:  # one text document on stdout; a workbook is binary, two would run together
+        if ".xlsx" in suffixes:
+            raise UsageError("-o - writes to stdout, which cannot take the xlsx workbook; "
+                             "use --format json, md or html with -o -, or give -o a directory or a .xlsx path")
+        if len(suffixes) != 1:
+            raise UsageError(f"-o - writes one output to stdout, not {len(suffixes)}; "
+                             "use --format json, md or html with -o -")
         return
     p = Path(output)
     _check_name_lengths(output)
@@ -88,11 +99,27 @@ def publish(output: str | None, writers: Sequence[Writer], prefix: str = PREFIX,
         now: the time in generated names (default: now, UTC).
 
     Returns:
-        The final paths, in the order of ``writers``.
+        The final paths, in the order of ``writers``; ``["-"]`` for ``output="-"``, where the
+        one writer's file goes to stdout instead.
 
     Raises:
         OutputError: any ``OSError`` while writing or moving; nothing of the set is left.
     """
+    if output == STDOUT:
+        (suffix, write), = writers
+        with tempfile.TemporaryDirectory(prefix=".perfcmp-") as scratch:
+            try:
+                write(os.path.join(scratch, "stdout" + suffix))
+            except OSError as exc:
+                raise _error(exc, "-", f"write the {suffix.lstrip('.')} output") from None
+            data = Path(scratch, "stdout" + suffix).read_bytes()
+        sys.stdout.flush()
+        if hasattr(sys.stdout, "buffer"):
+            sys.stdout.buffer.write(data)
+        else:  # a text-only stream (a test's StringIO): the text outputs are UTF-8
+            sys.stdout.write(data.decode("utf-8"))
+        sys.stdout.flush()
+        return [STDOUT]
     explicit = output is not None and output.lower().endswith(".xlsx")
     directory = Path(output).parent if explicit else Path(output or ".")
     suffixes = [suffix for suffix, _ in writers]

@@ -118,7 +118,6 @@ CHUNK_BYTES = 4 << 20
 CHUNK_EVENTS = 16384  # events per chunk on the fallback path (``_raw_chunks``)
 # Where one event object ends and the next begins, if this sits at the top level of the array.
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
-PROGRESS_MIN_BYTES = 64 << 20  # a progress line on a terminal for documents at least this large
 
 Document = bytes | mmap.mmap
 
@@ -394,15 +393,24 @@ _EVENT_INDEX = re.compile(r"\$\[(\d+)\]")
 
 
 class _Progress:
-    """``perfcmp: reading <path>  42%`` on a terminal's stderr, for large documents only."""
+    """``perfcmp: reading <path>  42%`` on a terminal's stderr, once reading has taken more than
+    ``DELAY_S`` (a quick read shows nothing, whatever the document's size)."""
+
+    DELAY_S = 1.0
 
     def __init__(self, shown_as: str, total: int) -> None:
-        self.shown_as, self.total = shown_as, total
-        self.on = total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
+        from time import monotonic
+
+        self.clock = monotonic
+        self.shown_as, self.total = shown_as, max(total, 1)
+        self.started = monotonic()
+        self.on = sys.stderr.isatty()
         self.last = -1
 
     def show(self, done: int) -> None:
-        percent = 100 * done // self.total if self.on else -1
+        if not self.on or self.clock() - self.started <= self.DELAY_S:
+            return
+        percent = 100 * done // self.total
         if percent > self.last:
             self.last = percent
             sys.stderr.write(f"\rperfcmp: reading {self.shown_as} {percent:3d}%")

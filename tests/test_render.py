@@ -1,6 +1,7 @@
 """Renderers and the result model on a comparison of two literal profiles."""
 
 import hashlib
+import re
 
 import openpyxl
 import pandas as pd
@@ -53,13 +54,18 @@ def test_overall_numbers(result):
 
 
 def test_headline_and_table(result):
-    text = console.render(result)
-    assert "E2E 0.700 ms → 0.700 ms (±0.0 %): computing +0.100 ms, uncovered communication ±0.000 ms, free −0.100 ms" in text
+    headline = "E2E 0.700 ms → 0.700 ms (±0.0 %): computing +0.100 ms, uncovered communication ±0.000 ms, free −0.100 ms"
+    assert console.headline(result) == headline
+    text = console.render(result, width=200)
     lines = text.splitlines()
-    base_row = next(line for line in lines if line.startswith("| Base (GPU)"))
-    assert "0.200ms(1)" in base_row and "0.310ms" in base_row and "0.700ms" in base_row
-    assert any(line.startswith("| Comparison (GPU)") for line in lines)
+    assert headline in lines
+    rows = {re.split(r"\s{2,}", line.strip())[0]: line.split() for line in lines if line.startswith("  ")}
+    assert rows["Cube"][1:] == ["0.200", "(1)", "0.300", "(1)", "+0.100", "+50.0", "%"]
+    assert rows["Computing"][1:3] == ["0.310", "0.410"] and rows["E2E"][1:3] == ["0.700", "0.700"]
     assert "  comparison: odd thing (×3)" in lines
+    # at 80 columns the headline wraps, and no line is longer
+    narrow = console.render(result).splitlines()
+    assert max(len(line) for line in narrow) <= 80 and headline not in narrow
 
 
 def test_json_round_trip_and_version_guard(result):

@@ -1,83 +1,152 @@
-"""Console summary: the "Model Profiling Time Distribution" table, a one-line headline, and
-warning footnotes. Formatting only: every number comes from the ``ComparisonResult``.
+"""Console summary: the time distribution, a one-line headline, the top changes per dimension,
+the verdict and warning footnotes, laid out for the terminal's width (``render/terminal.py``).
+Formatting only: every number comes from the ``ComparisonResult``.
 
-The table keeps the peer's column names; values are in milliseconds (the peer prints seconds,
-which hides everything under a millisecond) with the unit written in each cell.
+The time distribution is the peer's "Model Profiling Time Distribution" turned on its side:
+one row per metric it shows (computing and its categories, uncovered communication with its
+wait and transmit parts, SDMA, free, E2E, the memory peaks), columns Base / Comparison / Diff /
+Change. Times are milliseconds totalled over what was compared (the whole profiled window, or
+the chosen step); ``(n)`` after a time counts the kernels or copies behind it; memory rows are
+peaks in GiB. The verdict's numbers are per-step medians and say so.
 """
 
 from __future__ import annotations
 
-from prettytable import PrettyTable
+from dataclasses import dataclass
 
 from perfcmp.render import top_changes
+from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary
 from perfcmp.verdict import OTHER_ROWS_NOTE
-from perfcmp.wording import GIB, amount, ranked_rows, relative_change
+from perfcmp.wording import GIB, amount, ranked_rows, ratio_change, relative_change
 
 MAX_WARNING_LINES = 10
+TITLE = "Model Profiling Time Distribution"
 
-# Console column -> the OverallMetrics row keys it adds up (durations and counts).
-SUMMED_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Cube Time(Num)", ("computing.matmul", "computing.cube", "computing.mc2:")),
-    ("Vector Time(Num)", ("computing.vector",)),
-    ("Conv Time(Forward)(Num)", ("computing.conv_fwd",)),
-    ("Conv Time(Backward)(Num)", ("computing.conv_bwd",)),
-    ("Flash Attention Time(Forward)(Num)", ("computing.fa_fwd",)),
-    ("Flash Attention Time(Backward)(Num)", ("computing.fa_bwd",)),
-    ("Paged Attention Time(Num)", ("computing.page_attention",)),
+# Computing categories -> the OverallMetrics row keys each adds up (durations and counts).
+SUMMED_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Cube", ("computing.matmul", "computing.cube", "computing.mc2:")),
+    ("Vector", ("computing.vector",)),
+    ("Conv Forward", ("computing.conv_fwd",)),
+    ("Conv Backward", ("computing.conv_bwd",)),
+    ("Flash Attention Forward", ("computing.fa_fwd",)),
+    ("Flash Attention Backward", ("computing.fa_bwd",)),
+    ("Paged Attention", ("computing.page_attention",)),
 )
+VERDICT_COLOURS = {"regression": "red", "improvement": "green", "inconclusive": "yellow"}
 
 
-def render(result: ComparisonResult) -> str:
-    parts: list[str] = []
-    if "profiling" in result.options.get("compare", "profiling"):
-        parts += [distribution_table(result).get_string(), "", headline(result)]
-    for block in top_changes.render(result, int(result.options.get("top") or 0)):
-        parts += ["", block]
+@dataclass(frozen=True)
+class Metric:
+    """One row of the time distribution: both sides in ``unit`` ("us" or "bytes")."""
+
+    label: str
+    base: float | None
+    comp: float | None
+    unit: str = "us"
+    counts: tuple[int, int] | None = None  # kernels / copies behind a time, per side
+    level: int = 0
+    keys: tuple[str, ...] = ()  # the verdict rows that colour its change
+
+
+def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = False, quiet: bool = False,
+           top: int | None = None) -> str:
+    """The console summary, every line at most ``width`` characters (down to ``terminal.MIN_WIDTH``).
+
+    Args:
+        result: the comparison.
+        width: the terminal's width (``terminal.terminal_width()``).
+        colour: add ANSI colours (``terminal.colour_wanted()``); plain text otherwise.
+        quiet: only the headline, the verdict and the gates.
+        top: rows per dimension in the top changes (default: the result's ``top`` option).
+
+    Returns:
+        The text, ending in a newline.
+    """
+    paint = Paint(colour)
+    profiling = "profiling" in str(result.options.get("compare", "profiling"))
+    heads = wrap(headline(result), width) if profiling else []
+    if quiet:
+        lines = heads + (_quiet_verdict(result, width, paint) if result.verdict is not None else [])
+        return "".join(line + "\n" for line in lines)
+    parts: list[list[str]] = []
+    if profiling:
+        parts += [distribution(result, width, paint), heads]
+    shown = int(result.options.get("top") or 0) if top is None else top
+    parts += [block.splitlines() for block in top_changes.render(result, shown, width, paint)]
     if result.verdict is not None:
-        parts += [""] + verdict_lines(result)
-    notes = footnotes(result)
-    if notes:
-        parts += [""] + notes
-    return "\n".join(parts).lstrip("\n") + "\n"
+        parts.append(verdict_lines(result, width, paint))
+    parts.append(footnotes(result, width))
+    return "\n\n".join("\n".join(p) for p in parts if p) + "\n"
 
 
-def distribution_table(result: ComparisonResult) -> PrettyTable:
-    sides = ((result.base, "base"), (result.comparison, "comp"))
-    columns: list[tuple[str, list[str]]] = []
-    for header, prefixes in SUMMED_COLUMNS:
-        values = [_sum_rows(result.overall, prefixes, side) for _, side in sides]
-        if any(dur > 0 for dur, _ in values):
-            columns.append((header, [f"{_ms(dur)}({n})" for dur, n in values]))
-    other = [_row_us(result.overall, "computing.other", side) for _, side in sides]
+def scope(result: ComparisonResult) -> str:
+    """What the totals cover: ``step 2 vs step 3``, or ``whole profile, 8 vs 8 steps``."""
+    b, c = result.base, result.comparison
+    if b.step is not None or c.step is not None:
+        return f"step {b.step} vs step {c.step}"
+    return f"whole profile, {len(b.steps)} vs {len(c.steps)} steps"
+
+
+def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
+    """The time distribution's title and table (see the module docstring)."""
+    verdicts = {r.row: r.verdict for r in result.verdict.rows} if result.verdict is not None else {}
+    rows = []
+    for m in distribution_metrics(result):
+        base, comp = _value(m.base, m.unit), _value(m.comp, m.unit)
+        if m.counts is not None:
+            base, comp = f"{base} ({m.counts[0]})", f"{comp} ({m.counts[1]})"
+        style = _change_style([verdicts.get(k, "") for k in m.keys])
+        diff = _diff(m.base, m.comp, m.unit)
+        change = "–" if m.base is None or m.comp is None else ratio_change(m.comp, m.base)
+        label = ("  " * m.level + m.label, "bold" if m.level == 0 and m.unit == "us" else None)
+        rows.append([label, base, comp, (diff, style), (change, style)])
+    columns = [Column("", align="l", name=True, cut="end"), Column("Base"), Column("Comparison"), Column("Diff"),
+               Column("Change")]
+    title = paint(shorten(f"{TITLE} (ms; {scope(result)})", width, "end"), "bold")
+    return [title] + table(columns, rows, width, paint)
+
+
+def distribution_metrics(result: ComparisonResult) -> list[Metric]:
+    """The rows of the time distribution, in order; rows both sides lack are left out."""
+    b, c, overall = result.base, result.comparison, result.overall
+    out = [Metric("Computing", b.computing_us, c.computing_us, keys=("overall:computing",))]
+    for label, prefixes in SUMMED_ROWS:
+        (bd, bn, keys), (cd, cn, _) = _sum_rows(overall, prefixes, "base"), _sum_rows(overall, prefixes, "comp")
+        if bd > 0 or cd > 0:
+            out.append(Metric(label, bd, cd, counts=(bn, cn), level=1, keys=keys))
+    other = [_row_us(overall, "computing.other", side) for side in ("base", "comp")]
     if any(v > 0 for v in other):
-        columns.append(("Other Time", [_ms(v) for v in other]))
-    columns.append(("Computing Time", [_ms(s.computing_us) for s, _ in sides]))
-    # Mem Usage is the process's peak as the NPU profiler and the peer report it (APP); a GPU
-    # trace has only the allocator's, which then stands in for it
-    usage = [s.process_peak_bytes if s.process_peak_bytes is not None else s.peak_reserved_bytes for s, _ in sides]
-    if any(usage):
-        columns.append(("Mem Usage", [_gib(v) for v in usage]))
-    if any(s.process_peak_bytes for s, _ in sides) and any(s.peak_reserved_bytes for s, _ in sides):
-        columns.append(("Peak Reserved", [_gib(s.peak_reserved_bytes) for s, _ in sides]))
-    if any(s.peak_allocated_bytes for s, _ in sides):
-        columns.append(("Peak Allocated", [_gib(s.peak_allocated_bytes) for s, _ in sides]))
-    waits = [_sum_wait(result.overall, side) for _, side in sides]
-    columns.append(("Uncovered Communication Time(Wait Time)",
-                    [f"{_ms(s.uncovered_us)}({_ms(w)})" for (s, _), w in zip(sides, waits)]))
-    sdma = [_sum_rows(result.overall, ("computing.sdma_tensor_move", "free.sdma"), side) for _, side in sides]
-    if any(dur > 0 for dur, _ in sdma):
-        columns.append(("SDMA Time(Num)", [f"{_ms(dur)}({n})" for dur, n in sdma]))
-    columns.append(("Free Time", [_ms(s.free_us) for s, _ in sides]))
-    columns.append(("E2E Time", [_ms(s.e2e_us) for s, _ in sides]))
+        out.append(Metric("Other", *other, level=1, keys=("overall:computing.other",)))
+    out.append(Metric("Uncovered Communication", b.uncovered_us, c.uncovered_us, keys=("overall:comm",)))
+    for part in ("wait", "transmit"):
+        parts = [r for r in overall if r.key.startswith("comm.group:") and r.key.endswith(f".{part}")]
+        if parts:
+            out.append(Metric(part.capitalize(), sum(r.base_us for r in parts), sum(r.comp_us for r in parts),
+                              level=1, keys=tuple(f"overall:{r.key}" for r in parts)))
+    sdma = [_sum_rows(overall, ("computing.sdma_tensor_move", "free.sdma"), side) for side in ("base", "comp")]
+    if any(dur > 0 for dur, _, _ in sdma):
+        out.append(Metric("SDMA", sdma[0][0], sdma[1][0], counts=(sdma[0][1], sdma[1][1]), keys=sdma[0][2]))
+    out.append(Metric("Free", b.free_us, c.free_us, keys=("overall:free",)))
+    out.append(Metric("E2E", b.e2e_us, c.e2e_us, keys=("overall:e2e",)))
+    return out + _memory_metrics(b, c)
 
-    table = PrettyTable()
-    table.title = "Model Profiling Time Distribution"
-    table.field_names = [""] + [header for header, _ in columns]
-    for i, (side, _) in enumerate(sides):
-        table.add_row([_row_name(side, "Base" if i == 0 else "Comparison")] + [values[i] for _, values in columns])
-    table.align = "l"
-    return table
+
+def _memory_metrics(b: SideSummary, c: SideSummary) -> list[Metric]:
+    # Mem Usage is the process's peak as the NPU profiler and the peer report it (APP); a GPU
+    # trace has only the allocator's reserved peak, which then stands in for it
+    out = []
+    process = any(s.process_peak_bytes for s in (b, c))
+    usage = [s.process_peak_bytes if s.process_peak_bytes is not None else s.peak_reserved_bytes for s in (b, c)]
+    if any(usage):
+        out.append(Metric("Mem Usage (GiB)", *usage, unit="bytes", keys=() if process else ("memory:peak_reserved",)))
+    if process and any(s.peak_reserved_bytes for s in (b, c)):
+        out.append(Metric("Peak Reserved (GiB)", b.peak_reserved_bytes, c.peak_reserved_bytes, unit="bytes",
+                          keys=("memory:peak_reserved",)))
+    if any(s.peak_allocated_bytes for s in (b, c)):
+        out.append(Metric("Peak Allocated (GiB)", b.peak_allocated_bytes, c.peak_allocated_bytes, unit="bytes",
+                          keys=("memory:peak_allocated",)))
+    return out
 
 
 def headline(result: ComparisonResult) -> str:
@@ -90,40 +159,43 @@ def headline(result: ComparisonResult) -> str:
     return f"E2E {_ms_spaced(b.e2e_us)} → {_ms_spaced(c.e2e_us)}{change}: " + ", ".join(parts)
 
 
-def verdict_lines(result: ComparisonResult) -> list[str]:
-    """``Verdict: regression — E2E +8.8 % per step (p = 0.0003, 8 vs 8 steps)``, counts, gates."""
+def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Paint = PLAIN) -> list[str]:
+    """``Verdict: regression — E2E +8.8 % per step (p = 0.0003, 8 vs 8 steps)``, counts, gates.
+
+    Args:
+        result: a comparison with a verdict.
+        width: fit every line into this many characters (row names cut, prose wrapped);
+            None: one line per item, however long.
+        paint: colours the verdict and failed gates.
+    """
     v = result.verdict
-    rows = {r.row: r for r in v.rows}
-    e2e = rows.get("overall:e2e")
-    detail = ""
-    if e2e is not None and e2e.relative is not None:
-        test = ("n=1, floors only" if e2e.n1 else
-                f"p = {e2e.p_adjusted:.2g}" if e2e.p_adjusted is not None else "below the floors, not tested")
-        detail = f" — E2E {e2e.relative * 100:+.1f} % per step ({test}, {v.n_steps[0]} vs {v.n_steps[1]} steps)"
-    lines = [f"Verdict: {v.overall}{detail}"]
-    counts = {}
+    items: list[tuple[str, tuple[str | None, ...]]] = [(_verdict_line(result), _verdict_style(result))]
+    counts: dict[str, int] = {}
     for r in v.rows:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     shown = [f"{counts[k]} {k}" for k in ("regressed", "improved", "within noise") if counts.get(k)]
     if shown:
-        lines.append("  rows: " + ", ".join(shown))
+        items.append(("  rows (per-step medians): " + ", ".join(shown), ()))
     # time rows first (µs and bytes do not rank together), largest change first
     regressed = [r for r in v.rows if r.verdict == "regressed" and r.row != "overall:e2e"]
-    worst = ranked_rows(regressed, worst_first=True)[:5]
-    for r in worst:
-        lines.append(f"  regressed: {r.row} {relative_change(r)} ({amount(r)})")
+    for r in ranked_rows(regressed, worst_first=True)[:5]:
+        tail = f" {relative_change(r)} ({amount(r)})"
+        name = r.row if width is None else shorten(r.row, max(width - len("  regressed: ") - len(tail), 12))
+        items.append((f"  regressed: {name}{tail}", ()))
     if sum(v.skip_steps):
-        lines.append(f"  warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]} ({v.skip_reason})")
+        items.append((f"  warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]} "
+                      f"({v.skip_reason})", ()))
     for side, steps in sorted(v.outlier_steps.items()):
         if steps:
-            lines.append(f"  outlier steps ({side}): {', '.join(str(s) for s in steps)}")
+            items.append((f"  outlier steps ({side}): {', '.join(str(s) for s in steps)}", ()))
     # the rows that moved while E2E did not are the "regressed:" lines and counts above already
-    lines += [f"  {reason}" for reason in v.reasons if not reason.startswith(OTHER_ROWS_NOTE)]
-    lines += [f"  gate {g.message}" for g in v.gates]
-    return lines
+    items += [(f"  {reason}", ()) for reason in v.reasons if not reason.startswith(OTHER_ROWS_NOTE)]
+    items += _gate_items(result)
+    return _lay_out(items, width, paint)
 
 
-def footnotes(result: ComparisonResult) -> list[str]:
+def footnotes(result: ComparisonResult, width: int | None = None) -> list[str]:
+    """``warnings (3):`` and one line per warning (at most ``MAX_WARNING_LINES``), wrapped to ``width``."""
     if not result.warnings:
         return []
     lines = [f"warnings ({len(result.warnings)}):"]
@@ -133,25 +205,58 @@ def footnotes(result: ComparisonResult) -> list[str]:
         lines.append(f"  {where}{w.message}{count}")
     if len(result.warnings) > MAX_WARNING_LINES:
         lines.append(f"  … and {len(result.warnings) - MAX_WARNING_LINES} more (see the Warnings sheet)")
-    return lines
+    return _lay_out([(line, ()) for line in lines], width, PLAIN)
 
 
-def _row_name(side: SideSummary, role: str) -> str:
-    detail = side.device if side.step is None else f"{side.device}, step {side.step}"
-    if side.metadata.get("export"):  # an NPU directory held a DB export: say which export was read
-        detail += f", {side.metadata['export']}"
-    if side.basis == "host":
-        detail += ", host only"
-    return f"{role} ({detail})"
+def _quiet_verdict(result: ComparisonResult, width: int, paint: Paint) -> list[str]:
+    return _lay_out([(_verdict_line(result), _verdict_style(result))] + _gate_items(result), width, paint)
 
 
-def _sum_rows(rows: list[OverallRow], prefixes: tuple[str, ...], side: str) -> tuple[float, int]:
-    dur, count = 0.0, 0
+def _verdict_line(result: ComparisonResult) -> str:
+    v = result.verdict
+    e2e = next((r for r in v.rows if r.row == "overall:e2e"), None)
+    detail = ""
+    if e2e is not None and e2e.relative is not None:
+        test = ("n=1, floors only" if e2e.n1 else
+                f"p = {e2e.p_adjusted:.2g}" if e2e.p_adjusted is not None else "below the floors, not tested")
+        detail = f" — E2E {e2e.relative * 100:+.1f} % per step ({test}, {v.n_steps[0]} vs {v.n_steps[1]} steps)"
+    return f"Verdict: {v.overall}{detail}"
+
+
+def _verdict_style(result: ComparisonResult) -> tuple[str | None, ...]:
+    return ("bold", VERDICT_COLOURS.get(result.verdict.overall))
+
+
+def _gate_items(result: ComparisonResult) -> list[tuple[str, tuple[str | None, ...]]]:
+    return [(f"  gate {g.message}", ("red",) if g.failed else ()) for g in result.verdict.gates]
+
+
+def _lay_out(items: list[tuple[str, tuple[str | None, ...]]], width: int | None, paint: Paint) -> list[str]:
+    """Each (line, styles) wrapped into ``width`` (continuations indented two more spaces; None:
+    left whole), then painted line by line."""
+    out = []
+    for text, styles in items:
+        indent = text[: len(text) - len(text.lstrip(" "))]
+        parts = [text] if width is None or len(text) <= width else wrap(text, width, indent=indent)
+        out += [paint(part, *styles) for part in parts]
+    return out
+
+
+def _change_style(verdicts: list[str]) -> str | None:
+    if "regressed" in verdicts:
+        return "red"
+    return "green" if "improved" in verdicts else None
+
+
+def _sum_rows(rows: list[OverallRow], prefixes: tuple[str, ...], side: str) -> tuple[float, int, tuple[str, ...]]:
+    """Duration and count of the level-1 rows under ``prefixes`` on one side, and their verdict rows."""
+    dur, count, keys = 0.0, 0, []
     for r in rows:
         if r.level == 1 and r.key.startswith(prefixes):
             dur += r.base_us if side == "base" else r.comp_us
             count += (r.base_count if side == "base" else r.comp_count) or 0
-    return dur, count
+            keys.append(f"overall:{r.key}")
+    return dur, count, tuple(keys)
 
 
 def _row_us(rows: list[OverallRow], key: str, side: str) -> float:
@@ -161,13 +266,18 @@ def _row_us(rows: list[OverallRow], key: str, side: str) -> float:
     return 0.0
 
 
-def _sum_wait(rows: list[OverallRow], side: str) -> float:
-    return sum((r.base_us if side == "base" else r.comp_us) for r in rows
-               if r.key.startswith("comm.group:") and r.key.endswith(".wait"))
+def _value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    return f"{value / GIB:.2f}" if unit == "bytes" else f"{value / 1000:.3f}"
 
 
-def _ms(us: float) -> str:
-    return f"{us / 1000:.3f}ms"
+def _diff(base: float | None, comp: float | None, unit: str) -> str:
+    if base is None or comp is None:
+        return "–"
+    scale, digits = (GIB, 2) if unit == "bytes" else (1000.0, 3)
+    text = f"{(comp - base) / scale:+.{digits}f}"
+    return "±" + text[1:] if float(text) == 0 else text  # never "-0.000"
 
 
 def _ms_spaced(us: float) -> str:
@@ -187,7 +297,3 @@ def _pct(comp: float, base: float) -> str:
     pct = (comp - base) / base * 100
     sign = "+" if pct > 0 else ("−" if pct < 0 else "±")
     return f"{sign}{abs(pct):.1f} %"
-
-
-def _gib(value: float | None) -> str:
-    return "-" if value is None else f"{value / GIB:.2f}G"

@@ -5,7 +5,10 @@ this module only ranks the result's rows and formats them. A row is listed only 
 clears the verdict's floors (``perfcmp.verdict.Thresholds``), scaled to the whole profile the
 sheets total: at least ``relative`` of the base, ``absolute_us`` per step and ``share_of_step``
 of the base E2E. A −0.0 % row is not an improvement; when no row of any dimension clears them,
-one line says so.
+one line says so. The numbers are the sheets' totals over the whole profile, or over the chosen
+steps with ``--base-step`` (every detail table keeps only those), and each table's title says
+which; tables are fitted to the terminal's width (``render/terminal.py``), names cut
+in the middle.
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from prettytable import PrettyTable
-
+from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.result import ComparisonResult
 from perfcmp.verdict import Thresholds
 from perfcmp.wording import ratio_change
@@ -44,8 +46,9 @@ def load_dimensions() -> list[Dimension]:
                       where=tuple(sorted(d.get("where", {}).items()))) for d in data["dimensions"]]
 
 
-def render(result: ComparisonResult, top: int) -> list[str]:
-    """Text blocks: per dimension with a sheet, its top ``top`` regressions, then improvements."""
+def render(result: ComparisonResult, top: int, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
+    """Text blocks: per dimension with a sheet, its top ``top`` regressions, then improvements,
+    every line at most ``width`` characters."""
     blocks: list[str] = []
     if top <= 0:
         return blocks
@@ -58,19 +61,23 @@ def render(result: ComparisonResult, top: int) -> list[str]:
         rows = [r for r in _changes(table.records(), dim) if abs(r[3]) >= SHOWN and clears(dim.unit, r[1], r[3])]
         worse = sorted((r for r in rows if r[3] > 0), key=lambda r: (-r[3], r[0]))[:top]
         better = sorted((r for r in rows if r[3] < 0), key=lambda r: (r[3], r[0]))[:top]
-        for label, chosen in (("regressions", worse), ("improvements", better)):
+        for label, chosen, style in (("regressions", worse, "red"), ("improvements", better, "green")):
             if chosen:
-                blocks.append(_table(f"Top {label}: {dim.title} ({dim.unit})", chosen))
+                title = f"Top {label}: {dim.title} ({UNIT_NAMES.get(dim.unit, dim.unit)}, {_scope(result, dim)})"
+                blocks.append("\n".join([paint(shorten(title, width, "end"), "bold")]
+                                        + _table(chosen, width, paint, style)))
         if not rows:
             quiet.append(dim.title)
     if quiet:
         t = _thresholds(result)
-        blocks.append(f"No change in {', '.join(quiet)} clears the floors "
-                      f"(≥ {t.relative * 100:g} %, ≥ {t.absolute_us:g} µs per step and ≥ {t.share_of_step * 100:g} % of the step).")
+        blocks.append("\n".join(wrap(f"No change in {', '.join(quiet)} clears the floors (≥ {t.relative * 100:g} %, "
+                                     f"≥ {t.absolute_us:g} µs per step and ≥ {t.share_of_step * 100:g} % of the step).",
+                                     width)))
     return blocks
 
 
 TIME_UNITS = {"us": 1.0, "ms": 1000.0}  # -> µs
+UNIT_NAMES = {"us": "µs"}  # as titles show them
 MEMORY_UNITS = {"B": 1.0, "KB": 1024.0, "MB": 1024.0 ** 2, "GB": 1024.0 ** 3}  # -> bytes
 
 
@@ -118,18 +125,18 @@ def _changes(records: list[dict], dim: Dimension) -> list[tuple[str, float, floa
     return out
 
 
-def _table(title: str, rows: list[tuple[str, float, float, float]]) -> str:
-    table = PrettyTable()
-    table.title = title
-    table.field_names = ["#", "name", "base", "comparison", "diff", "change"]
-    for i, (name, base, comp, diff) in enumerate(rows, start=1):
-        table.add_row([i, _clip(name), f"{base:.3f}", f"{comp:.3f}", f"{diff:+.3f}", ratio_change(comp, base)])
-    table.align = "l"
-    for column in ("base", "comparison", "diff", "change"):
-        table.align[column] = "r"
-    return table.get_string()
+def _table(rows: list[tuple[str, float, float, float]], width: int, paint: Paint, style: str) -> list[str]:
+    columns = [Column("#"), Column("Name", align="l", name=True), Column("Base"), Column("Comparison"), Column("Diff"),
+               Column("Change")]
+    cells = [[str(i), name, f"{base:.3f}", f"{comp:.3f}", (f"{diff:+.3f}", style), (ratio_change(comp, base), style)]
+             for i, (name, base, comp, diff) in enumerate(rows, start=1)]
+    return table(columns, cells, width, paint)
 
 
-def _clip(name: str, width: int = 70) -> str:
-    name = name.replace("\n", " ")
-    return name if len(name) <= width else name[: width - 1] + "…"
+def _scope(result: ComparisonResult, dim: Dimension) -> str:
+    """``whole-profile totals``, or ``totals of step 2 vs step 3`` when one step of each side is
+    compared (every detail table then keeps only that step)."""
+    b, c = result.base, result.comparison
+    if b.step is not None or c.step is not None:
+        return f"totals of step {b.step} vs step {c.step}"
+    return "whole-profile totals"

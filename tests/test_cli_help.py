@@ -1,0 +1,92 @@
+"""``--help`` and ``--version``: one spelling per option (the others still parse), metavars,
+panels, examples, nothing cut at 80 columns. The help is rendered by typer with rich, so the
+assertions are on words, not layout, and colour escapes are stripped first."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+
+from perfcmp import __version__
+from perfcmp.cli import app, main
+
+ANSI = re.compile(r"\033\[[0-9;]*m")
+COMMANDS = [[], ["compare"], ["render"], ["history"], ["golden"], ["golden", "check"], ["golden", "save"],
+            ["golden", "list"]]
+# shown spelling -> the spellings --help must not show
+ALIASES = {"--profiling_path": ["--profiling-path"], "--benchmark_profiling_path": ["--benchmark-profiling-path"],
+           "--output_path": ["--output-path"], "--base-step": ["--base_step"], "--comparison-step": ["--comparison_step"],
+           "--gpu_flow_cat": ["--gpu-flow-cat"], "--npu-source": ["--npu_source"],
+           "--enable_operator_compare": ["--enable-operator-compare"], "--max_kernel_num": ["--max-kernel-num"],
+           "--skip-steps": ["--skip_steps"], "--fail-on": ["--fail_on"], "--require-verdict": ["--require_verdict"]}
+
+
+def help_text(capsys, monkeypatch, *command: str) -> str:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main([*command, "--help"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    return ANSI.sub("", out)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "perfcmp")
+def test_help_fits_80_columns_and_cuts_nothing(command, capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch, *command)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "<bool>" not in text  # a flag takes no value
+
+
+def test_compare_help_names_each_option_once(capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch, "compare")
+    options = re.findall(r"(?<![\w-])(--[a-z][\w-]*)", text)
+    shown = [o for o in options if o in ALIASES or any(o in hidden for hidden in ALIASES.values())]
+    assert sorted(set(shown)) == sorted(ALIASES)  # every shown spelling, no hidden one
+    table_rows = [line for line in text.splitlines() if re.match(r"│ \*?\s{0,3}--", line)]
+    names = [re.search(r"--[\w-]+", line).group(0) for line in table_rows]
+    assert len(names) == len(set(names)) and "--enable_communication_compare" in names and "--quiet" in names
+
+
+def test_compare_help_has_panels_metavars_and_examples(capsys, monkeypatch):
+    text = help_text(capsys, monkeypatch, "compare")
+    for panel in ("Inputs", "Outputs", "Dimensions", "Gates & verdict"):
+        assert re.search(rf"╭─ {re.escape(panel)} ─", text), panel
+    for option, metavar in (("--profiling_path", "PATH"), ("--output_path", "DIR|FILE.xlsx"), ("--base-step", "STEP"),
+                            ("--top", "N"), ("--fail-on", "GATE"), ("--policy", "FILE")):
+        assert re.search(rf"{re.escape(option)}\s.*\s{re.escape(metavar)}\s", text), option
+    assert "Examples:" in text and "perfcmp render result.json" in text
+
+
+def test_history_help_lists_its_own_formats(capsys, monkeypatch):
+    from perfcmp.history import FORMATS
+
+    text = " ".join(help_text(capsys, monkeypatch, "history").replace("│", " ").split())
+    assert f"of: {', '.join(FORMATS)}." in text and "html" not in text
+
+
+def test_hidden_spellings_still_parse():
+    group = typer.main.get_command(app)
+    compare = group.get_command(None, "compare")
+    for spelling in (["--profiling_path", "a", "--benchmark_profiling_path", "b", "--base_step", "1", "--comparison-step", "2"],
+                     ["--profiling-path", "a", "--benchmark-profiling-path", "b", "--base-step", "1", "--comparison_step", "2"]):
+        ctx = compare.make_context("compare", [*spelling, "--enable-api-compare", "--fail_on", "e2e:+3%"])
+        assert (ctx.params["profiling_path"], ctx.params["benchmark_profiling_path"]) == ("a", "b")
+        assert (ctx.params["base_step"], ctx.params["comparison_step"]) == (1, 2)
+        assert ctx.params["enable_api"] and ctx.params["fail_on"] == ["e2e:+3%"]
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"perfcmp {__version__}\n" and err == ""
+
+
+def test_shell_completion_offers_the_shown_spellings(monkeypatch, capsys):
+    monkeypatch.setenv("_PERFCMP_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", "perfcmp compare --prof")
+    monkeypatch.setenv("COMP_CWORD", "2")
+    with pytest.raises(SystemExit):
+        main([])
+    assert capsys.readouterr().out.split() == ["--profiling_path"]
