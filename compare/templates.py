@@ -9,6 +9,10 @@ from importlib import resources
 from perfcmp.readers.errors import PerfcmpError
 
 SIDES = ("base", "comparison", None)
+# [style] keys the renderer reads (checked here, so a broken layout fails with a clear message)
+STYLE_KEYS = ("font_name", "font_size", "base_banner", "comparison_banner", "base_header", "comparison_header", "worse",
+              "level0_fill", "level1_fill", "level1_plain_under", "verdict_fills", "min_width", "max_width",
+              "line_height")
 
 
 class TemplateError(PerfcmpError):
@@ -17,13 +21,15 @@ class TemplateError(PerfcmpError):
 
 @dataclass(frozen=True)
 class ColumnSpec:
+    """One column; its width is not declared but fitted to the header and the values shown."""
+
     field: str
     header: str
-    width: float
     format: str
     side: str | None = None
     worse_above_one: bool = False
     optional: bool = False  # left out of the sheet when every row's cell is empty
+    verdict_fill: bool = False  # the cell holds a verdict: filled as [style] verdict_fills says
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,9 @@ def load_layout() -> Layout:
         data = tomllib.loads(text)
         formats = data["formats"]
         sheets = tuple(_sheet(s, formats) for s in data["sheets"])
+        missing = [key for key in STYLE_KEYS if key not in data["style"]]
+        if missing:
+            raise TemplateError(f"report_templates/sheets.toml: [style] lacks {', '.join(missing)}")
         return Layout(sheets=sheets, formats=formats, style=data["style"])
     except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
         raise TemplateError(f"report_templates/sheets.toml is invalid ({exc.__class__.__name__}: {exc})") from None

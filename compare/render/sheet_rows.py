@@ -1,14 +1,23 @@
 """Flatten a ``ComparisonResult`` into the row dicts the workbook's sheet specs name.
 
 Times stay in µs and sizes in bytes, as in the result: a column's format scales them to the
-unit its header names (``sheets.toml``). Nothing is rounded; missing values are None, written
-as empty cells.
+unit its header names (``sheets.toml``); only the Verdicts sheet, whose rows mix units, converts
+here (ms and MiB, named in its Unit column). Nothing is rounded; missing values are None,
+written as empty cells.
 """
 
 from __future__ import annotations
 
+import math
+
 from perfcmp.render.detail_text import text_columns
-from perfcmp.result import ComparisonResult, Table
+from perfcmp.result import ComparisonResult, Table, VerdictRow
+
+MIB = 1024 * 1024
+# the Verdicts sheet's units: (name shown, divisor) by the verdict row's unit
+VERDICT_UNITS = {"us": ("ms", 1000.0), "bytes": ("MiB", float(MIB))}
+# Verdicts sheet order: these verdicts first, in this order, then every other
+VERDICT_ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2}
 
 
 def overall(result: ComparisonResult) -> list[dict]:
@@ -24,14 +33,31 @@ def overall(result: ComparisonResult) -> list[dict]:
 
 
 def verdicts(result: ComparisonResult) -> list[dict]:
+    """The judged rows, worst news first: regressed, improved, inconclusive, then the rest; within
+    each, the largest absolute relative change first (none last), then by row key. Values in ms
+    (times) or MiB (memory), named by ``unit``."""
     if result.verdict is None:
         return []
-    return [{"row": r.row, "unit": r.unit, "n_base": r.n_base, "base_median": r.base_median, "n_comp": r.n_comp,
-             "comp_median": r.comp_median, "diff": r.diff, "relative": r.relative, "ci_low": r.ci_low,
-             "ci_high": r.ci_high, "p_value": r.p_value, "p_adjusted": r.p_adjusted, "verdict": r.verdict,
-             "n1": "yes" if r.n1 else "", "basis": r.basis, "test": r.test,
-             "n_base_samples": r.n_base_samples if r.test else None, "n_comp_samples": r.n_comp_samples if r.test else None,
-             "note": r.note} for r in result.verdict.rows]
+    out = []
+    for r in sorted(result.verdict.rows, key=_verdict_order):
+        unit, divisor = VERDICT_UNITS.get(r.unit, (r.unit, 1.0))
+        out.append({"row": r.row, "unit": unit, "n_base": r.n_base, "base_median": _scaled(r.base_median, divisor),
+                    "n_comp": r.n_comp, "comp_median": _scaled(r.comp_median, divisor), "diff": _scaled(r.diff, divisor),
+                    "relative": r.relative, "ci_low": _scaled(r.ci_low, divisor), "ci_high": _scaled(r.ci_high, divisor),
+                    "p_value": r.p_value, "p_adjusted": r.p_adjusted, "verdict": r.verdict,
+                    "n1": "yes" if r.n1 else "", "basis": r.basis, "test": r.test,
+                    "n_base_samples": r.n_base_samples if r.test else None,
+                    "n_comp_samples": r.n_comp_samples if r.test else None, "note": r.note})
+    return out
+
+
+def _verdict_order(r: VerdictRow) -> tuple:
+    change = abs(r.relative) if r.relative is not None and math.isfinite(r.relative) else -1.0  # none: last
+    return VERDICT_ORDER.get(r.verdict, len(VERDICT_ORDER)), -change, r.row
+
+
+def _scaled(value: float | None, divisor: float) -> float | None:
+    return None if value is None else value / divisor
 
 
 def steps(result: ComparisonResult) -> list[dict]:

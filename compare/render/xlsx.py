@@ -1,21 +1,38 @@
 """The workbook renderer: walks the sheet specs of ``report_templates/sheets.toml``.
 
-No layout decisions live here: banners, headers, widths, number formats and fills come from
-the specs; ``ooxml`` writes the file. The same result gives the same bytes. Text longer than a
-cell may hold (32,767 characters) is cut by ``ooxml`` with a visible marker; ``write`` counts
-those cells beforehand and says so in one row of the Warnings sheet.
+No layout decisions live here: banners, headers, number formats and fills come from the
+specs; ``ooxml`` writes the file. The same result gives the same bytes. Each sheet's cells are
+gathered column by column first, so that the column widths (fitted to the header and the
+widest value shown) and the heights of rows with wrapped text are known before the sheet
+streams out: ``<cols>`` precedes the rows in the file. Every sheet gets an autofilter over its
+header row and data, and is frozen below the headers and right of column A.
+
+Text longer than a cell may hold (32,767 characters) is cut by ``ooxml`` with a visible
+marker; ``write`` counts those cells beforehand and says so in one row of the Warnings sheet.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
-from perfcmp.render.ooxml import TEXT_LIMIT, Sheet, Style, Workbook, column_letter, over_limit
+from perfcmp.render.ooxml import (MAX_ROW_HEIGHT, TEXT_LIMIT, Sheet, Style, Workbook, column_letter, over_limit,
+                                  shown_width)
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.result import ComparisonResult, Table
-from perfcmp.templates import Layout, SheetSpec, load_layout
+from perfcmp.templates import ColumnSpec, Layout, SheetSpec, load_layout
 
 HEAD_ROWS = 3  # banner, blank, headers: data starts on row 4, so read_excel(header=2) works
+FREEZE = (HEAD_ROWS, 1)  # every sheet: the head rows and column A (the row's name or number) stay in view
+# Characters a header needs beyond its length: bold text is wider, and the autofilter's button
+# covers the cell's right end.
+HEADER_ROOM = 3
+# Characters each piece of a folded line holds, as a share of the column width: a long line
+# breaks at spaces and punctuation, before a long C++ token, so its pieces end short of the
+# edge (more often than Arial's letters, narrower than the digits a width counts, make up for).
+# Overestimated, a row shows a little blank space; underestimated, it would hide the end of a
+# kernel list.
+WRAP_FILL = 0.9
 WARNING_COLUMNS = ["side", "source", "message", "count"]
 
 
@@ -33,7 +50,11 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
     cut = sum(_cells_over_limit(spec, table) for spec, table in sheets)
     if cut:
         sheets = _with_cut_warning(sheets, layout, cut)
-    book = Workbook(path, [spec.name for spec, _ in sheets], layout.style["font_name"], layout.style["font_size"])
+    sheets = [(_without_empty_optional_columns(spec, table), table) for spec, table in sheets]
+    filters = {spec.name: f"A{HEAD_ROWS}:{column_letter(len(spec.columns) - 1)}{HEAD_ROWS + len(table.rows)}"
+               for spec, table in sheets}
+    book = Workbook(path, [spec.name for spec, _ in sheets], layout.style["font_name"], layout.style["font_size"],
+                    filters=filters)
     for spec, table in sheets:
         _write_sheet(book, spec, table, result, layout)
     book.close()
@@ -75,19 +96,67 @@ def _with_cut_warning(sheets: list[tuple[SheetSpec, Table]], layout: Layout, cut
 
 
 def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
-    spec = _without_empty_optional_columns(spec, table)
     banners = _banners(spec, result)
-    sheet = book.add_sheet(spec.name, [c.width for c in spec.columns], freeze=(HEAD_ROWS, 1),
-                           merges=[ref for ref, *_ in banners if ":" in ref])
-    _write_head(book, sheet, spec, banners, layout.style)
     styles = _Styles(book, layout)
     position = {name: i for i, name in enumerate(table.columns)}
     where = [position.get(c.field) for c in spec.columns]  # None: the table lacks it, an empty cell
     if spec.indent_field is None:
-        _write_plain_rows(sheet, spec, table, where, styles, layout.style["worse"])
+        columns, cell_styles = _plain_cells(spec, table, where, styles, layout.style)
     else:
-        _write_tree_rows(sheet, spec, table, where, styles, layout.style)
+        columns, cell_styles = _tree_cells(spec, table, where, styles, layout.style)
+    widths = [_width(c, values, layout, c.field == spec.indent_field) for c, values in zip(spec.columns, columns)]
+    heights = _row_heights(spec, columns, widths, styles, layout.style["line_height"])
+    sheet = book.add_sheet(spec.name, widths, freeze=FREEZE, merges=[ref for ref, *_ in banners if ":" in ref])
+    _write_head(book, sheet, spec, banners, layout.style)
+    sheet.add_rows(columns, cell_styles, heights)
     sheet.close()
+
+
+def _clamp(width: float, style: dict) -> float:
+    return float(min(max(width, style["min_width"]), style["max_width"]))
+
+
+def _width(column: ColumnSpec, values: list, layout: Layout, indented: bool = False) -> float:
+    """Wide enough for the header and for the widest value as its number format shows it (a
+    multi-line text's first line), within [style] min_width..max_width. An ``indented`` label's
+    leading tabs become a cell indent of about two characters each."""
+    if indented:
+        shown = max((len(v) + v.count("\t") for v in values if v), default=0)
+    else:
+        shown = shown_width(values, layout.formats[column.format].get("num_format", "General"))
+    return _clamp(max(len(column.header) + HEADER_ROOM, shown + 1), layout.style)
+
+
+def _row_heights(spec: SheetSpec, columns: list[list], widths: list[float], styles: "_Styles",
+                 line_height: float) -> list[float | None] | None:
+    """The height of each row whose wrapped cells need more than one line (None: the default).
+
+    Kernel and allocation lists hold one line per kernel, and a kernel's name is often a long
+    C++ template whose telling part (the tile shape, the functor) comes last. Putting a list on
+    one line would show the same "void at::native::..." prefix in every row, so wrapped cells
+    show it whole instead: a line per kernel, a long name folded onto further lines, and the row
+    as tall as that (``line_height`` points a line, at most Excel's 409). A line as long as the
+    column is wide fits it; a longer one folds into pieces of ``WRAP_FILL`` of the width. Rows
+    without such text keep the default height, so the rest of the sheet stays compact.
+    """
+    wrapped = [(values, int(width)) for c, values, width in zip(spec.columns, columns, widths) if c.format in styles.wraps]
+    if not wrapped:
+        return None
+    counts = []
+    for values, width in wrapped:
+        folds = re.compile(f"[^\n]{{{width + 1},}}").findall  # the lines too long for the column
+        chars = max(1, int(width * WRAP_FILL))  # what a folded line's pieces hold
+        counts.append([_lines(v, folds, chars) if type(v) is str and (len(v) > width or "\n" in v) else 1
+                       for v in values])
+    most = map(max, *counts) if len(counts) > 1 else counts[0]  # each row's most lines
+    return [min(n * line_height, MAX_ROW_HEIGHT) if n > 1 else None for n in most]
+
+
+def _lines(text: str, folds, chars: int) -> int:
+    """The lines ``text`` shows wrapped: one per line, and a line longer than the column folds
+    into pieces of ``chars``. A final "\\n" (a list's last line ends in one) opens an empty line
+    that the applications do draw; cells are top aligned, so it falls below the row unseen."""
+    return text.count("\n") + (not text.endswith("\n")) + sum((len(line) - 1) // chars for line in folds(text))
 
 
 def _without_empty_optional_columns(spec: SheetSpec, table: Table) -> SheetSpec:
@@ -116,47 +185,59 @@ class _Styles:
         key = (fmt, fill, indent)
         if key not in self.cache:
             self.cache[key] = self.book.style(Style(num_format=self.num_formats[fmt], fill=fill, indent=indent,
-                                                    wrap=fmt in self.wraps))
+                                                    wrap=fmt in self.wraps, boxed=True))
         return self.cache[key]
 
 
-def _write_plain_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, worse: str) -> None:
-    """Detail sheets: one style per column, red where a "worse above one" ratio exceeds 1."""
+def _plain_cells(spec: SheetSpec, table: Table, where: list, styles: "_Styles",
+                 style: dict) -> tuple[list[list], list[list[int]]]:
+    """Detail sheets, column by column: values, and one style per column, red where a "worse
+    above one" ratio exceeds 1, a verdict's fill on a verdict."""
     rows = table.rows
     columns, column_styles = [], []
     for c, j in zip(spec.columns, where):
-        values = [row[j] for row in rows] if j is not None else [None] * len(rows)
-        values = _scaled(values, styles.scales[c.format])
+        values = _scaled([row[j] for row in rows], styles.scales[c.format]) if j is not None else [None] * len(rows)
         plain = styles(c.format)
         if c.worse_above_one:
-            red = styles(c.format, worse)
+            red = styles(c.format, style["worse"])
             column_styles.append([red if type(v) is float and v > 1 else plain for v in values])
+        elif c.verdict_fill:
+            fills = style["verdict_fills"]
+            column_styles.append([styles(c.format, fills[v]) if v in fills else plain for v in values])
         else:
             column_styles.append([plain] * len(values))
         columns.append(values)
-    sheet.add_rows(columns, column_styles)
+    return columns, column_styles
 
 
 def _scaled(values: list, scale: float) -> list:
-    """Values from µs / bytes into the unit a format shows (``scale`` of the format; counts,
-    ratios and text pass unchanged)."""
+    """Values from µs / bytes into the unit their format shows (its ``scale``; counts, ratios
+    and text pass unchanged)."""
     if scale == 1.0:
         return values
     return [v * scale if type(v) in (float, int) else v for v in values]
 
 
-def _write_tree_rows(sheet: Sheet, spec: SheetSpec, table: Table, where: list, styles: _Styles, style: dict) -> None:
-    """OverallMetrics: fills and indentation follow each row's level."""
+def _tree_cells(spec: SheetSpec, table: Table, where: list, styles: "_Styles",
+                style: dict) -> tuple[list[list], list[list[int]]]:
+    """OverallMetrics, column by column: fills and indentation follow each row's level; a ratio
+    above 1 is red and a verdict has its own fill."""
     level_at, key_at = table.columns.index("level"), table.columns.index("key")
+    columns: list[list] = [[] for _ in spec.columns]
+    column_styles: list[list[int]] = [[] for _ in spec.columns]
     for row in table.rows:
         level, key = row[level_at], row[key_at]
         fill = _row_fill(level, key, style)
-        cells = []
-        for c, j in zip(spec.columns, where):
+        for c, j, values, cell_styles in zip(spec.columns, where, columns, column_styles):
             value = None if j is None else _scaled([row[j]], styles.scales[c.format])[0]
-            cell_fill = style["worse"] if c.worse_above_one and type(value) is float and value > 1 else fill
-            cells.append((value, styles(c.format, cell_fill, level if c.field == spec.indent_field else 0)))
-        sheet.add_row(cells)
+            cell_fill = fill
+            if c.worse_above_one and type(value) is float and value > 1:
+                cell_fill = style["worse"]
+            elif c.verdict_fill and value in style["verdict_fills"]:
+                cell_fill = style["verdict_fills"][value]
+            values.append(value)
+            cell_styles.append(styles(c.format, cell_fill, level if c.field == spec.indent_field else 0))
+    return columns, column_styles
 
 
 def _banners(spec: SheetSpec, result: ComparisonResult) -> list[tuple[str, int, int, str]]:

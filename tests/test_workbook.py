@@ -1,0 +1,284 @@
+"""A workbook people can work in: autofilters, frozen heads, fitted widths, rows as tall as their
+kernel lists, verdict fills, and the Verdicts sheet sorted with readable units.
+
+Most numbers come from a literal result built here, so every range, height and value the tests
+assert can be worked out by hand; the demo GPU pair checks the same rules on a real workbook.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.utils import get_column_letter
+
+from perfcmp.options import CompareOptions
+from perfcmp.pipeline import run
+from perfcmp.render import xlsx
+from perfcmp.render.ooxml import Workbook, shown_width
+from perfcmp.result import ComparisonResult, OverallRow, SideSummary, Table, Verdict, VerdictRow, WarningRecord
+from perfcmp.templates import load_layout
+
+DEMO = Path(__file__).resolve().parents[1] / "golden" / "demo" / "gpu"
+MIN_WIDTH, MAX_WIDTH = 8, 60  # [style] min_width, max_width
+PAD = 0.71  # the writer stores a width as characters + 0.71, as Excel does
+
+OPERATOR_FIELDS = [c.field for s in load_layout().sheets if s.name == "OperatorCompare" for c in s.columns]
+LONG_KERNEL = "void cutlass::Kernel<" + "x" * 178 + ">"  # 200 characters
+
+
+def verdict_row(row: str, verdict: str, relative: float | None, unit: str = "us", base: float = 1000.0,
+                comp: float = 1100.0, note: str = "") -> VerdictRow:
+    dimension, key = row.split(":", 1)
+    return VerdictRow(row=row, dimension=dimension, key=key, unit=unit, n_base=8, n_comp=8, base_median=base,
+                      comp_median=comp, diff=comp - base, relative=relative, ci_low=comp - base, ci_high=comp - base,
+                      verdict=verdict, note=note)
+
+
+def operator_row(order_id: int, kernels: str | None) -> list:
+    row = dict.fromkeys(OPERATOR_FIELDS)
+    row.update(order_id=order_id, base_name=f"aten::op{order_id}", comp_name=f"aten::op{order_id}",
+               base_kernel_details=kernels, base_device_us=10.0, comp_device_us=12.0, diff_us=2.0, ratio=1.2)
+    return [row[f] for f in OPERATOR_FIELDS]
+
+
+@pytest.fixture(scope="module")
+def literal() -> ComparisonResult:
+    side = SideSummary(source="base.json", device="GPU", producer="test")
+    overall = [OverallRow(key="computing", label="Computing Time", level=0, base_us=1000.0, comp_us=1100.0, diff_us=100.0,
+                          ratio=1.1),
+               OverallRow(key="computing.matmul", label="Matmul", level=1, base_us=800.0, comp_us=600.0, diff_us=-200.0,
+                          ratio=0.75),
+               OverallRow(key="e2e", label="E2E Time", level=0, base_us=2000.0, comp_us=2100.0, diff_us=100.0, ratio=1.05)]
+    rows = [verdict_row("overall:computing", "regressed", 0.10),
+            verdict_row("overall:computing.matmul", "improved", -0.25, base=800.0, comp=600.0),
+            verdict_row("overall:e2e", "inconclusive", 0.05, base=2000.0, comp=2100.0, note="3 steps a side are too few"),
+            verdict_row("op:b", "regressed", 0.30, base=1000.0, comp=1300.0),
+            verdict_row("memory:peak_allocated", "unchanged", 12582912 / 474300416, unit="bytes", base=474300416.0,
+                        comp=486883328.0),
+            verdict_row("kernel:a", "unchanged", 0.01),
+            verdict_row("kernel:c", "unchanged", -0.01),
+            verdict_row("op:z", "base only", None, comp=0.0),
+            verdict_row("op:y", "improved", -0.25)]
+    kernels = "".join(f"k{i} [duration: {i}.000]\n" for i in (1, 2, 3))
+    details = {"OperatorCompare": Table(columns=OPERATOR_FIELDS, rows=[
+        operator_row(1, kernels),                                   # three short lines
+        operator_row(2, LONG_KERNEL + "\n"),                        # one line folded in four
+        operator_row(3, None),                                      # no kernels: default height
+        operator_row(4, "".join(f"k{i}\n" for i in range(40)))])}   # 40 lines: Excel's cap
+    return ComparisonResult(tool_version="0", base=side, comparison=SideSummary(source="new.json", device="GPU", producer="test"),
+                            overall=overall, details=details, verdict=Verdict(overall="regression", rows=rows),
+                            warnings=[WarningRecord(side="comparison", source="new.json", message="odd thing", count=3)])
+
+
+@pytest.fixture(scope="module")
+def book(literal, tmp_path_factory):
+    path = tmp_path_factory.mktemp("wb") / "out.xlsx"
+    xlsx.write(literal, str(path))
+    return path, openpyxl.load_workbook(path)
+
+
+# --- autofilter and frozen head ------------------------------------------------------------------
+
+
+def test_every_sheet_filters_its_header_row_and_data(book):
+    _, wb = book
+    # header on row 3; rows 4.. hold the data; the last column is the last one shown:
+    # OverallMetrics 3 rows x 11 columns (A..K), OperatorCompare 4 x 16 (A..P),
+    # Verdicts 9 x 19 (A..S, Note shown because one row has a note), Warnings 1 x 4 (A..D)
+    assert wb.sheetnames == ["OverallMetrics", "OperatorCompare", "Verdicts", "Warnings"]
+    assert {ws.title: ws.auto_filter.ref for ws in wb.worksheets} == {
+        "OverallMetrics": "A3:K6", "OperatorCompare": "A3:P7", "Verdicts": "A3:S12", "Warnings": "A3:D4"}
+
+
+def test_filter_ranges_are_named_for_libreoffice(book):
+    """LibreOffice shows no filter buttons without Excel's hidden _xlnm._FilterDatabase name."""
+    path, _ = book
+    text = zipfile.ZipFile(path).read("xl/workbook.xml").decode()
+    assert ('<definedName name="_xlnm._FilterDatabase" localSheetId="2" hidden="1">'
+            "'Verdicts'!$A$3:$S$12</definedName>") in text
+    assert text.count("_xlnm._FilterDatabase") == 4
+
+
+def test_every_sheet_is_frozen_below_the_header_and_right_of_column_a(book):
+    _, wb = book
+    assert {ws.freeze_panes for ws in wb.worksheets} == {"B4"}
+
+
+# --- widths --------------------------------------------------------------------------------------
+
+
+def test_widths_fit_the_header_and_stay_within_bounds(book):
+    _, wb = book
+    for ws in wb.worksheets:
+        for cell in ws[3]:
+            width = ws.column_dimensions[get_column_letter(cell.column)].width
+            assert MIN_WIDTH + PAD <= width <= MAX_WIDTH + PAD, (ws.title, cell.value, width)
+            assert width >= len(cell.value), (ws.title, cell.value, width)
+
+
+def test_widths_follow_the_widest_value_as_shown(book):
+    _, wb = book
+    ops = wb["OperatorCompare"]
+    widths = {c.value: ops.column_dimensions[get_column_letter(c.column)].width for c in ops[3]}
+    assert ops.column_dimensions["E"].width == MAX_WIDTH + PAD  # Kernel Details: a 200-character first line, capped
+    assert ops.column_dimensions["J"].width == len("Kernel Details") + 3 + PAD  # empty: the header (+3 for bold and the button)
+    assert widths["Operator Name"] == len("Operator Name") + 3 + PAD  # "aten::op1" is narrower than its header
+    verdicts = wb["Verdicts"]
+    # Row: "overall:computing.matmul" is 24 characters, + 1
+    assert verdicts.column_dimensions["A"].width == 25 + PAD
+    assert verdicts.column_dimensions["E"].width == len("Comparison Steps") + 3 + PAD  # once cut at 8
+
+
+def test_shown_width_measures_as_the_number_format_shows():
+    assert shown_width([1234.5678, -3.0, None], "#,##0.000") == len("1,234.568")
+    assert shown_width([-12345.0, 3.0], "#,##0.000") == len("-12,345.000")
+    assert shown_width([1.1216, 0.5], "0.00%") == len("112.16%")
+    assert shown_width([7, 1200], "#,##0") == len("1,200")
+    assert shown_width([0.0, None], "0.0000") == len("0.0000")
+    assert shown_width([float("nan"), 2.5, float("inf")], "0.000") == len("2.500")  # NaN and inf show blank
+    assert shown_width(["ab\ncdefgh\n", "abc", ""]) == 3  # first lines only
+    assert shown_width([None, ""]) == 0
+
+
+# --- row heights ---------------------------------------------------------------------------------
+
+
+def test_kernel_lists_get_rows_as_tall_as_their_lines(book):
+    """15 points a line; a line holds 90 % of the column's 60 characters (54), so the 200-character
+    kernel takes ceil(200 / 54) = 4 lines; 40 kernels would need 600 points, capped at 409."""
+    _, wb = book
+    ops = wb["OperatorCompare"]
+    assert [ops.row_dimensions[r].height for r in range(4, 8)] == [45.0, 60.0, None, 409.0]
+    assert ops["E4"].alignment.wrap_text and ops["E4"].value.count("\n") == 3
+    # every cell of a tall row reads from its first line, text and numbers alike, inside a border
+    assert {ops[c].alignment.vertical for c in ("B4", "E4", "F4")} == {"top"}
+    assert ops["B4"].border.left.style == "thin"
+
+
+def test_a_long_note_wraps_and_its_row_grows(book):
+    _, wb = book
+    ws = wb["Verdicts"]
+    note = next(c for c in ws[3] if c.value == "Note")
+    assert ws.cell(row=4, column=note.column).alignment.wrap_text
+    assert ws.row_dimensions[4].height is None  # a one-line row keeps the default
+
+
+# --- verdicts: fills, order, units ---------------------------------------------------------------
+
+
+def test_verdict_cells_are_filled_by_verdict(book):
+    _, wb = book
+    ws = wb["OverallMetrics"]
+    assert ws["J3"].value == "Verdict"
+    fills = {ws.cell(row=r, column=1).value.strip(): (ws.cell(row=r, column=10).value,
+                                                      ws.cell(row=r, column=10).fill.fgColor.rgb) for r in range(4, 7)}
+    assert fills == {"Computing Time": ("regressed", "FFFFC7CE"), "Matmul": ("improved", "FFC6EFCE"),
+                     "E2E Time": ("inconclusive", "FFD9D9D9")}
+    verdicts = wb["Verdicts"]
+    by_verdict = {verdicts.cell(row=r, column=13).value: verdicts.cell(row=r, column=13).fill for r in range(4, 13)}
+    assert by_verdict["regressed"].fgColor.rgb == "FFFFC7CE"
+    assert by_verdict["unchanged"].fill_type is None and by_verdict["base only"].fill_type is None
+
+
+def test_verdicts_sheet_puts_the_news_first(book):
+    _, wb = book
+    ws = wb["Verdicts"]
+    order = [(ws.cell(row=r, column=1).value, ws.cell(row=r, column=13).value) for r in range(4, 13)]
+    assert order == [("op:b", "regressed"), ("overall:computing", "regressed"),          # 30 %, then 10 %
+                     ("op:y", "improved"), ("overall:computing.matmul", "improved"),      # both 25 %: by key
+                     ("overall:e2e", "inconclusive"),
+                     ("memory:peak_allocated", "unchanged"), ("kernel:a", "unchanged"),   # 2.7 %, then 1 %
+                     ("kernel:c", "unchanged"),                                           # -1 %: a tie, by key
+                     ("op:z", "base only")]                                               # no change to rank: last
+
+
+def test_verdicts_sheet_shows_memory_in_mib_and_time_in_ms(book, literal):
+    _, wb = book
+    ws = wb["Verdicts"]
+    head = [c.value for c in ws[3]]
+    assert head[:7] == ["Row", "Unit", "Base Steps", "Base Median", "Comparison Steps", "Comparison Median", "Diff"]
+    memory = [c.value for c in ws[9]]
+    # 474,300,416 B / 1,048,576 = 452.328125 MiB; 486,883,328 B = 464.328125 MiB; the diff 12,582,912 B = 12 MiB
+    assert memory[:7] == ["memory:peak_allocated", "MiB", 8, 452.328125, 8, 464.328125, 12.0]
+    assert memory[8:10] == [12.0, 12.0]  # CI low / high
+    assert ws["D9"].number_format == "#,##0.000"  # shows 452.328
+    time = [c.value for c in ws[4]]
+    assert time[:7] == ["op:b", "ms", 8, 1.0, 8, 1.3, pytest.approx(0.3)]  # 1,000 µs -> 1 ms
+    # the JSON keeps the model's units and order
+    again = ComparisonResult.from_json(literal.to_json())
+    peak = next(r for r in again.verdict.rows if r.row == "memory:peak_allocated")
+    assert (peak.unit, peak.base_median) == ("bytes", 474300416.0)
+    assert [r.row for r in again.verdict.rows][:2] == ["overall:computing", "overall:computing.matmul"]
+
+
+# --- determinism and the writer's checks ---------------------------------------------------------
+
+
+def test_same_result_same_bytes(literal, tmp_path):
+    digests = set()
+    for name in ("a.xlsx", "b.xlsx"):
+        xlsx.write(literal, str(tmp_path / name))
+        digests.add(hashlib.sha256((tmp_path / name).read_bytes()).hexdigest())
+    assert len(digests) == 1
+
+
+def test_a_filter_must_end_on_the_last_row_written(tmp_path):
+    book = Workbook(str(tmp_path / "f.xlsx"), ["S"], filters={"S": "A1:B3"})
+    sheet = book.add_sheet("S", widths=[10, 10])
+    sheet.add_rows([[1, 2], [3, 4]], [[0, 0], [0, 0]])
+    with pytest.raises(ValueError, match="does not end on the sheet's last row"):
+        sheet.close()
+    with pytest.raises(ValueError, match="not planned"):
+        Workbook(str(tmp_path / "g.xlsx"), ["S"], filters={"T": "A1:B3"})
+
+
+# --- the demo pair -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    result = run(CompareOptions(str(DEMO / "base.pt.trace.json.gz"), str(DEMO / "comp.pt.trace.json.gz")))
+    path = tmp_path_factory.mktemp("demo") / "out.xlsx"
+    xlsx.write(result, str(path))
+    return result, openpyxl.load_workbook(path)
+
+
+def test_demo_sheets_are_filtered_frozen_and_fitted(demo):
+    _, wb = demo
+    for ws in wb.worksheets:
+        assert ws.auto_filter.ref == f"A3:{get_column_letter(ws.max_column)}{ws.max_row}", ws.title
+        assert ws.freeze_panes == "B4", ws.title
+        for cell in ws[3]:
+            width = ws.column_dimensions[get_column_letter(cell.column)].width
+            assert len(cell.value) <= width <= MAX_WIDTH + PAD, (ws.title, cell.value)
+
+
+def test_demo_kernel_lists_do_not_spill(demo):
+    """Every row whose Kernel Details hold several kernels is at least a line per kernel tall."""
+    _, wb = demo
+    ws = wb["ModuleCompare"]
+    columns = [c.column for c in ws[3] if c.value == "Kernel Details"]
+    checked = 0
+    for r in range(4, ws.max_row + 1):
+        lines = max((ws.cell(row=r, column=c).value or "").count("\n") for c in columns)
+        if lines > 1:
+            assert ws.row_dimensions[r].height >= min(lines * 15, 409), r
+            checked += 1
+    assert checked > 10
+
+
+def test_demo_verdicts_memory_rows_in_mib(demo):
+    result, wb = demo
+    ws = wb["Verdicts"]
+    rows = {ws.cell(row=r, column=1).value: [c.value for c in ws[r]] for r in range(4, ws.max_row + 1)}
+    peak = next(r for r in result.verdict.rows if r.row == "memory:peak_allocated")
+    assert peak.base_median == 474300416.0  # bytes in the model and the JSON
+    assert rows["memory:peak_allocated"][1:4] == ["MiB", 8, 452.328125]
+    verdicts = [v[12] for v in rows.values()]
+    first_other = next(i for i, v in enumerate(verdicts) if v not in ("regressed", "improved", "inconclusive"))
+    assert set(verdicts[:first_other]) <= {"regressed", "improved", "inconclusive"}
+    assert not {"regressed", "improved", "inconclusive"} & set(verdicts[first_other:])
