@@ -282,3 +282,18 @@ def test_demo_verdicts_memory_rows_in_mib(demo):
     first_other = next(i for i, v in enumerate(verdicts) if v not in ("regressed", "improved", "inconclusive"))
     assert set(verdicts[:first_other]) <= {"regressed", "improved", "inconclusive"}
     assert not {"regressed", "improved", "inconclusive"} & set(verdicts[first_other:])
+
+
+def test_rows_written_in_blocks_give_the_same_bytes(tmp_path, monkeypatch):
+    """The writer formats a sheet's cells a block of rows at a time (bounded memory on sheets of
+    millions of rows); where the blocks end must not show in the file."""
+    from perfcmp.cli import main
+    from perfcmp.render import ooxml
+
+    args = ["compare", "-d", "golden/demo/npu/comp_ascend_pt", "-bp", "golden/demo/npu/base_ascend_pt", "--format", "xlsx"]
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert main([*args, "-o", str(tmp_path / "whole.xlsx")]) == 0
+    monkeypatch.setattr(ooxml, "BLOCK_ROWS", 3)
+    monkeypatch.setattr(ooxml, "FLUSH_CHARS", 100)
+    assert main([*args, "-o", str(tmp_path / "blocks.xlsx")]) == 0
+    assert (tmp_path / "whole.xlsx").read_bytes() == (tmp_path / "blocks.xlsx").read_bytes()

@@ -167,6 +167,7 @@ class Sheet:
         info._compresslevel = 1  # no public setter before Python 3.13; level 6 would triple the zip time
         self.stream = book.zip.open(info, "w")
         self.buffer: list[str] = []
+        self.buffered = 0  # characters in buffer
         self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
                     + _sheet_view(freeze) + '<sheetFormatPr defaultRowHeight="15"/>' + _cols(widths) + "<sheetData>")
 
@@ -183,6 +184,13 @@ class Sheet:
         ``MAX_ROW_HEIGHT``.
         """
         n = len(columns[0]) if columns else 0
+        for start in range(0, n, BLOCK_ROWS):  # a block at a time: the cells' XML of one block exists at once
+            end = min(start + BLOCK_ROWS, n)
+            self._add_block([values[start:end] for values in columns], [sts[start:end] for sts in styles],
+                            heights[start:end] if heights is not None else None)
+
+    def _add_block(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None) -> None:
+        n = len(columns[0]) if columns else 0
         first = self.row + 1
         numbers = [str(first + i) for i in range(n)]
         cuts: list[int] = []
@@ -191,15 +199,16 @@ class Sheet:
         self.book.cut_cells += len(cuts)
         self.row += n
         if heights is None:
-            for number, cells in zip(numbers, zip(*formatted)):
-                self._write(f'<row r="{number}">{"".join(cells)}</row>')
+            self._write("".join(f'<row r="{number}">{"".join(cells)}</row>' for number, cells in zip(numbers, zip(*formatted))))
             return
+        rows = []
         for number, cells, height in zip(numbers, zip(*formatted), heights):
             # no customHeight: the height is a fit to the row's text, not a user's choice, so Excel
             # fits the row again itself (on opening, and when a sort moves text between rows);
             # LibreOffice, which does not fit rows on opening, draws it as given
             ht = f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else ""
-            self._write(f'<row r="{number}"{ht}>{"".join(cells)}</row>')
+            rows.append(f'<row r="{number}"{ht}>{"".join(cells)}</row>')
+        self._write("".join(rows))
 
     def skip_row(self) -> None:
         self.row += 1
@@ -220,12 +229,17 @@ class Sheet:
 
     def _write(self, text: str) -> None:
         self.buffer.append(text)
-        if len(self.buffer) >= 512:
+        self.buffered += len(text)
+        if self.buffered >= FLUSH_CHARS:
             self._flush()
 
     def _flush(self) -> None:
         self.stream.write("".join(self.buffer).encode("utf-8"))
-        self.buffer = []
+        self.buffer, self.buffered = [], 0
+
+
+BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
+FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream
 
 
 def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int]) -> list[str]:
