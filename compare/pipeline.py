@@ -249,8 +249,9 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
 
 
 def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[str, Table]:
-    """Keyed detail sheets with two more columns, ``verdict`` and ``p_adjusted``: the verdict
-    row of the same key (``perfcmp.keys``), joined here once for every renderer."""
+    """Keyed detail sheets with the verdict row of the same key (``perfcmp.keys``), joined here
+    once for every renderer: ``verdict``, ``p_adjusted``, and ``base_samples`` /
+    ``comp_samples``, how many samples (steps, occurrences or pairs) its test used (None untested)."""
     judged = {r.row: r for r in verdict.rows} if verdict else {}
     out = dict(details)
     for sheet in KEYED_SHEETS:
@@ -258,9 +259,10 @@ def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[s
         if table is None:
             continue
         found = [judged.get(k) if k else None for k in sheet_keys(sheet, table.columns, table.rows)]
-        out[sheet] = Table(columns=[*table.columns, "verdict", "p_adjusted"],
-                           rows=[[*row, r.verdict if r else None, r.p_adjusted if r else None]
-                                 for row, r in zip(table.rows, found)])
+        out[sheet] = Table(columns=[*table.columns, "verdict", "p_adjusted", "base_samples", "comp_samples"],
+                           rows=[[*row, r.verdict if r else None, r.p_adjusted if r else None,
+                                  r.n_base_samples if r and r.test else None, r.n_comp_samples if r and r.test else None]
+                                 for row, r in zip(table.rows, found)], children=table.children)
     return out
 
 

@@ -315,7 +315,7 @@ def test_columns_are_the_sheet_layouts_fields():
     layout = tomllib.loads(resources.files("perfcmp.report_templates").joinpath("sheets.toml").read_text("utf-8"))
     # the analysis adds the verdict columns of keyed sheets after the comparison (pipeline._with_verdicts)
     fields = {s["name"]: [c["field"] for c in s["columns"] if c["field"] not in ("verdict", "p_adjusted")]
-              for s in layout["sheets"]}
+              for s in layout["sheets"]}  # (base_samples / comp_samples are the analysis's too, not shown)
     op = [("hcom_allReduce__1_0_1", COMM, 0.0, 100.0, "dp")]
     side = npu(kernels=op + [("aclnnAdd_Add", COMPUTE, 0.0, 1.0, "", "Add", "AI_VECTOR_CORE", "8")],
                tasks=[("Memcpy", "dp", 0.0, 1.0)], host=API_BASE)
