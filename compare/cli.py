@@ -141,6 +141,11 @@ def compare(
                                       help=FORMAT_HELP),
     top: int = typer.Option(10, "--top", metavar="N", rich_help_panel=OUTPUTS, help=TOP_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
+    per_step: bool = typer.Option(False, "--per-step", "--per_step", rich_help_panel=OUTPUTS,
+                                  help="Show times per step (each side's totals over its step count). Default: per "
+                                  "step when the sides have different step counts, else totals."),
+    total: bool = typer.Option(False, "--total", rich_help_panel=OUTPUTS,
+                               help="Show whole-profile totals even when the step counts differ."),
     enable_profiling: bool = typer.Option(False, "--enable_profiling_compare", "--enable-profiling-compare",
                                           rich_help_panel=DIMENSION_PANEL,
                                           help="Overall time distribution (console table, OverallMetrics)."),
@@ -198,7 +203,8 @@ def compare(
     options = CompareOptions(base_path=benchmark_profiling_path, comp_path=profiling_path, output=output_path,
                              base_step=base_step, comp_step=comparison_step, categories=categories,
                              gpu_flow_cat=gpu_flow_cat, npu_source=npu_source, formats=formats, jobs=jobs, detail=detail,
-                             skip_steps=skip_steps, policy=load_policy(policy_file, fail_on or [], require_verdict))
+                             skip_steps=skip_steps, policy=load_policy(policy_file, fail_on or [], require_verdict),
+                             scope=_scope(per_step, total))
     _check_outputs(options.output, formats)
     result = run(options)
     write_outputs(result, options, quiet)
@@ -447,6 +453,13 @@ def main(argv: list[str] | None = None) -> int:
 def _stopped(signum: int) -> int:
     print(f"perfcmp: {MESSAGES[signum]}", file=sys.stderr)
     return 128 + signum
+
+
+def _scope(per_step: bool, total: bool) -> str:
+    if per_step and total:
+        raise UsageError("--per-step and --total exclude each other; give one (or neither: per step when the step "
+                         "counts differ)")
+    return "per step" if per_step else "total" if total else "auto"
 
 
 def _formats(text: str) -> tuple[str, ...]:

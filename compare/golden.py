@@ -22,6 +22,7 @@ from perfcmp import __version__
 from perfcmp.breakdown import Breakdown
 from perfcmp.options import CompareOptions
 from perfcmp.output import replace_file
+from perfcmp import scope
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.readers.errors import InputError, UsageError
@@ -87,6 +88,7 @@ def check(name: str, profile_path: str, options: CompareOptions, directory: str 
         tool_version=__version__, base=baseline.summary, comparison=side.summary,
         overall=overall_rows(baseline.breakdown, side.breakdown), steps=step_rows(baseline.steps, side.steps),
         verdict=verdict, warnings=warnings, options={**options.as_dict(), "baseline": name},
+        scope=scope.choose(options.scope, len(baseline.steps), len(side.steps)),
     )
 
 

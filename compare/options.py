@@ -84,6 +84,7 @@ class CompareOptions:
     detail: DetailOptions = field(default_factory=DetailOptions)
     skip_steps: int | None = None
     policy: Policy = field(default_factory=Policy)
+    scope: str = "auto"  # what summaries show: "auto", "per step" or "total" (perfcmp.scope)
 
     def __post_init__(self) -> None:
         if (self.base_step is None) != (self.comp_step is None):
@@ -100,6 +101,8 @@ class CompareOptions:
             raise UsageError(f"--jobs {self.jobs}: expected 1 or 2 (one process per side at most)")
         if self.gpu_flow_cat is not None and not (0 < len(self.gpu_flow_cat) <= 64):
             raise UsageError("--gpu_flow_cat must be a flow category name of 1 to 64 characters")
+        if self.scope not in ("auto", "per step", "total"):
+            raise UsageError(f"scope {self.scope!r}: expected auto, per step or total")
         if self.npu_source not in (None, "text", "db"):
             raise UsageError(f"--npu-source {self.npu_source}: expected text or db")
 
@@ -121,6 +124,7 @@ class CompareOptions:
             "op_name_map": detail.op_name_map,
             "top": detail.top,
             "skip_steps": self.skip_steps,
+            "scope": self.scope,
             "fail_on": ";".join(g.expression for g in self.policy.gates),
             "require_verdict": int(self.policy.require_verdict),
         }

@@ -37,6 +37,7 @@ from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
+from perfcmp import scope
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.signals import held
@@ -245,6 +246,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         verdict=verdict,
         warnings=warnings,
         options=options.as_dict(),
+        scope=scope.choose(options.scope, *(1 if s.step is not None else len(s.steps) for s in (base_side, comp_side))),
     )
 
 

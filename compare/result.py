@@ -183,6 +183,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     verdict: Verdict | None = None
     warnings: list[WarningRecord] = []
     options: dict[str, str | int | None] = {}
+    scope: str = "total"  # what summaries show of the totals: "total" or "per step" (perfcmp.scope)
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=1)

@@ -68,14 +68,20 @@ def test_the_distribution_has_the_metrics_of_the_wide_table(demo):
     if name != "gpu":  # the NPU side's HCCL data splits wait from transmit
         assert {"Wait", "Transmit"} <= set(labels)
     title = console.distribution(result, 80)[0]
-    assert title.startswith("Model Profiling Time Distribution (ms; whole profile, ")
+    if name == "gpu_vs_npu":  # 8 GPU steps vs 3 NPU steps: per step by default (perfcmp.scope)
+        assert title == "Model Profiling Time Distribution (ms; per step, mean of 8 vs 3 steps)"
+        e2e = next(line for line in console.distribution(result, 80) if line.strip().startswith("E2E"))
+        assert e2e.split()[1:3] == [f"{33.988 / 8:.3f}", f"{12.229 / 3:.3f}"]  # 4.248 and 4.076 (totals 33.988, 12.229 ms)
+    else:
+        assert title.startswith("Model Profiling Time Distribution (ms; whole profile, ")
 
 
 def test_titles_say_totals_and_the_verdict_says_per_step(demo):
-    _, result = demo
+    name, result = demo
     text = console.render(result, width=100)
     titles = [line for line in text.splitlines() if line.startswith("Top ")]
-    assert titles and all(line.endswith("whole-profile totals)") for line in titles)
+    scope = "per step)" if name == "gpu_vs_npu" else "whole-profile totals)"  # step counts 8 vs 3 there
+    assert titles and all(line.endswith(scope) for line in titles)
     assert "  rows (per-step medians): " in text
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcmp import scope
 from perfcmp.render import top_changes
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary
@@ -64,6 +65,7 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
         The text, ending in a newline.
     """
     paint = Paint(colour)
+    totals, result = result, scope.view(result)  # times per step when the step counts differ (perfcmp.scope)
     profiling = "profiling" in str(result.options.get("compare", "profiling"))
     heads = wrap(headline(result), width) if profiling else []
     if quiet:
@@ -73,23 +75,17 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
     if profiling:
         parts += [distribution(result, width, paint), heads]
     shown = int(result.options.get("top") or 0) if top is None else top
-    parts += [block.splitlines() for block in top_changes.render(result, shown, width, paint)]
+    parts += [block.splitlines() for block in top_changes.render(totals, shown, width, paint)]
     if result.verdict is not None:
         parts.append(verdict_lines(result, width, paint))
     parts.append(footnotes(result, width))
     return "\n\n".join("\n".join(p) for p in parts if p) + "\n"
 
 
-def scope(result: ComparisonResult) -> str:
-    """What the totals cover: ``step 2 vs step 3``, or ``whole profile, 8 vs 8 steps``."""
-    b, c = result.base, result.comparison
-    if b.step is not None or c.step is not None:
-        return f"step {b.step} vs step {c.step}"
-    return f"whole profile, {len(b.steps)} vs {len(c.steps)} steps"
-
-
 def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
-    """The time distribution's title and table (see the module docstring)."""
+    """The time distribution's title and table (see the module docstring), per step when the
+    result is shown per step (``perfcmp.scope``)."""
+    result = scope.view(result)
     verdicts = {r.row: r.verdict for r in result.verdict.rows} if result.verdict is not None else {}
     rows = []
     for m in distribution_metrics(result):
@@ -103,7 +99,7 @@ def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Pa
         rows.append([label, base, comp, (diff, style), (change, style)])
     columns = [Column("", align="l", name=True, cut="end"), Column("Base"), Column("Comparison"), Column("Diff"),
                Column("Change")]
-    title = paint(shorten(f"{TITLE} (ms; {scope(result)})", width, "end"), "bold")
+    title = paint(shorten(f"{TITLE} (ms; {scope.label(result)})", width, "end"), "bold")
     return [title] + table(columns, rows, width, paint)
 
 
@@ -150,13 +146,16 @@ def _memory_metrics(b: SideSummary, c: SideSummary) -> list[Metric]:
 
 
 def headline(result: ComparisonResult) -> str:
-    """``E2E 464.6 ms → 745.2 ms (+60.4 %): computing +266.8 ms, uncovered communication −14.6 ms, free +28.5 ms``"""
+    """``E2E 464.6 ms → 745.2 ms (+60.4 %): computing +266.8 ms, uncovered communication −14.6 ms, free +28.5 ms``,
+    starting ``E2E per step`` when the times are per step (``perfcmp.scope``)."""
+    result = scope.view(result)
     b, c = result.base, result.comparison
     change = f" ({_pct(c.e2e_us, b.e2e_us)})" if b.e2e_us else ""
     parts = [f"computing {_signed_ms(c.computing_us - b.computing_us)}",
              f"uncovered communication {_signed_ms(c.uncovered_us - b.uncovered_us)}",
              f"free {_signed_ms(c.free_us - b.free_us)}"]
-    return f"E2E {_ms_spaced(b.e2e_us)} → {_ms_spaced(c.e2e_us)}{change}: " + ", ".join(parts)
+    what = "E2E per step" if scope.per_step(result) else "E2E"
+    return f"{what} {_ms_spaced(b.e2e_us)} → {_ms_spaced(c.e2e_us)}{change}: " + ", ".join(parts)
 
 
 def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Paint = PLAIN) -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from perfcmp import scope
 from perfcmp.render.console import headline
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
@@ -52,7 +53,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     Returns:
         A self-contained HTML5 page, byte-identical for an identical result and directory.
     """
-    result = portable(result)
+    result = scope.view(portable(result))  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "perfcmp" if v is None else f"perfcmp: {v.overall}"
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
@@ -87,8 +88,8 @@ def header_section(result: ComparisonResult) -> str:
                     for role, s in (("Base", result.base), ("Comparison", result.comparison)))
     return (f"<header>\n<nav>{nav}</nav>\n<h1>perfcmp{badge}</h1>\n"
             f"<p class=\"headline\">{_e(headline(result))}</p>\n<dl class=\"inputs\">{sides}</dl>\n"
-            f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms per profiled window "
-            "unless a row says per step; memory in MiB (1024-based).</p>\n</header>")
+            f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms, {_e(scope.label(result))}, "
+            "unless a row says per step (median); memory in MiB (1024-based).</p>\n</header>")
 
 
 def verdict_section(v: Verdict | None) -> str:

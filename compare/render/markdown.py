@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from perfcmp import scope
 from perfcmp.render.console import headline
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
@@ -37,7 +38,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     Returns:
         GitHub-flavoured Markdown, byte-identical for an identical result and directory.
     """
-    result = portable(result)
+    result = scope.view(portable(result))  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "## perfcmp" if v is None else f"## perfcmp: {v.overall}"
     blocks = [title, escape(headline(result)), inputs_line(result), _table(*headline_table(result))]
@@ -70,14 +71,14 @@ def inputs_line(result: ComparisonResult) -> str:
 
 
 def headline_table(result: ComparisonResult) -> tuple[list[str], list[list[str]]]:
-    """The four headline rows, both sides in ms per profiled window (or step, with --*-step)."""
+    """The four headline rows, both sides in ms: totals, per step, or one step (``scope.label``)."""
     b, c = result.base, result.comparison
     rows = []
     for label, base_us, comp_us in (("E2E", b.e2e_us, c.e2e_us), ("Computing", b.computing_us, c.computing_us),
                                     ("Uncovered Communication", b.uncovered_us, c.uncovered_us),
                                     ("Free", b.free_us, c.free_us)):
         rows.append([label, _ms(base_us), _ms(comp_us), _ms(comp_us - base_us, signed=True), ratio_change(comp_us, base_us)])
-    return ["", "Base", "Comparison", "Diff", "Change"], rows
+    return [f"ms, {scope.label(result)}", "Base", "Comparison", "Diff", "Change"], rows
 
 
 def verdict_blocks(v: Verdict, top: int) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from perfcmp import scope
 from perfcmp.render.detail_text import text_columns
 from perfcmp.result import ComparisonResult, Table, VerdictRow
 
@@ -21,7 +22,11 @@ VERDICT_ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2}
 
 
 def overall(result: ComparisonResult) -> list[dict]:
+    """OverallMetrics rows: the peer's whole-profile totals, and per step (each side's total over
+    its step count) when the result is shown per step (``perfcmp.scope``)."""
     judged = {r.row: r for r in result.verdict.rows} if result.verdict else {}
+    per_base, per_comp = scope.divisors(result)
+    stepwise = scope.per_step(result)
     return [{
         "label": "\t" * r.level + r.label, "level": r.level, "key": r.key,
         "base_us": r.base_us, "base_share": r.base_share, "base_count": r.base_count,
@@ -29,6 +34,9 @@ def overall(result: ComparisonResult) -> list[dict]:
         "diff_us": r.diff_us, "ratio": r.ratio,
         "verdict": judged[f"overall:{r.key}"].verdict if f"overall:{r.key}" in judged else None,
         "p_adjusted": judged[f"overall:{r.key}"].p_adjusted if f"overall:{r.key}" in judged else None,
+        "base_step_us": r.base_us / per_base if stepwise else None,
+        "comp_step_us": r.comp_us / per_comp if stepwise else None,
+        "diff_step_us": r.comp_us / per_comp - r.base_us / per_base if stepwise else None,
     } for r in result.overall]
 
 

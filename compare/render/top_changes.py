@@ -19,6 +19,7 @@ from importlib import resources
 
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.result import ComparisonResult
+from perfcmp import scope
 from perfcmp.verdict import Thresholds
 from perfcmp.wording import ratio_change
 
@@ -53,12 +54,13 @@ def render(result: ComparisonResult, top: int, width: int = DEFAULT_WIDTH, paint
     if top <= 0:
         return blocks
     clears = _floors(result)
+    per_side = scope.divisors(result)  # per step: each side's totals over its own step count
     quiet = []
     for dim in load_dimensions():
         table = result.details.get(dim.sheet)
         if table is None:
             continue
-        rows = [r for r in _changes(table.records(), dim) if abs(r[3]) >= SHOWN and clears(dim.unit, r[1], r[3])]
+        rows = [r for r in _changes(table.records(), dim, per_side) if abs(r[3]) >= SHOWN and clears(dim.unit, r[1], r[3])]
         worse = sorted((r for r in rows if r[3] > 0), key=lambda r: (-r[3], r[0]))[:top]
         better = sorted((r for r in rows if r[3] < 0), key=lambda r: (r[3], r[0]))[:top]
         for label, chosen, style in (("regressions", worse, "red"), ("improvements", better, "green")):
@@ -91,11 +93,14 @@ def _thresholds(result: ComparisonResult) -> Thresholds:
 
 
 def _floors(result: ComparisonResult):
-    """Whether a whole-profile change of a row with this base (in the sheet's unit) clears the
-    floors: time rows the per-step floors times the steps, memory rows ``absolute_bytes``."""
+    """Whether a change of a row with this base (in the sheet's unit) clears the floors: time
+    rows the per-step floors (times the steps, for whole-profile totals), memory rows
+    ``absolute_bytes``."""
     t = _thresholds(result)
     steps = max(len(result.base.steps), len(result.comparison.steps), 1)
     e2e = result.base.e2e_us
+    if scope.per_step(result):
+        steps, e2e = 1, e2e / scope.divisors(result)[0]
 
     def clears(unit: str, base: float, diff: float) -> bool:
         if base > 0 and abs(diff) < t.relative * base:
@@ -108,7 +113,7 @@ def _floors(result: ComparisonResult):
     return clears
 
 
-def _changes(records: list[dict], dim: Dimension) -> list[tuple[str, float, float, float]]:
+def _changes(records: list[dict], dim: Dimension, per_side: tuple[float, float] = (1.0, 1.0)) -> list[tuple[str, float, float, float]]:
     out = []
     for rec in records:
         if any(str(rec.get(field)) != value for field, value in dim.where):
@@ -120,7 +125,8 @@ def _changes(records: list[dict], dim: Dimension) -> list[tuple[str, float, floa
         if dim.skip is not None and name == dim.skip:
             continue
         scale = 1.0 / (MEMORY_UNITS[dim.unit] if dim.unit in MEMORY_UNITS else TIME_UNITS[dim.unit])  # from µs / bytes
-        base, comp = float(rec.get(dim.base) or 0.0) * scale, float(rec.get(dim.comp) or 0.0) * scale
+        base = float(rec.get(dim.base) or 0.0) * scale / per_side[0]
+        comp = float(rec.get(dim.comp) or 0.0) * scale / per_side[1]
         out.append((name, base, comp, comp - base))
     return out
 
@@ -139,4 +145,6 @@ def _scope(result: ComparisonResult, dim: Dimension) -> str:
     b, c = result.base, result.comparison
     if b.step is not None or c.step is not None:
         return f"totals of step {b.step} vs step {c.step}"
+    if scope.per_step(result):
+        return "per step"
     return "whole-profile totals"
