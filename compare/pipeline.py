@@ -37,7 +37,7 @@ from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
-from perfcmp import scope
+from perfcmp import migration, scope
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.signals import held
@@ -236,6 +236,8 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
     details = _with_verdicts(details, verdict)
+    counts = [1 if s.step is not None else len(s.steps) for s in (base_side, comp_side)]
+    shown = scope.choose(options.scope, *counts)
     return ComparisonResult(
         tool_version=__version__,
         base=base_side,
@@ -246,7 +248,11 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         verdict=verdict,
         warnings=warnings,
         options=options.as_dict(),
-        scope=scope.choose(options.scope, *(1 if s.step is not None else len(s.steps) for s in (base_side, comp_side))),
+        scope=shown,
+        migration=migration.summarise(base.details, comp.details, options.detail.use_input_shape,
+                                      (float(max(counts[0], 1)), float(max(counts[1], 1))) if shown == scope.PER_STEP
+                                      else (1.0, 1.0), (base_side.e2e_us, comp_side.e2e_us))
+        if base.details is not None and comp.details is not None else [],
     )
 
 

@@ -168,6 +168,30 @@ class Verdict(msgspec.Struct, kw_only=True):
     exit_code: int = 0
 
 
+class KernelShare(msgspec.Struct, kw_only=True):
+    """One kernel name under an op on one side: calls and summed duration (µs, totals)."""
+
+    name: str
+    calls: int
+    total_us: float
+
+
+class MigrationRow(msgspec.Struct, kw_only=True):
+    """One op key of the migration summary (``perfcmp.migration``): device time of its kernels
+    on each side (µs, whole-profile totals) and its kernels by time. ``diff_shown_us`` and
+    ``share`` are in the result's scope (per step or totals): the op's difference, and its share
+    of the E2E difference (None when E2E did not move; above 1 or negative when other rows
+    moved the other way)."""
+
+    key: str
+    base_us: float
+    comp_us: float
+    diff_shown_us: float
+    share: float | None = None
+    base_kernels: list[KernelShare] = []
+    comp_kernels: list[KernelShare] = []
+
+
 class ComparisonResult(msgspec.Struct, kw_only=True):
     """Everything a comparison found, in µs and bytes (the workbook's ms / KB / MB are the xlsx
     renderer's). ``details`` holds the detail tables by sheet name; for notebooks, the
@@ -184,6 +208,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     warnings: list[WarningRecord] = []
     options: dict[str, str | int | None] = {}
     scope: str = "total"  # what summaries show of the totals: "total" or "per step" (perfcmp.scope)
+    migration: list[MigrationRow] = []  # GPU vs NPU: the ops that added device time (perfcmp.migration)
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self), indent=1)
@@ -380,3 +405,4 @@ def ratio(comp: float, base: float) -> float | None:
     if base == 0:
         return 1.0 if comp == 0 else None
     return comp / base
+

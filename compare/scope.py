@@ -36,8 +36,9 @@ def step_counts(result: ComparisonResult) -> tuple[int, int]:
 
 
 def divisors(result: ComparisonResult) -> tuple[float, float]:
-    """What to divide each side's totals by for the scope shown: (1, 1) for totals."""
-    if result.scope != PER_STEP:
+    """What to divide each side's totals by for the scope shown: (1, 1) for totals. A ``view``
+    keeps these (its details and migration rows still hold totals)."""
+    if not per_step(result):
         return 1.0, 1.0
     n_base, n_comp = step_counts(result)
     return float(max(n_base, 1)), float(max(n_comp, 1))
@@ -58,9 +59,9 @@ def view(result: ComparisonResult) -> ComparisonResult:
     """The result with its side summaries' times and its overall rows in the scope shown
     (per step: each side divided by its step count; counts too, so they may be fractional).
     Memory peaks, shares, steps, details and the verdict are unchanged. A view's view is itself."""
-    db, dc = divisors(result)
-    if db == dc == 1.0:
+    if result.scope != PER_STEP:  # totals, or a view already
         return result
+    db, dc = divisors(result)
 
     def side(s: SideSummary, d: float) -> SideSummary:
         return msgspec.structs.replace(s, e2e_us=s.e2e_us / d, computing_us=s.computing_us / d,

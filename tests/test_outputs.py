@@ -114,7 +114,8 @@ def test_schema_is_a_valid_2020_12_schema_of_the_current_version(schema):
 @pytest.mark.parametrize("struct, name", [
     (ComparisonResult, None), (SideSummary, "side"), (OverallRow, "overall_row"), (model.StepMetrics, "step_metrics"),
     (model.StepRow, "step_row"), (Table, "table"), (VerdictRow, "verdict_row"), (GateResult, "gate"),
-    (Verdict, "verdict"), (WarningRecord, "warning"),
+    (Verdict, "verdict"), (WarningRecord, "warning"), (model.MigrationRow, "migration_row"),
+    (model.KernelShare, "kernel_share"),
 ])
 def test_schema_documents_every_field_as_required(schema, struct, name):
     node = schema if name is None else schema["$defs"][name]

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from perfcmp import scope
-from perfcmp.render.console import headline
+from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
 from perfcmp.wording import MIB, ranked_rows, ratio_change
@@ -57,7 +57,8 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     v = result.verdict
     title = "perfcmp" if v is None else f"perfcmp: {v.overall}"
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
-                top_section(v, top), overall_section(result), rows_section(v), warnings_section(result)]
+                migration_section(result), top_section(v, top), overall_section(result), rows_section(v),
+                warnings_section(result)]
     templates = resources.files("perfcmp.report_templates")
     css = templates.joinpath("report.css").read_text("utf-8")
     js = templates.joinpath("report.js").read_text("utf-8")
@@ -305,6 +306,26 @@ def _padded(lo: float, hi: float) -> tuple[float, float]:
 
 
 # --- top changes and tables ----------------------------------------------------------------------
+
+def migration_section(result: ComparisonResult) -> str:
+    """The migration summary (``perfcmp.migration``): the ops that added device time on the
+    comparison's device, each with its kernels on both sides; "" without one."""
+    if not result.migration:
+        return ""
+    d_base, d_comp = scope.divisors(result)
+    unit = "ms per step" if scope.per_step(result) else "ms"
+    b, c = result.base.device, result.comparison.device
+    body = [f"<tr><td class=\"num\">{i}</td><td>{_e(r.key)}</td><td class=\"num\">{_e(_ms(r.diff_shown_us, True))}</td>"
+            f"<td class=\"num\">{_e(f'{r.share * 100:.0f} %' if r.share is not None else '–')}</td>"
+            f"<td>{_e(kernel_list(r.base_kernels, d_base))}</td><td>{_e(kernel_list(r.comp_kernels, d_comp))}</td></tr>"
+            for i, r in enumerate(result.migration, start=1)]
+    head = "".join(f"<th>{_e(h)}</th>" for h in ("#", "Op", f"Added ({unit})", "Of the E2E growth",
+                                                 f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"))
+    return (f"<section id=\"migration\">\n<h2>Migration: ops that added device time on the {_e(c)}</h2>\n"
+            "<p class=\"note\">Framework ops by the device time of the kernels they launched, largest addition first; "
+            "each side's own kernels (time, calls, name).</p>\n"
+            f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>\n</section>")
+
 
 def top_section(v: Verdict | None, top: int) -> str:
     head = ("<section id=\"top-changes\">\n<h2>Top regressions and improvements</h2>\n<p class=\"note\">Per dimension,"

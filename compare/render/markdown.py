@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from perfcmp import scope
-from perfcmp.render.console import headline
+from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
 from perfcmp.wording import MIB, ranked_rows, ratio_change
@@ -42,6 +42,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     v = result.verdict
     title = "## perfcmp" if v is None else f"## perfcmp: {v.overall}"
     blocks = [title, escape(headline(result)), inputs_line(result), _table(*headline_table(result))]
+    blocks += migration_blocks(result)
     if v is not None:
         blocks += verdict_blocks(v, top)
     blocks += warning_blocks(result)
@@ -79,6 +80,21 @@ def headline_table(result: ComparisonResult) -> tuple[list[str], list[list[str]]
                                     ("Free", b.free_us, c.free_us)):
         rows.append([label, _ms(base_us), _ms(comp_us), _ms(comp_us - base_us, signed=True), ratio_change(comp_us, base_us)])
     return [f"ms, {scope.label(result)}", "Base", "Comparison", "Diff", "Change"], rows
+
+
+def migration_blocks(result: ComparisonResult) -> list[str]:
+    """The migration summary (``perfcmp.migration``) as a heading and a table; [] without one."""
+    if not result.migration:
+        return []
+    d_base, d_comp = scope.divisors(result)
+    unit = "ms per step" if scope.per_step(result) else "ms"
+    b, c = result.base.device, result.comparison.device
+    rows = [[str(i), escape(r.key), _ms(r.diff_shown_us, signed=True),
+             f"{r.share * 100:.0f} %" if r.share is not None else "–",
+             escape(kernel_list(r.base_kernels, d_base)), escape(kernel_list(r.comp_kernels, d_comp))]
+            for i, r in enumerate(result.migration, start=1)]
+    header = ["#", "Op", f"Added ({unit})", "Of the E2E growth", f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"]
+    return [f"### Migration: ops that added device time on the {c}", _table(header, rows, align="llrrll")]
 
 
 def verdict_blocks(v: Verdict, top: int) -> list[str]:
