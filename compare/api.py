@@ -51,9 +51,10 @@ def compare(base: str | Profile, comparison: str | Profile, *, base_step: int | 
             comparison_step: int | None = None, dimensions: tuple[str, ...] | list[str] | None = None,
             details: bool = True, modules: bool = True, max_kernel_num: int | None = None,
             use_input_shape: bool = False, use_kernel_type: bool = False, op_name_map: str | None = None,
-            categories: str | None = None, npu_source: str | None = None, gpu_flow_cat: str | None = None,
-            skip_steps: int | None = None, fail_on: list[str] | None = None, policy: str | None = None,
-            require_verdict: bool = False, top: int = 10) -> ComparisonResult:
+            api_map: str | None = None, categories: str | None = None, npu_source: str | None = None,
+            gpu_flow_cat: str | None = None, skip_steps: int | None = None, fail_on: list[str] | None = None,
+            policy: str | None = None, require_verdict: bool = False, top: int = 10,
+            scope: str = "auto") -> ComparisonResult:
     """Compare ``comparison`` (the new run) against ``base``, as ``perfcmp compare -d comparison
     -bp base`` does, and return the result instead of printing and writing it.
 
@@ -65,10 +66,14 @@ def compare(base: str | Profile, comparison: str | Profile, *, base_step: int | 
         details, modules, max_kernel_num, use_input_shape, use_kernel_type, op_name_map:
             as ``--disable_details`` (inverted), ``--disable_module`` (inverted),
             ``--max_kernel_num``, ``--use_input_shape``, ``--use_kernel_type``, ``--op_name_map``.
+        api_map: a TOML of runtime-call groups replacing the shipped ``api_equivalence.toml``,
+            as ``--api-map`` (how ApiCompare matches runtime calls of a GPU and an NPU profile).
         categories, npu_source, gpu_flow_cat, skip_steps: as the options of the same names.
         fail_on, policy, require_verdict: regression gates; ``result.verdict.exit_code`` is the
             exit code ``perfcmp compare`` would return.
         top: ranked rows in summaries rendered from the result.
+        scope: what summaries of the result show: "auto" (per step when the step counts differ),
+            "per step" or "total" (``--per-step`` / ``--total``); the result holds totals either way.
 
     Returns:
         The ``ComparisonResult``; its ``check()`` holds.
@@ -79,11 +84,11 @@ def compare(base: str | Profile, comparison: str | Profile, *, base_step: int | 
         raise UsageError(f"unknown dimension(s) {', '.join(sorted(unknown))}; expected {', '.join(DIMENSIONS)}")
     detail = DetailOptions(enabled=chosen, details=details, modules=modules, max_kernel_num=max_kernel_num,
                            use_input_shape=use_input_shape, use_kernel_type=use_kernel_type, op_name_map=op_name_map,
-                           top=top)
+                           api_map=api_map, top=top)
     options = CompareOptions(base_path=_name(base), comp_path=_name(comparison), base_step=base_step,
                              comp_step=comparison_step, categories=categories, gpu_flow_cat=gpu_flow_cat,
                              npu_source=npu_source, formats=(), jobs=1, detail=detail, skip_steps=skip_steps,
-                             policy=load_policy(policy, fail_on or [], require_verdict))
+                             policy=load_policy(policy, fail_on or [], require_verdict), scope=scope)
     from perfcmp.pipeline import compare_profiles, run  # pandas-heavy: imported when used
 
     if isinstance(base, str) and isinstance(comparison, str):

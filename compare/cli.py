@@ -178,6 +178,9 @@ def compare(
     use_kernel_type: bool = typer.Option(False, "--use_kernel_type", "--use-kernel-type",
                                          rich_help_panel=DIMENSION_PANEL,
                                          help="KernelTypeCompare (op type x core type) instead of KernelCompare."),
+    api_map: Optional[str] = typer.Option(None, "--api-map", metavar="FILE", rich_help_panel=DIMENSION_PANEL,
+                                          help="An api_equivalence.toml replacing the shipped one: which runtime "
+                                          "calls ApiCompare pairs across GPU and NPU."),
     fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", metavar="GATE", rich_help_panel=GATES,
                                                 help="A regression gate such as e2e:+3% or op:aten::matmul:+10%; "
                                                 "repeatable. Exit 1 when one fails."),
@@ -199,7 +202,7 @@ def compare(
                                     ("communication", enable_communication), ("api", enable_api), ("kernel", enable_kernel)) if on}
     detail = DetailOptions(enabled=frozenset(chosen or DIMENSIONS), details=not disable_details, modules=not disable_module,
                            max_kernel_num=max_kernel_num, use_input_shape=use_input_shape, use_kernel_type=use_kernel_type,
-                           op_name_map=op_name_map, top=top)
+                           op_name_map=op_name_map, api_map=api_map, top=top)
     options = CompareOptions(base_path=benchmark_profiling_path, comp_path=profiling_path, output=output_path,
                              base_step=base_step, comp_step=comparison_step, categories=categories,
                              gpu_flow_cat=gpu_flow_cat, npu_source=npu_source, formats=formats, jobs=jobs, detail=detail,

@@ -4,6 +4,10 @@ built-in GPU <-> NPU equivalences of ``op_equivalence.toml``.
 ``key(name)`` is what alignment, statistic sheets, module rows, kernel and communication rows
 compare; the sheets keep showing each side's own name next to it. ``how(name)`` says which rule
 made the key, for the "Match" column.
+
+The same ``[[equivalent]]`` layout (a ``key``, exact ``names``, whole-name ``patterns``) holds
+ApiCompare's runtime-call groups across vendors, ``api_equivalence.toml`` (``load_api_map``,
+replaced by ``--api-map``): those apply to host runtime calls only, never to the op keys above.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from perfcmp.readers.errors import UsageError
 from perfcmp.readers.textmatch import per_unique
 
 MAX_MAP_TEXT = 200  # the peer's limit on one name in --op_name_map
+OP_EQUIVALENCE = "op_equivalence.toml"
+API_EQUIVALENCE = "api_equivalence.toml"
+EQUIVALENCE_FIELDS = frozenset({"key", "names", "patterns"})
 
 
 @dataclass
@@ -63,12 +70,76 @@ def load_normalizer(op_name_map: str | None = None, builtin: bool = True) -> Nor
     the built-in equivalences."""
     norm = Normalizer(user_map=parse_op_name_map(op_name_map) if op_name_map else {})
     if builtin:
-        data = tomllib.loads(resources.files("perfcmp").joinpath("op_equivalence.toml").read_text("utf-8"))
-        for entry in data["equivalent"]:
-            for name in entry.get("names", []):
-                norm.exact.setdefault(name, entry["key"])
-            for pattern in entry.get("patterns", []):
-                norm.patterns.append((re.compile(pattern, re.IGNORECASE), entry["key"]))
+        _add_equivalences(norm, tomllib.loads(_shipped(OP_EQUIVALENCE)), OP_EQUIVALENCE)
+    return norm
+
+
+def load_api_map(path: str | None = None) -> Normalizer:
+    """ApiCompare's runtime-call groups across vendors: the shipped ``api_equivalence.toml``, or
+    the user's file of the same layout replacing it (``--api-map``).
+
+    ``key(name)`` is the group of a runtime call's name (the name itself outside every group);
+    ``how(name)`` is "equivalent" for a name in a group, "name" otherwise.
+
+    Raises:
+        UsageError: the file is missing, unreadable, not TOML, or not ``[[equivalent]]`` tables
+            of a key with names and / or patterns (the message names the path and the fault).
+    """
+    if path is None:
+        return _add_equivalences(Normalizer(), tomllib.loads(_shipped(API_EQUIVALENCE)), API_EQUIVALENCE)
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise UsageError(f"cannot read API map ({exc.strerror or exc})", path) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"invalid API map, not TOML ({exc}); expected [[equivalent]] tables of key, names and "
+                         f"patterns, as in the shipped {API_EQUIVALENCE}", path) from None
+    return _add_equivalences(Normalizer(), data, path)
+
+
+def _shipped(name: str) -> str:
+    return resources.files("perfcmp").joinpath(name).read_text("utf-8")
+
+
+def _add_equivalences(norm: Normalizer, data: dict, source: str) -> Normalizer:
+    """Add ``[[equivalent]]`` tables to ``norm``, checking their layout (a file's mistake is a
+    one-line ``UsageError`` naming ``source``, never a silently ignored group)."""
+    like = OP_EQUIVALENCE if source == OP_EQUIVALENCE else API_EQUIVALENCE
+
+    def fault(message: str) -> UsageError:
+        return UsageError(f"invalid {'API map' if like == API_EQUIVALENCE else 'equivalence table'}: {message}; "
+                          f"expected [[equivalent]] tables of key, names and patterns, as in the shipped {like}", source)
+
+    extra = sorted(set(data) - {"equivalent"})
+    if extra:
+        raise fault(f"unknown top-level entry {extra[0]!r}")
+    groups = data.get("equivalent")  # `equivalent = []` is allowed: no groups at all
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise fault("no [[equivalent]] tables")
+    for number, group in enumerate(groups, 1):
+        key = group.get("key")
+        where = f"[[equivalent]] #{number}" + (f" ({key})" if isinstance(key, str) else "")
+        unknown = sorted(set(group) - EQUIVALENCE_FIELDS)
+        if unknown:
+            raise fault(f"{where} has an unknown field {unknown[0]!r}")
+        if not isinstance(key, str) or not key.strip():
+            raise fault(f"{where} has no key (a non-empty string)")
+        names, patterns = group.get("names", []), group.get("patterns", [])
+        for field_name, values in (("names", names), ("patterns", patterns)):
+            if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+                raise fault(f"{where}: {field_name} must be a list of non-empty strings")
+        if not names and not patterns:
+            raise fault(f"{where} lists no names and no patterns")
+        for name in names:
+            if norm.exact.get(name, key) != key:
+                raise fault(f"{name!r} is in two groups, {norm.exact[name]!r} and {key!r}")
+            norm.exact[name] = key
+        for pattern in patterns:
+            try:
+                norm.patterns.append((re.compile(pattern, re.IGNORECASE), key))
+            except re.error as exc:
+                raise fault(f"{where}: pattern {pattern!r} is no regular expression ({exc})") from None
     return norm
 
 

@@ -28,6 +28,8 @@ class DetailOptions:
         use_input_shape: match ops by name and input shape (``--use_input_shape``).
         use_kernel_type: KernelTypeCompare (op type x core type) instead of KernelCompare.
         op_name_map: the user's name map text (``--op_name_map``), applied everywhere.
+        api_map: a TOML of runtime-call groups replacing the shipped ``api_equivalence.toml``
+            (``--api-map``): how ApiCompare matches runtime calls across vendors.
         top: rows per dimension in the console's top regressions / improvements.
     """
 
@@ -38,6 +40,7 @@ class DetailOptions:
     use_input_shape: bool = False
     use_kernel_type: bool = False
     op_name_map: str | None = None
+    api_map: str | None = None
     top: int = 10
 
     def __post_init__(self) -> None:
@@ -48,6 +51,10 @@ class DetailOptions:
             raise UsageError(f"--max_kernel_num {self.max_kernel_num}: expected a number greater than 3")
         if self.top < 0:
             raise UsageError("--top must be 0 or more")
+        if self.api_map is not None:  # a bad file fails now, before any profile is read
+            from perfcmp.names import load_api_map
+
+            load_api_map(self.api_map)
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ class CompareOptions:
             "use_input_shape": int(detail.use_input_shape),
             "use_kernel_type": int(detail.use_kernel_type),
             "op_name_map": detail.op_name_map,
+            "api_map": detail.api_map,
             "top": detail.top,
             "skip_steps": self.skip_steps,
             "scope": self.scope,

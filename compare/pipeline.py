@@ -196,7 +196,7 @@ class _Side:
         # one step compared: every detail table keeps that step only, by the rule the samples
         # use (device tasks by the step's device window, host events by its host span)
         window = per_step[step].window_us if step is not None else None
-        details = extract(profile, names, step, window) if names is not None else None
+        details = extract(profile, names, step, window, rules) if names is not None else None
         samples = sample_profile(profile, per_step, details, op_shapes)
         return cls(summary, breakdown, steps, list(profile.warnings) + checks, details, samples)
 

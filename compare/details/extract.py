@@ -20,10 +20,12 @@ Tables (pandas DataFrames; times in µs, sizes in bytes):
 ``allocations`` memory blocks owned by an op, sorted by owner: owner, name, bytes, alloc_us,
                 release_us (NaN: not released).
 ``apis``        per API key (all host events but python functions and step markers): key,
-                name (first seen), total_us, self_us, calls, first_us; events nested in one
-                with the same key are part of that call, not calls of their own (``_apis``).
+                name (first seen), total_us, self_us, calls, first_us, runtime, nested; events
+                nested in one with the same key are part of that call, not calls of their own
+                (``_apis``).
 ``compute``     every compute kernel (owned or not): name, key, kernel (op type, else the name),
-                core (task type), input_shapes, dur_us.
+                core (task type), input_shapes, dur_us, start_us, owner (op index, -1: no op launched
+                it), category (its leaf key of the Computing breakdown, ``categories.categorise``).
 ``comm``        communication ops: name, key (the collective), group, start_us, dur_us.
 ``comm_tasks``  NPU plane tasks: name, group, plane, start_us, dur_us.
 ``modules``     ``nn.Module`` instances: path ("/nn.Module: Net_0/nn.Module: Linear_0"), name, key
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perfcmp.categories import Rules, categorise, load_rules
 from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
@@ -72,10 +75,11 @@ class SideDetails:
 
 
 def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
-            window: tuple[float, float] | None = None) -> SideDetails:
+            window: tuple[float, float] | None = None, rules: Rules | None = None) -> SideDetails:
     """Build the detail tables of one profile. With ``step``, only that step's: its top-level
     ops (host span), host API events (host span), compute kernels and communication ops
-    (starting in ``window``, the step's device window, as its samples are taken)."""
+    (starting in ``window``, the step's device window, as its samples are taken). ``rules``:
+    the kernel categories (``--categories``; default the shipped ones)."""
     host = profile.host
     is_op = (host["cat"] == "cpu_op").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
     op_rows = np.flatnonzero(is_op)
@@ -89,6 +93,7 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
     allocations = _allocations(profile, nearest_op)
     _attach_subtree_totals(ops, kernels, allocations)
     compute, comm, host_span = _compute(profile, normalizer), _comm(profile, normalizer), None
+    compute = _with_owner_and_category(compute, profile, nearest_op, rules or load_rules())
     if step is not None:
         keep = (ops["step"].to_numpy() == _step_position(profile, step))
         ops = ops.assign(top=ops["top"].to_numpy() & keep)
@@ -246,7 +251,8 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
 
 
 def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | None = None) -> pd.DataFrame:
-    """Per API key: key, name (the first call's), total_us, self_us, calls, first_us (µs).
+    """Per API key: key, name (the first call's), total_us, self_us, calls, first_us (µs),
+    runtime (every event of the key is a runtime call) and nested (below).
 
     An equivalence can give a torch op and the runtime call inside it one key (``c10d::
     allreduce_`` around ``HcclAllreduce``), and a name can nest in itself: of events nested in
@@ -254,6 +260,11 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     total_us, so nothing is counted twice. self_us adds every event's own self time (duration
     minus its direct children's, clipped at 0: negative only where the host events were
     misnested), since those are disjoint: the nest's time outside other keys' events.
+
+    ``nested``: the key's calls that lie inside other runtime calls, as a tuple of (the keys of
+    the runtime calls around them, sorted; their total_us; their calls); empty for most keys.
+    ApiCompare folds runtime calls into groups across vendors and takes these off a group's row
+    when its members nest in each other, so that a group, too, counts each call once.
     """
     host = profile.host
     keep = (host["cat"] != "python_function").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
@@ -262,6 +273,7 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
         keep &= (start >= span[0]) & (start < span[1])
     dur = host["dur_us"].to_numpy()
     parent = host["parent"].to_numpy()
+    runtime = (host["cat"] == "runtime").to_numpy()
     children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]
     keys = np.full(len(host), None, dtype=object)
     keys[keep] = normalizer.keys(host["name"].to_numpy()[keep])
@@ -270,12 +282,44 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     outer = ~nested_in_same(parent, code)
     frame = pd.DataFrame({"key": keys, "name": host["name"].to_numpy(), "total_us": np.where(outer, dur, 0.0),
                           "self_us": np.clip(dur - children, 0.0, None), "calls": outer.astype(np.int64),
-                          "start_us": host["start_us"].to_numpy()})[keep]
+                          "start_us": host["start_us"].to_numpy(), "runtime": runtime})[keep]
     frame = frame.sort_values(["start_us"], kind="stable")
     grouped = frame.groupby("key", sort=False).agg(name=("name", "first"), total_us=("total_us", "sum"),
                                                   self_us=("self_us", "sum"), calls=("calls", "sum"),
-                                                  first_us=("start_us", "min"))
+                                                  first_us=("start_us", "min"), runtime=("runtime", "all"))
+    inside = _inside_runtime_calls(parent, keep & runtime, outer, keys, dur)
+    grouped["nested"] = pd.Series([inside.get(k, ()) for k in grouped.index], index=grouped.index, dtype=object)
     return grouped.reset_index()
+
+
+def _inside_runtime_calls(parent: np.ndarray, runtime: np.ndarray, outer: np.ndarray, keys: np.ndarray,
+                          dur: np.ndarray) -> dict[str, tuple[tuple[tuple[str, ...], float, int], ...]]:
+    """``_apis``'s ``nested`` column: per key, its outermost runtime events that lie inside other
+    runtime calls (``runtime``: the kept runtime rows), summed per set of surrounding keys.
+
+    Few rows take part (on NPU, tiling and compile calls inside launches; none on GPU), but the
+    walk up the runtime ancestors is one vectorised step per nesting level, not per event.
+    """
+    nearest = propagate_down(parent, np.where(runtime, np.arange(1, len(parent) + 1), 0)) - 1  # itself included
+    above = np.where(parent >= 0, nearest[np.maximum(parent, 0)], -1)  # the nearest runtime call around a row
+    rows = np.flatnonzero(runtime & outer & (above >= 0))
+    if rows.size == 0:
+        return {}
+    found_rows, found_keys, at = [], [], above[rows]
+    while rows.size:
+        found_rows.append(rows)
+        found_keys.append(keys[at])
+        up = above[at]
+        rows, at = rows[up >= 0], up[up >= 0]
+    pairs = pd.DataFrame({"row": np.concatenate(found_rows), "around": np.concatenate(found_keys)}).drop_duplicates()
+    around = pairs.sort_values(["row", "around"]).groupby("row", sort=True)["around"].agg(tuple)
+    rows = around.index.to_numpy()
+    summed = (pd.DataFrame({"key": keys[rows], "around": around.to_numpy(), "dur": dur[rows]})
+              .groupby(["key", "around"], sort=True)["dur"].agg(["sum", "size"]))
+    out: dict[str, list] = {}
+    for (key, keys_around), total, calls in zip(summed.index, summed["sum"].tolist(), summed["size"].tolist()):
+        out.setdefault(key, []).append((keys_around, float(total), int(calls)))
+    return {key: tuple(entries) for key, entries in out.items()}
 
 
 def _compute(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
@@ -297,6 +341,18 @@ def _compute(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
     return pd.DataFrame({"name": sub["name"].to_numpy(), "key": normalizer.keys(kernel), "kernel": kernel,
                          "core": sub["task_type"].to_numpy(), "input_shapes": shapes,
                          "dur_us": sub["dur_us"].to_numpy(), "start_us": sub["start_us"].to_numpy()})
+
+
+def _with_owner_and_category(compute: pd.DataFrame, profile: Profile, nearest_op: np.ndarray,
+                             rules: Rules) -> pd.DataFrame:
+    """``compute`` plus, per kernel, the op that launched it (``owner``, as in ``kernels``) and
+    its category, decided as the Computing breakdown decides it (cross-device KernelCompare
+    falls back to categories for kernels no aligned op owns)."""
+    device = profile.device
+    sub = device[(device["kind"] == COMPUTE).to_numpy()]
+    launch = sub["launch"].to_numpy()
+    owner = np.where(launch >= 0, nearest_op[np.clip(launch, 0, None)] if len(nearest_op) else -1, -1)
+    return compute.assign(owner=owner.astype(np.int64), category=categorise(sub, profile.host, rules))
 
 
 def _comm(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:

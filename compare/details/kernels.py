@@ -1,11 +1,14 @@
 """``KernelCompare`` and ``KernelTypeCompare``: device compute kernels grouped and compared.
 
-``KernelCompare`` groups every compute kernel of a side by (kernel key, input shapes): the NPU
-op type (``kernel_details.csv`` "Type") or, where there is none, the kernel name, normalised
-(``SideDetails.compute.key``); shapes are the task's own or, on GPU, those of the op that
-launched it. The peer builds this sheet only for NPU vs NPU; here any pair works (GPU kernel
-names, GPU vs NPU wherever the built-in equivalences give both sides one key), and one side may
-be empty. ``KernelTypeCompare`` (``--use_kernel_type``) groups by (kernel key, core type).
+``KernelCompare`` of two sides of one device kind groups every compute kernel of a side by
+(kernel key, input shapes): the NPU op type (``kernel_details.csv`` "Type") or, where there is
+none, the kernel name, normalised (``SideDetails.compute.key``); shapes are the task's own or, on
+GPU, those of the op that launched it. The peer builds this sheet only for NPU vs NPU; here any
+pair works, and one side may be empty. Two sides of different device kinds (GPU vs NPU) share
+almost no kernel names, so their kernels are matched through the aligned ops that launched
+them, then by name, then by category (``kernel_groups``); the ``match``, ``base_kernels`` and
+``comp_kernels`` columns say how and with what (empty for one device kind).
+``KernelTypeCompare`` (``--use_kernel_type``) groups by (kernel key, core type).
 
 Statistics are unrounded (the renderer formats them); a ratio is comparison / base, 1 when both
 are 0 and None (empty cell: infinite) when only the base is 0. A group a side lacks counts as 0
@@ -17,11 +20,15 @@ This module also holds the vectorised helpers the API and communication sheets s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
 from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
 from perfcmp.details.extract import SideDetails
+from perfcmp.details.kernel_groups import cross_device_columns
+from perfcmp.details.operators import OpPair, align_ops
 from perfcmp.options import DetailOptions
 
 STATS = ("total", "avg", "max", "min", "calls")
@@ -30,16 +37,26 @@ KERNEL_COLUMNS = ["order_id", "kernel", "input_shape",
                   "comp_total_us", "comp_avg_us", "comp_max_us", "comp_min_us", "comp_calls",
                   "total_ratio", "avg_ratio"]
 KERNEL_TYPE_COLUMNS = ["order_id", "kernel_type", "core_type", *KERNEL_COLUMNS[3:]]
+MATCH_COLUMNS = ["match", "base_kernels", "comp_kernels"]  # filled for sides of different device kinds only
 
 
-def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dict[str, Table]:
+def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
+                  pairs: Callable[[], list[OpPair]] | None = None) -> dict[str, Table]:
     """{"KernelCompare": ...}, or {"KernelTypeCompare": ...} with ``opts.use_kernel_type``;
-    {} when neither side has compute kernels."""
+    {} when neither side has compute kernels. ``pairs``: the op alignment, when the caller has
+    it (asked for only when the sides are of different device kinds)."""
     if base.compute.empty and comp.compute.empty:
         return {}
     if opts.use_kernel_type:
         return {"KernelTypeCompare": _kernel_table(base.compute, comp.compute, "core", KERNEL_TYPE_COLUMNS, by_ratio=True)}
-    return {"KernelCompare": _kernel_table(base.compute, comp.compute, "input_shapes", KERNEL_COLUMNS, by_ratio=False)}
+    if base.device != comp.device:
+        data = cross_device_columns(base, comp, pairs() if pairs is not None else align_ops(base, comp, opts))
+        columns = [*KERNEL_COLUMNS, *MATCH_COLUMNS]
+        rows = [[n + 1, *row] for n, row in enumerate(zip(*(data[c] for c in columns[1:])))]
+        return {"KernelCompare": Table(columns=columns, rows=rows)}
+    same = _kernel_table(base.compute, comp.compute, "input_shapes", KERNEL_COLUMNS, by_ratio=False)
+    return {"KernelCompare": Table(columns=[*same.columns, *MATCH_COLUMNS],
+                                   rows=[[*row, None, None, None] for row in same.rows])}
 
 
 def _kernel_table(base: pd.DataFrame, comp: pd.DataFrame, second: str, columns: list[str], by_ratio: bool) -> Table:

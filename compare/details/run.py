@@ -51,7 +51,7 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions) -
         _add(sheets, notes, api_sheets(base, comp, opts), "ApiCompare", "one profile has no host API events")
     if "kernel" in enabled:
         name = "KernelTypeCompare" if opts.use_kernel_type else "KernelCompare"
-        _add(sheets, notes, kernel_sheets(base, comp, opts), name, "neither profile has compute kernels")
+        _add(sheets, notes, kernel_sheets(base, comp, opts, pairs), name, "neither profile has compute kernels")
     return sheets, [WarningRecord(side="", source="", message=note) for note in notes]
 
 
