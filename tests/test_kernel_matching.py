@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import perfcmp
+
 from perfcmp.details.extract import SideDetails, extract
 from perfcmp.details.kernel_groups import shape_texts, short_kernel_name
 from perfcmp.details.kernels import KERNEL_COLUMNS, MATCH_COLUMNS, kernel_sheets
@@ -266,3 +268,27 @@ def test_demo_one_device_kind_has_no_match_columns_filled(pair):
     got = rows(base, comp)
     assert all(r[c] is None for r in got for c in MATCH_COLUMNS)
     assert sum(r["base_calls"] or 0 for r in got) == len(base.compute)
+
+
+def test_op_rows_hold_every_step_of_each_side(monkeypatch):
+    # 8 GPU steps against 3 NPU steps: only 3 steps' ops align, but a row counts all of a side's
+    # ops of its key (aten::conv2d launches one kernel a step: 8 vs 3 calls), so per step is fair
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    result = perfcmp.compare("golden/demo/gpu/base.pt.trace.json.gz", "golden/demo/npu/base_ascend_pt")
+    kernels = result.table("kernels")
+    conv = kernels[(kernels.kernel == "aten::conv2d") & (kernels.match == "op")].iloc[0]
+    assert (conv.base_calls, conv.comp_calls) == (8, 3)
+    assert kernels.base_total_us.sum() == pytest.approx(sum(r.base_us for r in result.overall
+                                                            if r.level == 1 and r.key.startswith("computing.")))
+
+
+def test_different_real_models_stay_mostly_unmatched(samples_dir):
+    # a real GPU trace (alexnet, no ProfilerStep) against a real NPU export of another model
+    result = perfcmp.compare(str(samples_dir / "gpu" / "alexnet.pt.trace.json.gz"),
+                             str(samples_dir / "npu" / "real_msinsight_level0" / "text" / "rank0_ascend_pt"))
+    kernels = result.table("kernels")
+    assert "op" not in set(kernels.match)  # no steps on the GPU side: no op is aligned, none forced
+    one_sided = kernels.match == ""
+    assert one_sided.sum() > len(kernels) / 2
+    named = kernels[kernels.match == "name"]
+    assert set(named.kernel) <= {"matmul", "convolution"}  # only what the equivalence table says is the same work
