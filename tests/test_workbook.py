@@ -297,3 +297,24 @@ def test_rows_written_in_blocks_give_the_same_bytes(tmp_path, monkeypatch):
     monkeypatch.setattr(ooxml, "FLUSH_CHARS", 100)
     assert main([*args, "-o", str(tmp_path / "blocks.xlsx")]) == 0
     assert (tmp_path / "whole.xlsx").read_bytes() == (tmp_path / "blocks.xlsx").read_bytes()
+
+
+def test_a_sheet_past_excels_row_limit_is_cut_with_a_warning(tmp_path, monkeypatch):
+    """A sheet longer than a worksheet may be keeps its first rows, and Warnings and stderr say
+    so (the JSON keeps them all). The limit is lowered here to 8 rows: 5 data rows fit."""
+    from perfcmp.render import xlsx
+
+    monkeypatch.setattr(xlsx, "EXCEL_ROWS", 8)
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    import perfcmp
+
+    result = perfcmp.compare("golden/demo/gpu/base.pt.trace.json.gz", "golden/demo/gpu/comp.pt.trace.json.gz",
+                             dimensions=["operator"], modules=False)
+    pairs = len(result.details["OperatorCompare"].rows)
+    notes = xlsx.render_file(result, str(tmp_path / "w.xlsx"))
+    note = (f"OperatorCompare has {pairs:,} rows, more than an Excel sheet holds: the first 5 are shown; every row "
+            "is in the JSON output and the Python API (result.table)")
+    assert pairs > 5 and note in notes  # (OperatorCompareStatistic and Verdicts pass 5 rows too)
+    book = openpyxl.load_workbook(tmp_path / "w.xlsx")
+    assert book["OperatorCompare"].max_row == 8 and book["OperatorCompareStatistic"].max_row == 8
+    assert any(note == row[2] for row in book["Warnings"].iter_rows(values_only=True))

@@ -34,6 +34,7 @@ HEADER_ROOM = 3
 # kernel list.
 WRAP_FILL = 0.9
 WARNING_COLUMNS = ["side", "source", "message", "count"]
+EXCEL_ROWS = 1_048_576  # rows a worksheet may have (Excel's limit)
 
 
 def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> int:
@@ -42,14 +43,21 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
     Returns:
         The number of text cells cut to Excel's limit (0 almost always).
     """
+    return _write(result, path, layout)[0]
+
+
+def _write(result: ComparisonResult, path: str, layout: Layout | None = None) -> tuple[int, list[str]]:
+    """``write``, returning also the notes for stderr (cells cut, sheets cut to the row limit)."""
     layout = layout or load_layout()
     sheets = [(spec, table) for spec in layout.sheets for table in [table_for(result, spec.source)] if table.rows]
     if not sheets:  # a workbook needs a sheet: say why it has nothing else
         spec = next(s for s in layout.sheets if s.source == "warnings")
         sheets = [(spec, Table(columns=WARNING_COLUMNS, rows=[["", "", "no sheet has data for the comparisons asked for", 1]]))]
+    sheets, long = _within_row_limit(sheets)
     cut = sum(_cells_over_limit(spec, table) for spec, table in sheets)
-    if cut:
-        sheets = _with_cut_warning(sheets, layout, cut)
+    notes = [row_limit_note(name, rows) for name, rows in long] + ([cut_note(cut)] if cut else [])
+    if notes:
+        sheets = _with_warnings(sheets, layout, notes)
     sheets = [(_without_empty_optional_columns(spec, table), table) for spec, table in sheets]
     filters = {spec.name: f"A{HEAD_ROWS}:{column_letter(len(spec.columns) - 1)}{HEAD_ROWS + len(table.rows)}"
                for spec, table in sheets}
@@ -58,7 +66,7 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
     for spec, table in sheets:
         _write_sheet(book, spec, table, result, layout)
     book.close()
-    return cut
+    return cut, notes
 
 
 SUFFIX = ".xlsx"
@@ -66,9 +74,8 @@ SUFFIX = ".xlsx"
 
 def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
     """The renderer protocol (``perfcmp.render``): the workbook at ``out``, and a note when
-    cells were cut."""
-    cut = write(result, out)
-    return [cut_note(cut)] if cut else []
+    cells were cut or a sheet had more rows than Excel holds."""
+    return _write(result, out)[1]
 
 
 def cut_note(cut: int) -> str:
@@ -85,14 +92,37 @@ def _cells_over_limit(spec: SheetSpec, table: Table) -> int:
     return sum(1 for row in table.rows for i in at if type(row[i]) is str and over_limit(row[i]))
 
 
-def _with_cut_warning(sheets: list[tuple[SheetSpec, Table]], layout: Layout, cut: int) -> list[tuple[SheetSpec, Table]]:
-    """The sheets with a Warnings row about the cut cells (the Warnings sheet added if missing)."""
+def row_limit_note(sheet: str, rows: int) -> str:
+    """The warning that ``sheet`` had more rows than a worksheet may hold."""
+    shown = EXCEL_ROWS - HEAD_ROWS
+    return (f"{sheet} has {rows:,} rows, more than an Excel sheet holds: the first {shown:,} are shown; every row is "
+            "in the JSON output and the Python API (result.table)")
+
+
+def _within_row_limit(sheets: list[tuple[SheetSpec, Table]]) -> tuple[list[tuple[SheetSpec, Table]], list[tuple[str, int]]]:
+    """The sheets cut to Excel's row limit (below the three head rows), and the (sheet, rows) cut."""
+    room = EXCEL_ROWS - HEAD_ROWS
+    long = [(spec.name, len(table.rows)) for spec, table in sheets if len(table.rows) > room]
+    if not long:
+        return sheets, []
+    return [(spec, Table(columns=table.columns, rows=table.rows[:room]) if len(table.rows) > room else table)
+            for spec, table in sheets], long
+
+
+def _with_warnings(sheets: list[tuple[SheetSpec, Table]], layout: Layout, notes: list[str]) -> list[tuple[SheetSpec, Table]]:
+    """The sheets with a Warnings row per note (the Warnings sheet added if missing); a cell
+    note's count is the cells cut, others count 1."""
     spec = next(s for s in layout.sheets if s.source == "warnings")
     tables = {s.name: t for s, t in sheets}
     old = tables.get(spec.name)
     rows = [[dict(zip(old.columns, r)).get(c) for c in WARNING_COLUMNS] for r in old.rows] if old else []
-    tables[spec.name] = Table(columns=WARNING_COLUMNS, rows=rows + [["", "", cut_note(cut), cut]])
+    tables[spec.name] = Table(columns=WARNING_COLUMNS, rows=rows + [["", "", note, _count(note)] for note in notes])
     return [(s, tables[s.name]) for s in layout.sheets if s.name in tables]
+
+
+def _count(note: str) -> int:
+    first = note.split(" ", 1)[0].replace(",", "")
+    return int(first) if first.isdigit() else 1
 
 
 def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
