@@ -312,6 +312,8 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
           and its verdict are joined by one key, ``perfcmp.keys``), where the steps hold most of
           each side's time;
         * every operator statistic row has its verdict and every op / comm verdict its sheet row;
+        * a statistic sheet totals its detail sheet (operators: device time; memory: bytes;
+          modules: the [ TOTAL ] rows' total and self time);
         * the kernel sheet holds at least what the overall Computing row counts: as many calls as
           its kernel count and as much time as its category rows (the sheet counts every kernel of
           the profile, Computing those inside the compared window; the "concurrent" row, time
@@ -332,6 +334,17 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         if stat and self.verdict:
             assert judged_ops <= ops, f"op verdicts without a sheet row: {sorted(judged_ops - ops)[:5]}"
             assert ops <= judged_ops, f"operator rows without a verdict: {sorted(ops - judged_ops)[:5]}"
+        for statistic, detail, pairs in STATISTIC_SUMS:  # a statistic sheet totals its detail sheet
+            st, dt = self.details.get(statistic), self.details.get(detail)
+            if st is None or dt is None:
+                continue
+            s_rows, d_rows = st.records(), dt.records()
+            for s_field, d_field, only in pairs:
+                for side in ("base", "comp"):
+                    got = sum(r[f"{side}_{s_field}"] or 0.0 for r in s_rows if only is None or r.get(only[0]) in only[1])
+                    want = sum(r[f"{side}_{d_field}"] or 0.0 for r in d_rows
+                               if only is None or r.get(f"{side}_{only[2]}") in only[1])
+                    assert abs(got - want) <= 1e-6 * max(1.0, abs(want)), f"{statistic} {side}_{s_field} {got} != {detail} {want}"
         comm = self.details.get("CommunicationCompare")
         if comm:
             keys = {f"comm:{r[side]}" for r in comm.records() for side in ("base_op", "comp_op") if r[side] not in (None, "", "|")}
@@ -355,6 +368,15 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     def from_json(cls, data: bytes, source: str = "result") -> "ComparisonResult":
         return decode_versioned(data, cls, FORMAT_VERSION, "result", source, oldest=FORMAT_VERSION)
 
+
+# (statistic sheet, detail sheet, [(statistic field, detail field, rows counted)]): the
+# statistic's totals equal the detail rows' sums (module sheets: their [ TOTAL ] rows only)
+_TOTALS = ("op_name", ("[ TOTAL ]", "TOTAL"), "op_name")  # the statistic says "[ TOTAL ]", the detail "TOTAL"
+STATISTIC_SUMS = (
+    ("OperatorCompareStatistic", "OperatorCompare", [("device_us", "device_us", None)]),
+    ("MemoryCompareStatistic", "MemoryCompare", [("alloc_bytes", "size_bytes", None)]),
+    ("ModuleCompareStatistic", "ModuleCompare", [("total_us", "total_us", _TOTALS), ("self_us", "self_us", _TOTALS)]),
+)
 
 # table aliases for ``ComparisonResult.table``: the sheets each may be (the first present is used)
 TABLE_ALIASES = {
