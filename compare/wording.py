@@ -54,3 +54,24 @@ def signed_bytes(value: float) -> str:
         if size >= scale:
             return f"{value / scale:+.1f} {unit}"
     return f"{value:+.0f} B"
+
+
+def fixed(value: float, digits: int, signed: bool = False, minus: str = "-", tiny_sign: bool = False) -> str:
+    """``value`` with ``digits`` decimals; ``signed`` adds "+" (and "±" for zero). A value that
+    rounds to zero is never "-0.000": it reads "±0.000", or with ``tiny_sign`` "+0.000" /
+    "−0.000" when it is not quite zero. ``minus`` is a signed value's minus sign (HTML uses U+2212)."""
+    text = f"{value:.{digits}f}"
+    if float(text) == 0:
+        sign = ("+" if value > 0 and tiny_sign else minus if value < 0 and tiny_sign else "±") if signed else ""
+        return sign + f"{0:.{digits}f}"
+    return f"{value:+.{digits}f}".replace("-", minus) if signed else text
+
+
+def ms_text(us: float, signed: bool = False, minus: str = "-", tiny_sign: bool = False) -> str:
+    """µs as ``1.234 ms`` (see ``fixed``)."""
+    return fixed(us / 1000, 3, signed, minus, tiny_sign) + " ms"
+
+
+def mib_text(value: float, signed: bool = False, minus: str = "-", tiny_sign: bool = False) -> str:
+    """Bytes as ``12.00 MiB`` (see ``fixed``)."""
+    return fixed(value / MIB, 2, signed, minus, tiny_sign) + " MiB"

@@ -26,7 +26,7 @@ from perfcmp import scope
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
-from perfcmp.wording import MIB, ranked_rows, ratio_change
+from perfcmp.wording import MIB, mib_text, ms_text, ranked_rows, ratio_change
 
 SUFFIX = ".html"
 CONCURRENT = "computing.concurrent"  # perfcmp.breakdown.CONCURRENT: kernel time counted twice (subtracted)
@@ -502,20 +502,15 @@ def _f(value: float, digits: int = 2) -> str:
     return "0" if float(text) == 0 else text.rstrip("0").rstrip(".") if "." in text else text
 
 
+MINUS = "\u2212"  # the typographic minus the page uses
+
+
 def _ms(us: float, signed: bool = False) -> str:
-    return _number(us / 1000, 3, signed) + " ms"
+    return ms_text(us, signed, MINUS, tiny_sign=True)
 
 
 def _mib(value: float, signed: bool = False) -> str:
-    return _number(value / MIB, 2, signed) + " MiB"
-
-
-def _number(value: float, digits: int, signed: bool) -> str:
-    text = f"{value:.{digits}f}"
-    if float(text) == 0:  # "+0.000": too small for the digits but not nothing; "±0.000": nothing
-        sign = ("+" if value > 0 else "−" if value < 0 else "±") if signed else ""
-        return sign + f"{0:.{digits}f}"
-    return f"{value:+.{digits}f}".replace("-", "−") if signed else text
+    return mib_text(value, signed, MINUS, tiny_sign=True)
 
 
 def _pct(relative: float) -> str:

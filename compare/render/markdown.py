@@ -19,7 +19,7 @@ from perfcmp import scope
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
-from perfcmp.wording import MIB, ranked_rows, ratio_change
+from perfcmp.wording import mib_text, ms_text, ranked_rows, ratio_change
 
 MAX_WARNINGS = 10
 # shown literally, not as Markdown or HTML; "_" between letters or digits cannot emphasise
@@ -181,18 +181,11 @@ def _identity(side: SideSummary) -> str:
 
 
 def _ms(us: float, signed: bool = False) -> str:
-    return _number(us / 1000, 3, signed) + " ms"
+    return ms_text(us, signed)
 
 
 def _mib(value: float, signed: bool = False) -> str:
-    return _number(value / MIB, 2, signed) + " MiB"
-
-
-def _number(value: float, digits: int, signed: bool) -> str:
-    text = f"{value:.{digits}f}"
-    if float(text) == 0:
-        return ("±" if signed else "") + f"{0:.{digits}f}"  # never "-0.000"
-    return f"{value:+.{digits}f}" if signed else text
+    return mib_text(value, signed)
 
 
 def _or_dash(value: float | None, fmt) -> str:
