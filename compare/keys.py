@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perfcmp.readers.textmatch import per_unique, texts
+
 OP, KERNEL, COMM, OVERALL, MEMORY = "op", "kernel", "comm", "overall", "memory"
 
 
@@ -21,12 +23,51 @@ def row_name(dimension: str, key: str) -> str:
 
 def op_keys(ops: pd.DataFrame, use_shape: bool) -> np.ndarray:
     """The comparison key of each op (``SideDetails.ops`` rows): its normalised name, and with
-    ``--use_input_shape`` its input shapes too, as ``aten::linear [[[16,256],[4096,256]]]``."""
+    ``--use_input_shape`` its input shapes too, written the same for either device
+    (``shape_texts``): ``aten::linear [16,256,1024]×[4096,1024]``."""
     keys = ops["key"].to_numpy().astype(object)
     if not use_shape:
         return keys
-    shapes = ops["input_shapes"].to_numpy().astype(object)
+    shapes = shape_texts(ops["input_shapes"].to_numpy())
     return np.array([f"{k} [{s}]" if s else k for k, s in zip(keys.tolist(), shapes.tolist())], dtype=object)
+
+
+SHAPE_JOIN = "×"
+
+
+def shape_texts(values) -> np.ndarray:
+    """Input shapes as one text for either device (once per distinct value): a GPU op's
+    ``[[16,256,1024],[3072,1024]]`` and an NPU op's ``"16,256,1024;\\r\\n3072,1024"`` both give
+    ``[16,256,1024]×[3072,1024]``; trailing scalars (empty shapes) are dropped; "" for none."""
+    return per_unique(texts(values), _shape_text)
+
+
+def _shape_text(raw: str) -> str:
+    # torch_npu writes the separators as escaped text ("16;\\r\\n1024"), sometimes quoted
+    text = "".join(raw.replace("\\r", "").replace("\\n", "").split()).strip('"')
+    if text.startswith("[") and text.endswith("]"):
+        parts = _top_level(text[1:-1], ",")
+    else:
+        parts = ["[" + p + "]" for p in text.split(";")]
+    while parts and parts[-1] in ("[]", ""):
+        parts.pop()
+    return SHAPE_JOIN.join(parts)
+
+
+def _top_level(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts if text else []
+
 
 
 # Detail sheets whose rows are verdict keys: the dimension, and the columns holding a row's key

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from perfcmp.details.extract import SideDetails, extract
@@ -214,8 +215,8 @@ def test_use_input_shape_changes_matching_and_statistic_rows():
     pairs, out = sheets(base, comp, opts)
     assert [(p.base, p.comp, p.how) for p in pairs] == [(0, None, BASE_ONLY), (1, 0, NAME_SHAPE)]
     stat = by_name(out["OperatorCompareStatistic"])
-    assert stat.keys() == {"aten::mm [[[2,3]]]", "aten::mm [[[4,5]]]"}
-    matched, left = stat["aten::mm [[[4,5]]]"], stat["aten::mm [[[2,3]]]"]
+    assert stat.keys() == {"aten::mm [[2,3]]", "aten::mm [[4,5]]"}  # shapes as perfcmp.keys writes them
+    matched, left = stat["aten::mm [[4,5]]"], stat["aten::mm [[2,3]]"]
     assert (matched["diff_us"], matched["base_count"], matched["comp_count"]) == (pytest.approx(1.0), 1, 1)
     assert (left["base_count"], left["comp_count"]) == (1, 0)
 
@@ -394,3 +395,14 @@ def test_twenty_thousand_ops_per_side_align():
     matched = sum(p.base is not None and p.comp is not None for p in pairs)
     assert matched == 20_000 - 200 - 80  # 200 renamed, 80 dropped (no index is both: 3 mod 250 vs 0 mod 100)
     assert len(out["OperatorCompare"].rows) == len(pairs)
+
+
+def test_input_shapes_key_the_same_on_either_device():
+    # a GPU op's shapes (JSON lists, trailing scalars as []) and an NPU op's ("a;b" text, escaped
+    # line breaks) give one key, so --use_input_shape pairs them across vendors
+    from perfcmp.keys import op_keys
+
+    ops = pd.DataFrame({"key": ["aten::linear"] * 3, "input_shapes": [
+        "[[16,256,1024],[3072,1024],[]]", '"16,256,1024;\\r\\n3072,1024"', ""]})
+    assert op_keys(ops, True).tolist() == ["aten::linear [[16,256,1024]×[3072,1024]]"] * 2 + ["aten::linear"]
+    assert op_keys(ops, False).tolist() == ["aten::linear"] * 3

@@ -34,14 +34,14 @@ from perfcmp.categories import COMPUTE_ROWS, parent_of
 from perfcmp.details.common import cells, ratios
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.operators import OpPair
-from perfcmp.readers.textmatch import per_unique, texts
+from perfcmp.keys import shape_texts
+from perfcmp.readers.textmatch import per_unique
 
 # Values of the "match" column.
 OP, NAME, CATEGORY, UNMATCHED = "op", "name", "category", ""
 
 CATEGORY_LABELS = {key: label for key, label, level in COMPUTE_ROWS if level == 1}
 CATEGORY_ORDER = {key: i for i, (key, _, level) in enumerate(COMPUTE_ROWS) if level == 1}
-SHAPE_JOIN = "×"
 BOTH_SHAPES = " ↔ "
 
 
@@ -244,25 +244,6 @@ def _kernel_lists(frame: pd.DataFrame, row_of: np.ndarray, n: int) -> list[str |
 
 # --- texts ----------------------------------------------------------------------------------------
 
-def shape_texts(values) -> np.ndarray:
-    """Input shapes as one text for either device (once per distinct value): a GPU op's
-    ``[[16,256,1024],[3072,1024]]`` and an NPU op's ``"16,256,1024;\\r\\n3072,1024"`` both give
-    ``[16,256,1024]×[3072,1024]``; trailing scalars (empty shapes) are dropped; "" for none."""
-    return per_unique(texts(values), _shape_text)
-
-
-def _shape_text(raw: str) -> str:
-    # torch_npu writes the separators as escaped text ("16;\\r\\n1024"), sometimes quoted
-    text = "".join(raw.replace("\\r", "").replace("\\n", "").split()).strip('"')
-    if text.startswith("[") and text.endswith("]"):
-        parts = _top_level(text[1:-1], ",")
-    else:
-        parts = ["[" + p + "]" for p in text.split(";")]
-    while parts and parts[-1] in ("[]", ""):
-        parts.pop()
-    return SHAPE_JOIN.join(parts)
-
-
 def short_kernel_name(name: str) -> str:
     """A kernel name without return type, namespaces, template arguments and parameters:
     ``void at::native::vectorized_elementwise_kernel<4, …>(int, …)`` gives
@@ -298,18 +279,3 @@ def short_kernel_name(name: str) -> str:
     cut = short.find("<")
     scope, rest = (short, "") if cut < 0 else (short[:cut], short[cut:])
     return scope.rsplit("::", 1)[-1] + rest or str(name)
-
-
-def _top_level(text: str, sep: str) -> list[str]:
-    """``text`` split at ``sep`` outside brackets."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts if text else []

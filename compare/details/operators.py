@@ -197,9 +197,11 @@ class _Aligner:
         self.base, self.comp = base, comp
         self.use_shape = opts.use_input_shape
         self.op_name_map = opts.op_name_map
-        cols = ["phase", "key"] + (["input_shapes"] if self.use_shape else [])
-        both = pd.concat([base.ops[cols], comp.ops[cols]], ignore_index=True)
-        codes = both.groupby(cols, sort=False, dropna=False).ngroup().to_numpy() if len(both) else np.empty(0, np.int64)
+        # the one op key rule (perfcmp.keys): name, and with --use_input_shape shapes written the
+        # same for either device
+        both = pd.DataFrame({"phase": np.concatenate([base.ops["phase"].to_numpy(), comp.ops["phase"].to_numpy()]),
+                             "key": np.concatenate([op_keys(base.ops, self.use_shape), op_keys(comp.ops, self.use_shape)])})
+        codes = both.groupby(["phase", "key"], sort=False, dropna=False).ngroup().to_numpy() if len(both) else np.empty(0, np.int64)
         self.codes_b, self.codes_c = codes[: len(base.ops)], codes[len(base.ops):]
         self.names_b, self.names_c = base.ops["name"].tolist(), comp.ops["name"].tolist()
         self.phase_b, self.phase_c = base.ops["phase"].tolist(), comp.ops["phase"].tolist()
