@@ -76,7 +76,7 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
     if details is not None and steps:
         spans = [b.window_us for b in step_breakdowns.values()]
         for dimension, occurrences in ((OP, _top_ops(details, op_shapes)), (KERNEL, _in_steps(details.compute, spans)),
-                                       (COMM, _in_steps(details.comm, spans))):
+                                       (COMM, _named(_in_steps(details.comm, spans)))):
             for (position, key), value in occurrences.groupby(["step", "key"], sort=True)["value"].sum().items():
                 put(row_name(dimension, key), int(position), value)
             for key, per_step in _instance_lists(occurrences, len(steps)).items():
@@ -98,6 +98,12 @@ def _top_ops(details: SideDetails, op_shapes: bool) -> pd.DataFrame:
     top = ops[(ops["top"].to_numpy()) & (ops["step"].to_numpy() >= 0)]
     return pd.DataFrame({"step": top["step"].to_numpy(), "key": op_keys(top, op_shapes),
                          "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
+
+
+def _named(occurrences: pd.DataFrame) -> pd.DataFrame:
+    """The occurrences with a key: a communication op whose name is lost (an empty string in a
+    damaged export) has no collective, so no row, as in CommunicationCompare (``keys.sheet_keys``)."""
+    return occurrences[occurrences["key"].astype(str) != ""] if len(occurrences) else occurrences
 
 
 def _in_steps(frame: pd.DataFrame, windows: list[tuple[float, float]]) -> pd.DataFrame:
