@@ -88,7 +88,7 @@ def check(name: str, profile_path: str, options: CompareOptions, directory: str 
         tool_version=__version__, base=baseline.summary, comparison=side.summary,
         overall=overall_rows(baseline.breakdown, side.breakdown), steps=step_rows(baseline.steps, side.steps),
         verdict=verdict, warnings=warnings, options={**options.as_dict(), "baseline": name},
-        scope=scope.choose(options.scope, len(baseline.steps), len(side.steps)),
+        scope=scope.choose(options.scope, *scope.covered(baseline.summary, side.summary)),
     )
 
 

@@ -236,7 +236,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
     details = _with_verdicts(details, verdict)
-    counts = [1 if s.step is not None else len(s.steps) for s in (base_side, comp_side)]
+    counts = scope.covered(base_side, comp_side)
     shown = scope.choose(options.scope, *counts)
     return ComparisonResult(
         tool_version=__version__,
@@ -250,8 +250,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         options=options.as_dict(),
         scope=shown,
         migration=migration.summarise(base.details, comp.details, options.detail.use_input_shape,
-                                      (float(max(counts[0], 1)), float(max(counts[1], 1))) if shown == scope.PER_STEP
-                                      else (1.0, 1.0), (base_side.e2e_us, comp_side.e2e_us))
+                                      scope.divisors_of(shown, counts), (base_side.e2e_us, comp_side.e2e_us))
         if base.details is not None and comp.details is not None else [],
     )
 

@@ -30,18 +30,27 @@ def choose(requested: str, base_steps: int, comp_steps: int) -> str:
     return requested
 
 
-def step_counts(result: ComparisonResult) -> tuple[int, int]:
+def covered(base: SideSummary, comp: SideSummary) -> tuple[int, int]:
     """How many steps each side's totals cover (1 when a single step is compared)."""
-    return tuple(1 if s.step is not None else len(s.steps) for s in (result.base, result.comparison))  # type: ignore[return-value]
+    return tuple(1 if s.step is not None else len(s.steps) for s in (base, comp))  # type: ignore[return-value]
+
+
+def step_counts(result: ComparisonResult) -> tuple[int, int]:
+    """``covered`` of a result's sides."""
+    return covered(result.base, result.comparison)
+
+
+def divisors_of(shown: str, counts: tuple[int, int]) -> tuple[float, float]:
+    """What to divide each side's totals by in scope ``shown``: (1, 1) for totals."""
+    if shown not in (PER_STEP, SHOWN):
+        return 1.0, 1.0
+    return float(max(counts[0], 1)), float(max(counts[1], 1))
 
 
 def divisors(result: ComparisonResult) -> tuple[float, float]:
-    """What to divide each side's totals by for the scope shown: (1, 1) for totals. A ``view``
-    keeps these (its details and migration rows still hold totals)."""
-    if not per_step(result):
-        return 1.0, 1.0
-    n_base, n_comp = step_counts(result)
-    return float(max(n_base, 1)), float(max(n_comp, 1))
+    """``divisors_of`` a result's scope. A ``view`` keeps these (its details and migration rows
+    still hold totals)."""
+    return divisors_of(result.scope, step_counts(result))
 
 
 def label(result: ComparisonResult) -> str:

@@ -26,7 +26,7 @@ from perfcmp import scope
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
-from perfcmp.wording import MIB, mib_text, ms_text, ranked_rows, ratio_change
+from perfcmp.wording import MIB, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
 
 SUFFIX = ".html"
 CONCURRENT = "computing.concurrent"  # perfcmp.breakdown.CONCURRENT: kernel time counted twice (subtracted)
@@ -99,13 +99,7 @@ def verdict_section(v: Verdict | None) -> str:
     comparable = "" if v.comparable else ", <span class=\"bad\">not comparable</span>"
     line = (f"<p><strong>Verdict: {_badge(v.overall)}</strong> — {v.n_steps[0]} vs {v.n_steps[1]} steps"
             f"{comparable}, exit code {v.exit_code}.</p>")
-    notes = [_e(r) for r in v.reasons]
-    if sum(v.skip_steps):
-        reason = f" ({_e(v.skip_reason)})" if v.skip_reason else ""
-        notes.append(f"warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]}{reason}")
-    for side, steps in sorted(v.outlier_steps.items()):
-        if steps:
-            notes.append(f"outlier steps ({_e(side)}): {', '.join(str(s) for s in sorted(steps))}")
+    notes = verdict_notes(v, _e)
     reasons = "<ul>" + "".join(f"<li>{n}</li>" for n in notes) + "</ul>" if notes else ""
     return f"<section id=\"verdict\">\n<h2>Verdict</h2>\n{line}\n{reasons}\n{gates_table(v.gates)}\n</section>"
 

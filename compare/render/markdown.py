@@ -19,7 +19,7 @@ from perfcmp import scope
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
-from perfcmp.wording import mib_text, ms_text, ranked_rows, ratio_change
+from perfcmp.wording import mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
 
 MAX_WARNINGS = 10
 # shown literally, not as Markdown or HTML; "_" between letters or digits cannot emphasise
@@ -101,13 +101,7 @@ def verdict_blocks(v: Verdict, top: int) -> list[str]:
     """The verdict's line and reasons, top regressions, improvements and failed gates."""
     line = (f"**Verdict: {escape(v.overall)}** — {v.n_steps[0]} vs {v.n_steps[1]} steps"
             f"{'' if v.comparable else ', not comparable'}, exit code {v.exit_code}.")
-    notes = [escape(r) for r in v.reasons]
-    if sum(v.skip_steps):
-        reason = f" ({escape(v.skip_reason)})" if v.skip_reason else ""
-        notes.append(f"warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]}{reason}")
-    for side, steps in sorted(v.outlier_steps.items()):
-        if steps:
-            notes.append(f"outlier steps ({escape(side)}): {', '.join(str(s) for s in sorted(steps))}")
+    notes = verdict_notes(v, escape)
     blocks = [line + "".join(f"\n- {n}" for n in notes)]
     blocks += _ranked("Top regressions", [r for r in v.rows if r.verdict == "regressed"], top, worst_first=True,
                       empty="No row regressed.")

@@ -55,9 +55,10 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None) ->
         sheets = [(spec, Table(columns=WARNING_COLUMNS, rows=[["", "", "no sheet has data for the comparisons asked for", 1]]))]
     sheets, long = _within_row_limit(sheets)
     cut = sum(_cells_over_limit(spec, table) for spec, table in sheets)
-    notes = [row_limit_note(name, rows) for name, rows in long] + ([cut_note(cut)] if cut else [])
-    if notes:
-        sheets = _with_warnings(sheets, layout, notes)
+    counted = [(row_limit_note(name, rows), 1) for name, rows in long] + ([(cut_note(cut), cut)] if cut else [])
+    notes = [note for note, _ in counted]
+    if counted:
+        sheets = _with_warnings(sheets, layout, counted)
     sheets = [(_without_empty_optional_columns(spec, table), table) for spec, table in sheets]
     filters = {spec.name: f"A{HEAD_ROWS}:{column_letter(len(spec.columns) - 1)}{HEAD_ROWS + len(table.rows)}"
                for spec, table in sheets}
@@ -109,20 +110,15 @@ def _within_row_limit(sheets: list[tuple[SheetSpec, Table]]) -> tuple[list[tuple
             for spec, table in sheets], long
 
 
-def _with_warnings(sheets: list[tuple[SheetSpec, Table]], layout: Layout, notes: list[str]) -> list[tuple[SheetSpec, Table]]:
-    """The sheets with a Warnings row per note (the Warnings sheet added if missing); a cell
-    note's count is the cells cut, others count 1."""
+def _with_warnings(sheets: list[tuple[SheetSpec, Table]], layout: Layout,
+                   notes: list[tuple[str, int]]) -> list[tuple[SheetSpec, Table]]:
+    """The sheets with a Warnings row per (note, count) (the Warnings sheet added if missing)."""
     spec = next(s for s in layout.sheets if s.source == "warnings")
     tables = {s.name: t for s, t in sheets}
     old = tables.get(spec.name)
     rows = [[dict(zip(old.columns, r)).get(c) for c in WARNING_COLUMNS] for r in old.rows] if old else []
-    tables[spec.name] = Table(columns=WARNING_COLUMNS, rows=rows + [["", "", note, _count(note)] for note in notes])
+    tables[spec.name] = Table(columns=WARNING_COLUMNS, rows=rows + [["", "", note, count] for note, count in notes])
     return [(s, tables[s.name]) for s in layout.sheets if s.name in tables]
-
-
-def _count(note: str) -> int:
-    first = note.split(" ", 1)[0].replace(",", "")
-    return int(first) if first.isdigit() else 1
 
 
 def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
