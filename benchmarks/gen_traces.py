@@ -86,6 +86,10 @@ class Knobs:
     modules: bool = True
     cpu_only: bool = False     # GPU only
     kd_mode: str = "new"       # NPU kernel_details flavour: new | legacy | core
+    rank: int = 0              # the profile's rank id (profiler_info_{rank}.json, distributedInfo.rank, link ids)
+    world: int = 8             # ranks in the job: link partners and the recorded world size (not the comm cost model)
+    comm_matrix: bool = False  # NPU: also write communication_matrix.json (this rank's links per collective)
+    slow_link: float = 1.0     # NPU: divide the bandwidth of this rank's HCCS links by this (matrix only)
 
     @classmethod
     def make(cls, **kw) -> "Knobs":
@@ -111,6 +115,8 @@ class Knobs:
             raise ValueError("steps and layers must be >= 1")
         if k.kd_mode not in ("new", "legacy", "core"):
             raise ValueError("kd_mode must be new, legacy or core")
+        if not 0 <= k.rank < k.world or k.world < 2 or k.slow_link <= 0:
+            raise ValueError("need 0 <= rank < world, world >= 2 and slow_link > 0")
         return k
 
 
@@ -1291,13 +1297,13 @@ _DEVICE_PROPS = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 850
 def _gpu_header(k: Knobs):
     props = "" if k.cpu_only else "\n    " + json.dumps(_DEVICE_PROPS) + "\n  "
     if k.cpu_only:
-        dist = {"backend": "gloo", "rank": 0, "world_size": WORLD}
+        dist = {"backend": "gloo", "rank": k.rank, "world_size": k.world}
     else:
-        dist = {"backend": "nccl", "rank": 0, "world_size": WORLD, "pg_count": 1,
+        dist = {"backend": "nccl", "rank": k.rank, "world_size": k.world, "pg_count": 1,
                 "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
-                               "pg_size": WORLD, "ranks": list(range(WORLD))}], "nccl_version": "2.21.5"}
+                               "pg_size": k.world, "ranks": list(range(k.world))}], "nccl_version": "2.21.5"}
     if k.old_format:
-        dist = {"rank": 0}
+        dist = {"rank": k.rank}
     return ('{\n  "schemaVersion": 1,\n  "deviceProperties": [' + props + '],\n'
             f'  "distributedInfo": {json.dumps(dist)},\n  "traceEvents": [\n')
 
@@ -1625,7 +1631,8 @@ class _NpuSim(_Sim):
                 x = transfer * size / per_plane * (1.6 if rdma else 1.0) * self.jitter(f"{key}.x{p}.{r}", self.k.noise)
                 kind = "RDMASend" if rdma else ("Reduce_Inline" if r < hops else "Memcpy")
                 seq = [("Notify_Record", self.us(1.2), 0), ("Notify_Wait", self.us(w), 0), (kind, self.us(x), size)]
-                dst = (1 << (r % hops)) ^ (4 * p) or 1
+                dst = ((1 << (r % hops)) ^ (4 * p) or 1) + self.k.rank
+                dst = dst % self.k.world if dst % self.k.world != self.k.rank else (self.k.rank + 1) % self.k.world
                 for tname, d, sz in seq:
                     tasks.append((tname, t, d, sz, dst, rdma, stream_id))
                     if p == 0:
@@ -1636,6 +1643,9 @@ class _NpuSim(_Sim):
                         elif sz:
                             stats["transit"] += d
                     if sz:
+                        pair = stats.setdefault("pairs", {}).setdefault((dst, "RDMA" if rdma else "HCCS"), [0, 0])
+                        pair[0] += sz
+                        pair[1] += d
                         tot = stats["links"].setdefault("RDMA" if rdma else "HCCS", {})
                         cnt = tot.setdefault(sz, [0, 0])
                         cnt[0] += 1
@@ -1649,7 +1659,7 @@ class _NpuSim(_Sim):
                     "duration estimated(us)": round(d / 1000.0 * 0.93, 4), "stream id": sid,
                     "task id": self.plane_task[p], "context id": 4294967295,
                     "task type": tname.replace("_", " ") if tname != "RDMASend" else "RDMASend",
-                    "src rank": 0, "dst rank": dst, "transport type": "RDMA" if rdma else "SDMA",
+                    "src rank": self.k.rank, "dst rank": dst, "transport type": "RDMA" if rdma else "SDMA",
                     "size(Byte)": size, "data type": "FP32" if size else "INVALID_TYPE",
                     "link type": "ROCE" if rdma else "HCCS",
                     "bandwidth(GB/s)": round(size / d, 6) if size else 0, "model id": 4294967295}, "ph": "X"})
@@ -1861,6 +1871,7 @@ class _NpuWriter:
         self.op_stats = {}
         self.step_rows = []
         self.comm = {}
+        self.matrix = {}
         self.first_start = None
 
     def write_step(self, sim: _NpuSim, i):
@@ -1961,6 +1972,25 @@ class _NpuWriter:
             tot["Synchronization Time(ms)"] + tot["Transit Time(ms)"]), 4) if tot["Transit Time(ms)"] else 0
         coll["Total Op Info"] = {"Communication Time Info": tot, "Communication Bandwidth Info": links_tot}
         self.comm[f"step{step_no}"] = {"p2p": {}, "collective": coll}
+        if self.k.comm_matrix:
+            self.matrix[f"step{step_no}"] = {"p2p": {}, "collective": self._matrix_ops(sim.comm_ops)}
+
+    def _matrix_ops(self, comm_ops):
+        """communication_matrix.json entries of one step: per collective, each link this rank sent on
+        (``--slow-link F`` stretches the transit time of this rank's HCCS links F times: a bad port)."""
+        out = {}
+        for op in comm_ops:
+            links = {}
+            for (dst, transport), (size, dur) in sorted(op.get("pairs", {}).items()):
+                if transport == "HCCS":
+                    dur = dur * self.k.slow_link
+                size_mb, t_ms = size / 1e6, dur / 1e6
+                links[f"{self.k.rank}-{dst}"] = {"Transport Type": transport, "Transit Size(MB)": round(size_mb, 6),
+                                                 "Transit Time(ms)": round(t_ms, 6),
+                                                 "Bandwidth(GB/s)": round(size_mb / t_ms, 4) if t_ms else 0,
+                                                 "Op Name": op["name"]}
+            out[f"{op['name']}@{NPU_GROUP}"] = links
+        return out
 
     def finish(self, sim: _NpuSim):
         self.tv.write("]")
@@ -1993,6 +2023,9 @@ class _NpuWriter:
                 f.write(f"0,{optype},{core},{n}," + ",".join(_f3(c) for c in cells) + "\n")
         with open(os.path.join(ap, "communication.json"), "w", encoding="utf-8", newline="\n") as f:
             json.dump(self.comm, f)
+        if self.k.comm_matrix:
+            with open(os.path.join(ap, "communication_matrix.json"), "w", encoding="utf-8", newline="\n") as f:
+                json.dump(self.matrix, f)
         start_ns = NPU_ORIGIN_NS + sim.step_cpu[0][0] - 1_000_000
         end_ns = NPU_ORIGIN_NS + max(sim.main.t, sim.compute.free) + 1_000_000
         info = {"config": {"common_config": {
@@ -2011,15 +2044,15 @@ class _NpuWriter:
             "start_info": {"syscnt_enable": True, "freq": 100.0, "start_cnt": start_ns // 10,
                            "start_monotonic": 6712034455667},
             "end_info": {"collectionTimeEnd": end_ns, "MonotonicTimeEnd": 6712034455667 + (end_ns - start_ns)},
-            "torch_npu_version": "2.5.1", "cann_version": "8.0.RC3", "rank_id": 0}
-        with open(os.path.join(self.dir, "profiler_info_0.json"), "w", encoding="utf-8", newline="\n") as f:
+            "torch_npu_version": "2.5.1", "cann_version": "8.0.RC3", "rank_id": self.k.rank}
+        with open(os.path.join(self.dir, f"profiler_info_{self.k.rank}.json"), "w", encoding="utf-8", newline="\n") as f:
             json.dump(info, f, indent=4)
         meta = {"ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "3", "HCCL_RDMA_TC": "", "HCCL_RDMA_SL": "",
                                   "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True", "HCCL_BUFFSIZE": "200",
                                   "HCCL_CONNECT_TIMEOUT": "1200", "TASK_QUEUE_ENABLE": "1"},
-                "parallel_group_info": {NPU_GROUP: {"group_name": "dp", "group_rank": 0,
-                                                    "global_ranks": list(range(WORLD))}},
-                "distributed_args": {"world_size": WORLD, "data_parallel_size": WORLD,
+                "parallel_group_info": {NPU_GROUP: {"group_name": "dp", "group_rank": self.k.rank,
+                                                    "global_ranks": list(range(self.k.world))}},
+                "distributed_args": {"world_size": self.k.world, "data_parallel_size": self.k.world,
                                      "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1}}
         with open(os.path.join(self.dir, "profiler_metadata.json"), "w", encoding="utf-8", newline="\n") as f:
             json.dump(meta, f, indent=4)
@@ -2280,6 +2313,11 @@ def _add_knob_args(p):
     p.add_argument("--cpu-only", action="store_true", help="GPU: trace of a CPU build of torch")
     p.add_argument("--kd-legacy", action="store_true", help="NPU: older kernel_details.csv header")
     p.add_argument("--kd-core-only", action="store_true", help="NPU: kernel_details.csv without PMU columns")
+    p.add_argument("--rank", type=int, default=0, help="the profile's rank id (default 0)")
+    p.add_argument("--world", type=int, default=WORLD, help=f"ranks in the job (default {WORLD})")
+    p.add_argument("--comm-matrix", action="store_true", help="NPU: also write communication_matrix.json")
+    p.add_argument("--slow-link", type=float, default=1.0,
+                   help="NPU: divide the bandwidth of the rank's HCCS links by this (matrix only)")
     p.add_argument("--target-mb", type=float, default=None,
                    help="pick steps/layers so the GPU trace / NPU trace_view.json is about this many MB")
 
@@ -2287,7 +2325,8 @@ def _add_knob_args(p):
 def _knobs_from_args(a, kind):
     kw = dict(seed=a.seed, first_step=a.first_step, noise=a.noise, scale=tuple(a.scale), extra_op=a.extra_op,
               comm_wait=a.comm_wait, mem_scale=a.mem_scale, old_format=a.old_format, no_modules=a.no_modules,
-              cpu_only=a.cpu_only, kd_legacy=a.kd_legacy, kd_core_only=a.kd_core_only)
+              cpu_only=a.cpu_only, kd_legacy=a.kd_legacy, kd_core_only=a.kd_core_only, rank=a.rank, world=a.world,
+              comm_matrix=a.comm_matrix, slow_link=a.slow_link)
     steps, layers = a.steps, a.layers
     if a.target_mb:
         steps, layers = pick_size(kind, a.target_mb, steps=steps, layers=layers, **kw)

@@ -132,9 +132,20 @@ def compare(
     npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
                                              rich_help_panel=INPUTS, help="Which export of an NPU directory holding "
                                              "both to read (default: text)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", metavar="1|2", rich_help_panel=INPUTS,
+    jobs: Optional[int] = typer.Option(None, "--jobs", metavar="N", rich_help_panel=INPUTS,
                                        help="1: read the sides one after the other; 2: in parallel. Default: parallel "
-                                       "for inputs over 16 MB on a multi-core machine."),
+                                       "for inputs over 16 MB on a multi-core machine. Cluster runs: N worker "
+                                       "processes reading ranks (default: the cores)."),
+    rank: Optional[int] = typer.Option(None, "--rank", metavar="N", rich_help_panel=INPUTS,
+                                       help="Cluster runs: compare only rank N of both, as two profiles."),
+    base_rank: Optional[int] = typer.Option(None, "--base-rank", "--base_rank", metavar="N", rich_help_panel=INPUTS,
+                                            help="Cluster runs: the baseline's rank to compare (with --comparison-rank)."),
+    comparison_rank: Optional[int] = typer.Option(None, "--comparison-rank", "--comparison_rank", metavar="N",
+                                                  rich_help_panel=INPUTS,
+                                                  help="Cluster runs: the new run's rank to compare."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", rich_help_panel=INPUTS,
+                                            help="Cluster runs: read the ranks on this Dask scheduler "
+                                            "(tcp://host:8786; default: $PERFCMP_SCHEDULER, else local processes)."),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               rich_help_panel=OUTPUTS, help=OUTPUT_HELP),
     output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", rich_help_panel=OUTPUTS,
@@ -194,10 +205,18 @@ def compare(
                                              "from the data)."),
 ) -> int:
     """Compare -d (new) against -bp (baseline): console summary, xlsx workbook, JSON / Markdown, verdict."""
+    from perfcmp.cluster import run as cluster
     from perfcmp.pipeline import run
     from perfcmp.policy import load_policy
 
     formats = _formats(output_format)
+    plan = cluster.resolve(benchmark_profiling_path, profiling_path, rank, base_rank, comparison_rank)
+    if plan.cluster:
+        return _compare_clusters(plan, formats, output_path, jobs, scheduler, skip_steps, top, quiet,
+                                 (categories, gpu_flow_cat, npu_source),
+                                 {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
+                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None})
+    benchmark_profiling_path, profiling_path = plan.base_path, plan.comp_path
     chosen = {name for name, on in (("profiling", enable_profiling), ("operator", enable_operator), ("memory", enable_memory),
                                     ("communication", enable_communication), ("api", enable_api), ("kernel", enable_kernel)) if on}
     detail = DetailOptions(enabled=frozenset(chosen or DIMENSIONS), details=not disable_details, modules=not disable_module,
@@ -212,6 +231,24 @@ def compare(
     result = run(options)
     write_outputs(result, options, quiet)
     return result.verdict.exit_code if result.verdict else 0
+
+
+def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: int | None, scheduler: str | None,
+                      skip_steps: int | None, top: int, quiet: bool, reading: tuple, given: dict[str, bool]) -> int:
+    """``compare`` on two cluster runs (``perfcmp.cluster``): every rank, the slow rank and link."""
+    from perfcmp.cluster import run as cluster
+    from perfcmp.cluster.execute import scheduler_address
+    from perfcmp.cluster.summary import ReadOptions
+
+    for option in (o for o, on in given.items() if on):
+        raise UsageError(f"{option} is not available for cluster comparisons; compare one rank with --rank N to use it")
+    categories, gpu_flow_cat, npu_source = reading
+    options = cluster.ClusterOptions(plan=plan, read=ReadOptions(categories, gpu_flow_cat, npu_source), jobs=jobs,
+                                     scheduler=scheduler_address(scheduler), skip_steps=skip_steps, formats=formats,
+                                     output=output, top=top)
+    _check_outputs(options.output, formats)
+    cluster.write_outputs(cluster.run(options), options, quiet)
+    return 0
 
 
 def write_outputs(result: ComparisonResult, options: CompareOptions, quiet: bool = False) -> None:

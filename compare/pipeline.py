@@ -308,3 +308,11 @@ def _analyse(profile: Profile, rules: Rules, step: int | None,
     reference = "analysis.db StepTraceTime" if info.metadata.get("export") == "db" else "step_trace_time.csv"
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
     return side, breakdown, per_step, step_breakdowns, notes
+
+
+def analyse_profile(profile: Profile, path: str, options: CompareOptions) -> _Side:
+    """One already-read profile analysed on its own, the whole window, without detail tables
+    unless ``options`` enable a detail dimension (``perfcmp.cluster`` workers use this: they
+    need the profile itself too, for what a comparison does not keep)."""
+    return _Side.of(profile, None, path, load_rules(options.categories), _normalizer(options),
+                    options.detail.use_input_shape)

@@ -1,0 +1,84 @@
+"""Run the work units (one rank each, ``summary.summarise``) and collect their summaries.
+
+* ``jobs=1``: one after the other in this process (one profile held at a time);
+* ``jobs=N`` (default: the cores, at most the units): a ``ProcessPoolExecutor`` of N forked
+  workers, each stopped with this process (the pipeline's own worker start-up: SIGINT left to
+  the parent, ``PR_SET_PDEATHSIG``) and killed at once when the run fails or is stopped;
+* ``scheduler="tcp://host:port"`` (or ``PERFCMP_SCHEDULER``): the same units on an existing
+  Dask distributed cluster through ``distributed.Client``; the workers must see the profile
+  paths (a shared file system) and have perfcmp installed. Dask is an optional extra
+  (``pip install 'perfcmp[cluster]'``).
+
+Each unit returns its summary as msgpack bytes and the driver decodes them in the units' order,
+so the result never depends on the executor, the worker count or the order units finished in.
+The driver holds summaries only, never a raw profile (except with ``jobs=1``, one at a time).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+from perfcmp.cluster.result import RankSummary
+from perfcmp.cluster.summary import WorkUnit, decode, summarise
+from perfcmp.readers.errors import UsageError
+from perfcmp.signals import held
+
+SCHEDULER_ENV = "PERFCMP_SCHEDULER"
+DASK_MISSING = ("--scheduler needs Dask's distributed package, which is not installed; "
+                "install it with: pip install 'perfcmp[cluster]'")
+
+
+def scheduler_address(option: str | None) -> str | None:
+    """``--scheduler``, else ``PERFCMP_SCHEDULER``, else None (run locally)."""
+    return option or os.environ.get(SCHEDULER_ENV) or None
+
+
+def run_units(units: Sequence[WorkUnit], jobs: int | None = None, scheduler: str | None = None) -> list[RankSummary]:
+    """Every unit's summary, in the order of ``units``."""
+    if scheduler:
+        return [decode(d) for d in _on_dask(units, scheduler)]
+    workers = min(jobs or os.cpu_count() or 1, len(units))
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [decode(summarise(u)) for u in units]
+    return [decode(d) for d in _on_pool(units, workers)]
+
+
+def _on_pool(units: Sequence[WorkUnit], workers: int) -> list[bytes]:
+    from perfcmp.pipeline import _start_worker, _stop_workers  # the pipeline's own worker life cycle
+
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_start_worker, initargs=(os.getpid(),))
+    try:
+        futures = [pool.submit(summarise, u) for u in units]
+        return [f.result() for f in futures]
+    except BaseException:  # an error in a rank, or signals.Stopped: the other ranks' work is moot
+        with held():
+            _stop_workers(pool)
+        raise
+    finally:
+        with held():
+            pool.shutdown()
+
+
+def _on_dask(units: Sequence[WorkUnit], address: str) -> list[bytes]:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError(DASK_MISSING) from None
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address} ({exc}); expected the address of a "
+                         "running scheduler, such as tcp://host:8786") from None
+    try:
+        futures = client.map(summarise, list(units), pure=False)
+        try:
+            return client.gather(futures)
+        except BaseException:
+            client.cancel(futures)
+            raise
+    finally:
+        client.close()

@@ -1,0 +1,165 @@
+"""A rank's communication links and transport bandwidths, from the profiler's own analysis.
+
+Text export (``ASCEND_PROFILER_OUTPUT``):
+
+* ``communication_matrix.json``: ``{step: {"collective"|"p2p": {"<op>@<group>": {"<src>-<dst>":
+  {"Transport Type", "Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)", …}}}}}``. torch_npu
+  writes each op type compressed into ``<type>-top1`` / ``-middle`` / ``-bottom1`` / ``-total``
+  entries; only the ``-total`` ones are summed then (the others repeat some of its ops). A
+  matrix of single ops (msprof-analyze's cluster form) is summed over every op.
+* ``communication.json``: ``{step: {"collective"|"p2p": {"Total Op Info": {"Communication
+  Bandwidth Info": {"RDMA"|"HCCS"|"PCIE"|"SDMA": {"Transit Size(MB)", "Transit Time(ms)"}}}}}}``.
+
+DB export (``analysis.db``): ``CommAnalyzerMatrix`` (group_name, hccl_op_name, src_rank,
+dst_rank, transport_type, transit_size, transit_time) and ``CommAnalyzerBandwidth``
+(hccl_op_name, transport_type, transit_size, transit_time), by the same rules.
+
+Sizes are summed over steps and ops, then bandwidth = size / time, the profilers' own
+"Bandwidth(GB/s)" (MB per ms). Profiles recorded at level 0 have none of this (the profiler
+skips the small communication tasks): the rank then has no links, and a note says why. GPU
+traces carry no per-link data.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import msgspec
+
+from perfcmp.cluster.result import Link, Transport
+
+MB = 1e6  # the profilers' "MB" divided by "ms" is their "GB/s": the ratio is kept with decimal units
+TOTAL_OP = "Total Op Info"
+TOTAL_SUFFIX = "-total"
+
+
+def read(output_dir: Path | None, db: bool) -> tuple[list[Link], list[Transport], list[str]]:
+    """The links and transports of the export in ``output_dir`` (an ``ASCEND_PROFILER_OUTPUT``),
+    from the DB export's analysis.db when ``db``, else from the text export's JSON files.
+
+    Returns:
+        (links sorted by group, src, dst, transport; transports sorted by name; notes)
+    """
+    if output_dir is None:
+        return [], [], []
+    notes: list[str] = []
+    if db:
+        links, transports = _from_db(output_dir / "analysis.db", notes)
+    else:
+        links = _matrix(output_dir / "communication_matrix.json", notes)
+        transports = _transports(output_dir / "communication.json", notes)
+    return links, transports, notes
+
+
+def _load(path: Path, notes: list[str]):
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.MsgspecError) as exc:
+        notes.append(f"{path.name} ignored: {exc}")
+        return None
+
+
+def _matrix(path: Path, notes: list[str]) -> list[Link]:
+    data = _load(path, notes)
+    if not isinstance(data, dict):
+        return []
+    sums: dict[tuple[str, int, int, str], list[float]] = {}
+    for step in data.values():
+        for kind in ("collective", "p2p"):
+            ops = step.get(kind) if isinstance(step, dict) else None
+            if not isinstance(ops, dict):
+                continue
+            names = [n for n in ops if n != TOTAL_OP]
+            compressed = any(n.partition("@")[0].endswith(TOTAL_SUFFIX) for n in names)
+            for name in names:
+                op, _, group = name.partition("@")
+                if compressed and not op.endswith(TOTAL_SUFFIX):
+                    continue
+                for pair, link in (ops[name] or {}).items() if isinstance(ops[name], dict) else ():
+                    _add_link(sums, group, pair, link)
+    return _links(sums)
+
+
+def _add_link(sums: dict, group: str, pair: str, link) -> None:
+    src, _, dst = str(pair).partition("-")
+    if not (src.isdigit() and dst.isdigit() and isinstance(link, dict)):
+        return
+    size, time = _number(link.get("Transit Size(MB)")), _number(link.get("Transit Time(ms)"))
+    key = (group, int(src), int(dst), str(link.get("Transport Type") or "unknown"))
+    acc = sums.setdefault(key, [0.0, 0.0])
+    acc[0] += size * MB
+    acc[1] += time * 1000.0
+
+
+def _links(sums: dict) -> list[Link]:
+    return [Link(group=g, src=s, dst=d, transport=t, size_bytes=size, time_us=time)
+            for (g, s, d, t), (size, time) in sorted(sums.items())]
+
+
+def _transports(path: Path, notes: list[str]) -> list[Transport]:
+    data = _load(path, notes)
+    if not isinstance(data, dict):
+        return []
+    sums: dict[str, list[float]] = {}
+    for step in data.values():
+        for kind in ("collective", "p2p"):
+            ops = step.get(kind) if isinstance(step, dict) else None
+            total = ops.get(TOTAL_OP) if isinstance(ops, dict) else None
+            info = total.get("Communication Bandwidth Info") if isinstance(total, dict) else None
+            for transport, values in (info or {}).items() if isinstance(info, dict) else ():
+                if isinstance(values, dict):
+                    acc = sums.setdefault(str(transport), [0.0, 0.0])
+                    acc[0] += _number(values.get("Transit Size(MB)")) * MB
+                    acc[1] += _number(values.get("Transit Time(ms)")) * 1000.0
+    return [Transport(transport=t, size_bytes=s, time_us=u) for t, (s, u) in sorted(sums.items()) if s > 0 or u > 0]
+
+
+def _from_db(path: Path, notes: list[str]) -> tuple[list[Link], list[Transport]]:
+    if not path.is_file():
+        return [], []
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        notes.append(f"{path.name} ignored: {exc}")
+        return [], []
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        links: dict = {}
+        if "CommAnalyzerMatrix" in tables:
+            rows = db.execute("SELECT group_name, hccl_op_name, src_rank, dst_rank, transport_type, transit_size, "
+                              "transit_time FROM CommAnalyzerMatrix").fetchall()
+            compressed = any(str(r[1]).endswith(TOTAL_SUFFIX) for r in rows)
+            for group, op, src, dst, transport, size, time in rows:
+                if compressed and not str(op).endswith(TOTAL_SUFFIX):
+                    continue
+                _add_link(links, str(group), f"{src}-{dst}",
+                          {"Transport Type": transport, "Transit Size(MB)": size, "Transit Time(ms)": time})
+        transports: dict[str, list[float]] = {}
+        if "CommAnalyzerBandwidth" in tables:
+            rows = db.execute("SELECT hccl_op_name, transport_type, transit_size, transit_time "
+                              "FROM CommAnalyzerBandwidth").fetchall()
+            totals = any(r[0] == TOTAL_OP for r in rows)
+            for op, transport, size, time in rows:
+                if totals and op != TOTAL_OP:
+                    continue
+                acc = transports.setdefault(str(transport), [0.0, 0.0])
+                acc[0] += _number(size) * MB
+                acc[1] += _number(time) * 1000.0
+    except sqlite3.Error as exc:
+        notes.append(f"{path.name}: communication tables ignored ({exc})")
+        return [], []
+    finally:
+        db.close()
+    return _links(links), [Transport(transport=t, size_bytes=s, time_us=u) for t, (s, u) in sorted(transports.items())
+                           if s > 0 or u > 0]
+
+
+def _number(value) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number == number and abs(number) != float("inf") and number > 0 else 0.0

@@ -1,0 +1,121 @@
+"""``perfcmp compare`` on cluster inputs: which comparison the paths ask for, running it, and
+publishing its outputs.
+
+``resolve`` decides from the two paths and the rank options: today's one-profile comparison
+(neither path is a cluster input, or ``--rank`` / ``--base-rank`` / ``--comparison-rank``
+picked one rank of each), or a cluster comparison (both paths are cluster inputs). ``run``
+reads every rank of both runs through ``execute`` and puts them together with ``analyse``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfcmp.cluster import analyse, discover
+from perfcmp.cluster.discover import RankInput
+from perfcmp.cluster.execute import run_units
+from perfcmp.cluster.result import ClusterResult
+from perfcmp.cluster.summary import ReadOptions, WorkUnit
+from perfcmp.readers.errors import UsageError
+
+PREFIX = "performance_cluster_result_"
+FORMATS = ("console", "xlsx", "json", "md")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``compare`` was asked: the two paths to compare one to one, or two clusters."""
+
+    base_path: str
+    comp_path: str
+    base_ranks: list[RankInput] | None = None  # both set: a cluster comparison
+    comp_ranks: list[RankInput] | None = None
+
+    @property
+    def cluster(self) -> bool:
+        return self.base_ranks is not None
+
+
+def resolve(base_path: str, comp_path: str, rank: int | None = None, base_rank: int | None = None,
+            comp_rank: int | None = None) -> Plan:
+    """The comparison the paths and rank options ask for (module docstring)."""
+    if rank is not None and (base_rank is not None or comp_rank is not None):
+        raise UsageError("--rank picks one rank on both sides; give it, or --base-rank and --comparison-rank, not both")
+    for option, value in (("--rank", rank), ("--base-rank", base_rank), ("--comparison-rank", comp_rank)):
+        if value is not None and value < 0:
+            raise UsageError(f"{option} {value}: expected a rank id, 0 or more")
+    base_rank = rank if base_rank is None else base_rank
+    comp_rank = rank if comp_rank is None else comp_rank
+    if base_rank is not None or comp_rank is not None:
+        for option, value, path in (("--base-rank", base_rank, base_path), ("--comparison-rank", comp_rank, comp_path)):
+            if value is None and discover.members(path) is not None:
+                raise UsageError(f"is a cluster run, so {option} is needed too (or --rank N for both sides)", path)
+        names = ("--rank", "--rank") if rank is not None else ("--base-rank", "--comparison-rank")
+        return Plan(discover.choose(base_path, base_rank, names[0]) if base_rank is not None else base_path,
+                    discover.choose(comp_path, comp_rank, names[1]) if comp_rank is not None else comp_path)
+    base_ranks, comp_ranks = discover.members(base_path), discover.members(comp_path)
+    if base_ranks is None and comp_ranks is None:
+        return Plan(base_path, comp_path)
+    if base_ranks is None or comp_ranks is None:
+        one, many = (base_path, comp_path) if base_ranks is None else (comp_path, base_path)
+        n = len(base_ranks or comp_ranks or [])
+        raise UsageError(f"is one profile, but {many} holds {n} ranks; compare two cluster runs, or pick one rank "
+                         "of the cluster with --rank N (--base-rank / --comparison-rank)", one)
+    return Plan(base_path, comp_path, base_ranks, comp_ranks)
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Options of a cluster comparison (``perfcmp compare`` on two cluster inputs)."""
+
+    plan: Plan
+    read: ReadOptions = field(default_factory=ReadOptions)
+    jobs: int | None = None
+    scheduler: str | None = None
+    skip_steps: int | None = None
+    formats: tuple[str, ...] = ("console", "xlsx")
+    output: str | None = None
+    top: int = 10
+
+    def __post_init__(self) -> None:
+        if not self.plan.cluster:
+            raise ValueError("ClusterOptions needs a cluster plan")
+        unsupported = sorted(set(self.formats) - set(FORMATS))
+        if unsupported:
+            raise UsageError(f"--format {', '.join(unsupported)} is not available for cluster comparisons; "
+                             f"expected {', '.join(FORMATS)}")
+        if self.jobs is not None and self.jobs < 1:
+            raise UsageError(f"--jobs {self.jobs}: expected 1 or more worker processes")
+        if self.skip_steps is not None and self.skip_steps < 0:
+            raise UsageError(f"--skip-steps {self.skip_steps}: expected 0 or more")
+
+
+def run(options: ClusterOptions) -> ClusterResult:
+    """Read every rank of both runs in workers and compare them. Pure apart from the reading."""
+    plan = options.plan
+    units = [WorkUnit(m.rank, m.path, m.rank_from, options.read) for m in (*plan.base_ranks, *plan.comp_ranks)]
+    summaries = run_units(units, options.jobs, options.scheduler)
+    n = len(plan.base_ranks)
+    return analyse.build(summaries[:n], summaries[n:], plan.base_path, plan.comp_path, options.skip_steps)
+
+
+def write_outputs(result: ClusterResult, options: ClusterOptions, quiet: bool = False) -> None:
+    """Every requested file (one set, published together or not at all), then the console
+    summary, then on stderr where the files went."""
+    from perfcmp.cluster import console, jsonout, markdown, xlsx
+    from perfcmp.output import STDOUT, publish
+    from perfcmp.render.terminal import terminal_width
+
+    writers = {"xlsx": (".xlsx", lambda tmp: xlsx.write(result, tmp)),
+               "json": (".json", lambda tmp: Path(tmp).write_bytes(jsonout.render(result))),
+               "md": (".md", lambda tmp: Path(tmp).write_text(markdown.render(result, options.top), encoding="utf-8"))}
+    chosen = [writer for name, writer in writers.items() if name in options.formats]
+    written = publish(options.output, chosen, prefix=PREFIX) if chosen else []
+    if "console" in options.formats:
+        sys.stdout.write(console.render(result, terminal_width(), quiet, options.top))
+    sys.stdout.flush()
+    for path in written:
+        if path != STDOUT:
+            print(f"perfcmp: wrote {path}", file=sys.stderr)

@@ -1,0 +1,150 @@
+"""One rank read by a worker into a compact ``RankSummary`` (kilobytes): the work unit.
+
+``summarise(unit)`` runs wherever the executor puts it (this process, a pool worker, a Dask
+worker): it reads the rank's profile, analyses it as ``perfcmp compare`` does one side
+(``pipeline.analyse_profile``: the same breakdown, self-check and per-step samples, with the
+detail dimensions off so no per-op table is built), adds what only the profile has (the
+receive-only communication per step, the links), drops the profile and returns the summary
+encoded as msgpack bytes: small to ship, and identical whichever process made it.
+
+Per step: Computing, Uncovered Communication split into Wait and Transmit (summed over the
+communication groups; ``perfcmp.breakdown`` defines them), Free and E2E as ``compare``
+computes them; **Receive** is the summed duration of the step's receive-only communication ops
+(NPU ``hcom_receive*``, GPU ``…Recv`` kernels but not ``SendRecv``), counted in the step whose
+host span holds their start, and **Stage** = E2E − Receive: torch_npu's ``Bubble`` and ``Stage``
+(its step_trace_time.csv; MindSpore Insight's cluster step trace shows the same columns).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from perfcmp.cluster import links
+from perfcmp.cluster.result import GroupTime, RankStep, RankSummary
+from perfcmp.options import CompareOptions, DetailOptions
+from perfcmp.readers import load_profile
+from perfcmp.readers.detect import EXPORT_SUFFIXES, OUTPUT_DIR, db_exports
+from perfcmp.readers.heap import give_back_free_memory
+from perfcmp.readers.model import COMM, DeviceKind, Profile
+
+RECEIVE = re.compile(r"hcom_receive|(?<![a-z])recv", re.IGNORECASE)
+_WAIT, _TRANSMIT = ".wait", ".transmit"
+_GROUP = "overall:comm.group:"
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What reading a rank needs of the user's options (picklable, shipped with each unit)."""
+
+    categories: str | None = None
+    gpu_flow_cat: str | None = None
+    npu_source: str | None = None
+
+    def compare_options(self, path: str) -> CompareOptions:
+        return CompareOptions(base_path=path, comp_path=path, categories=self.categories, gpu_flow_cat=self.gpu_flow_cat,
+                              npu_source=self.npu_source, formats=("console",),
+                              detail=DetailOptions(enabled=frozenset({"profiling"})))
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One rank of one run to summarise."""
+
+    rank: int
+    path: str
+    rank_from: str
+    options: ReadOptions = field(default_factory=ReadOptions)
+
+
+def summarise(unit: WorkUnit) -> bytes:
+    """The work unit: ``RankSummary`` of ``unit``'s profile, msgpack-encoded."""
+    return msgspec.msgpack.encode(summarise_rank(unit))
+
+
+def decode(data: bytes) -> RankSummary:
+    return msgspec.msgpack.decode(data, type=RankSummary)
+
+
+def summarise_rank(unit: WorkUnit) -> RankSummary:
+    from perfcmp.pipeline import analyse_profile
+
+    options = unit.options.compare_options(unit.path)
+    profile = load_profile(unit.path, options.gpu_flow_cat, options.npu_source)
+    profile.check()
+    side = analyse_profile(profile, unit.path, options)
+    info = profile.info
+    warnings = [f"{w.message}" + (f" ({w.count}×)" if w.count > 1 else "") for w in side.warnings]
+    if info.rank is not None and info.rank != unit.rank:
+        warnings.append(f"the profile records rank {info.rank}, but it was taken as rank {unit.rank} ({unit.rank_from})")
+    receive = _receive_per_step(profile)
+    rows = side.samples.rows
+    steps = []
+    for position, m in enumerate(side.steps):
+        wait = _sum_at(rows, _WAIT, position)
+        transmit = _sum_at(rows, _TRANSMIT, position)
+        got = receive.get(m.step, 0.0)
+        steps.append(RankStep(step=m.step, e2e_us=m.e2e_us, computing_us=m.computing_us, uncovered_us=m.uncovered_us,
+                              wait_us=wait, transmit_us=transmit, free_us=m.free_us, receive_us=got,
+                              stage_us=m.e2e_us - got, profiler_check=m.profiler_check))
+    groups = _groups(side.breakdown.rows)
+    export = info.metadata.get("export", "")
+    link_rows, transports, notes = links.read(_output_dir(unit.path) if info.device == DeviceKind.NPU else None,
+                                              db=export == "db")
+    samples = side.samples
+    del profile, side
+    give_back_free_memory()
+    return RankSummary(rank=unit.rank, source=unit.path, rank_from=unit.rank_from, device=info.device.value,
+                       producer=info.producer, export=export, steps=steps, groups=groups, links=link_rows,
+                       transports=transports, samples=msgspec.structs.replace(samples, instances={}),
+                       warnings=warnings + notes)
+
+
+def _sum_at(rows: dict[str, list[float | None]], suffix: str, position: int) -> float:
+    return float(sum(values[position] or 0.0 for row, values in rows.items()
+                     if row.startswith(_GROUP) and row.endswith(suffix)))
+
+
+def _groups(rows) -> list[GroupTime]:
+    by_key = {r.key: r.dur_us for r in rows}
+    names = sorted(k[len("comm.group:"):] for k in by_key
+                   if k.startswith("comm.group:") and not k.endswith((_WAIT, _TRANSMIT)))
+    return [GroupTime(group=g, uncovered_us=by_key[f"comm.group:{g}"], wait_us=by_key.get(f"comm.group:{g}{_WAIT}", 0.0),
+                      transmit_us=by_key.get(f"comm.group:{g}{_TRANSMIT}", 0.0)) for g in names]
+
+
+def _receive_per_step(profile: Profile) -> dict[int, float]:
+    """Step id -> summed duration (µs) of the receive-only communication ops starting in its host span."""
+    device = profile.device
+    if device.empty or not profile.steps:
+        return {}
+    comm = device[(device["kind"] == COMM).to_numpy()]
+    names = comm["name"].astype(str)
+    received = comm[names.str.contains(RECEIVE).to_numpy()] if len(comm) else comm
+    if received.empty:
+        return {}
+    start = received["start_us"].to_numpy()
+    dur = received["dur_us"].to_numpy()
+    out = {}
+    for step in profile.steps:
+        inside = (start >= step.start_us) & (start < step.end_us)
+        if inside.any():
+            out[step.step_id] = float(np.sum(dur[inside]))
+    return out
+
+
+def _output_dir(path: str) -> Path | None:
+    """The ``ASCEND_PROFILER_OUTPUT`` (or equivalent) directory of an NPU rank's path."""
+    p = Path(path)
+    if p.is_file():
+        return p.parent if p.suffix == ".db" else None
+    if (p / OUTPUT_DIR).is_dir():
+        return p / OUTPUT_DIR
+    if (p / "trace_view.json").is_file() or db_exports(p):
+        return p
+    inner = sorted(d for d in p.iterdir() if d.is_dir() and d.name.endswith(EXPORT_SUFFIXES))
+    return _output_dir(str(inner[0])) if len(inner) == 1 else None

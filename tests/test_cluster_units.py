@@ -1,0 +1,133 @@
+"""The cluster comparison's parts on literal inputs: the outlier rules, the link files, rank
+discovery. Every number asserted is written here."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import sqlite3
+
+import pytest
+
+from perfcmp.cluster import diagnose, discover, links
+from perfcmp.cluster.result import Link, RankMedians
+from perfcmp.readers.errors import InputError
+
+
+def medians(computing: float, free: float = 100.0, wait: float = 500.0) -> RankMedians:
+    return RankMedians(e2e_us=computing + free + wait, computing_us=computing, uncovered_us=wait, wait_us=wait,
+                       transmit_us=0.0, free_us=free, receive_us=0.0, stage_us=computing + free + wait)
+
+
+def test_robust_limits_by_hand():
+    # median 10, |x - 10| = 0 0 1 1 10 -> MAD 1 × 1.4826; high = max(10 + 3 × 1.4826, 10.5, 30) = 30 (the µs floor)
+    m, mad, high, low = diagnose.robust_limits([9.0, 10.0, 10.0, 11.0, 20.0])
+    assert (m, mad) == (10.0, pytest.approx(1.4826)) and high == 30.0 and low == pytest.approx(10 - 3 * 1.4826)
+
+
+def test_one_slow_rank_is_named_and_the_others_wait_on_it():
+    ranks = {r: medians(10_000.0 + 10 * r) for r in range(8)}
+    ranks[5] = medians(11_500.0, wait=50.0)  # 15 % slower; it arrives last, so it waits least
+    found = diagnose.rank_findings("comparison", ranks)
+    assert [(f.kind, f.rank) for f in found] == [("slow rank", 5), ("waited for", 5)]
+    assert found[0].others_wait_us == pytest.approx(450.0)
+
+
+def test_noise_never_fires():
+    rng = random.Random(7)
+    for _ in range(300):  # 16 ranks with 1 % jitter: nothing is 5 % away from the median
+        ranks = {r: medians(10_000 * rng.gauss(1, 0.01), 200 * rng.gauss(1, 0.01), 500 * rng.gauss(1, 0.01))
+                 for r in range(16)}
+        assert diagnose.rank_findings("base", ranks) == []
+
+
+def test_identical_ranks_and_two_ranks_give_nothing():
+    assert diagnose.rank_findings("base", {r: medians(10_000.0) for r in range(4)}) == []
+    assert diagnose.rank_findings("base", {0: medians(10_000.0), 1: medians(20_000.0)}) == []  # needs 3
+
+
+def test_slow_link_within_its_transport_type():
+    made = {}
+    for src in range(6):
+        made[("g", src, (src + 1) % 6, "HCCS")] = Link(group="g", src=src, dst=(src + 1) % 6, transport="HCCS",
+                                                       size_bytes=75e6, time_us=1000.0 * (3 if src == 2 else 1))
+        made[("g", src, src, "LOCAL")] = Link(group="g", src=src, dst=src, transport="LOCAL", size_bytes=1e6, time_us=100.0)
+    found = diagnose.link_findings("comparison", made)
+    assert [(f.link, round(f.value, 1)) for f in found] == [("g 2→3 HCCS", 25.0)]
+
+
+def test_links_from_a_compressed_matrix(tmp_path):
+    entry = {"Transport Type": "HCCS", "Transit Size(MB)": 100.0, "Transit Time(ms)": 2.0, "Bandwidth(GB/s)": 50.0}
+    doc = {"step1": {"p2p": {}, "collective": {
+        "allreduce-top1@7": {"0-1": entry}, "allreduce-total@7": {"0-1": entry, "0-0": {**entry, "Transport Type": "LOCAL"}},
+        "allreduce-bottom1@7": {"0-1": entry}}},
+        "step2": {"collective": {"allreduce-total@7": {"0-1": {**entry, "Transit Time(ms)": 6.0}}}}}
+    (tmp_path / "communication_matrix.json").write_text(json.dumps(doc))
+    got, _, notes = links.read(tmp_path, db=False)
+    hccs = next(x for x in got if x.transport == "HCCS")
+    assert (hccs.group, hccs.src, hccs.dst, hccs.size_bytes, hccs.time_us) == ("7", 0, 1, 200e6, 8000.0)
+    assert hccs.bandwidth == pytest.approx(25.0) and notes == []
+
+
+def test_transports_and_a_broken_file(tmp_path):
+    info = {"HCCS": {"Transit Size(MB)": 10.0, "Transit Time(ms)": 0.5}, "RDMA": {"Transit Size(MB)": 0, "Transit Time(ms)": 0}}
+    doc = {"step1": {"collective": {"Total Op Info": {"Communication Bandwidth Info": info}}}}
+    (tmp_path / "communication.json").write_text(json.dumps(doc))
+    (tmp_path / "communication_matrix.json").write_text("{not json")
+    got, transports, notes = links.read(tmp_path, db=False)
+    assert got == [] and [(t.transport, t.size_bytes, t.time_us) for t in transports] == [("HCCS", 10e6, 500.0)]
+    assert notes and notes[0].startswith("communication_matrix.json ignored")
+
+
+def test_links_from_analysis_db(tmp_path):
+    db = sqlite3.connect(tmp_path / "analysis.db")
+    db.execute("CREATE TABLE CommAnalyzerMatrix (group_name TEXT, step TEXT, hccl_op_name TEXT, src_rank INT, "
+               "dst_rank INT, transport_type TEXT, transit_size REAL, transit_time REAL, bandwidth REAL)")
+    db.executemany("INSERT INTO CommAnalyzerMatrix VALUES (?,?,?,?,?,?,?,?,?)",
+                   [("g", "step1", "allreduce-total", 0, 1, "HCCS", 30.0, 1.0, 30.0),
+                    ("g", "step1", "allreduce-top1", 0, 1, "HCCS", 30.0, 1.0, 30.0)])
+    db.execute("CREATE TABLE CommAnalyzerBandwidth (hccl_op_name TEXT, transport_type TEXT, transit_size REAL, "
+               "transit_time REAL)")
+    db.executemany("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?)",
+                   [("Total Op Info", "RDMA", 8.0, 2.0), ("hcom_allReduce_1", "RDMA", 8.0, 2.0)])
+    db.commit()
+    db.close()
+    got, transports, _ = links.read(tmp_path, db=True)
+    assert [(x.src, x.dst, x.size_bytes, x.bandwidth) for x in got] == [(0, 1, 30e6, pytest.approx(30.0))]
+    assert [(t.transport, t.size_bytes) for t in transports] == [("RDMA", 8e6)]
+
+
+def _kineto(path, rank=None):
+    header = {"schemaVersion": 1}
+    if rank is not None:
+        header["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 4}
+    data = json.dumps({**header, "traceEvents": []}).encode()
+    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+
+
+def test_gpu_ranks_from_the_header_else_the_name(tmp_path):
+    _kineto(tmp_path / "host_a.pt.trace.json.gz", rank=3)
+    _kineto(tmp_path / "worker_rank1.pt.trace.json")
+    found = discover.members(str(tmp_path))
+    assert [(m.rank, m.rank_from, m.path.rsplit("/", 1)[1]) for m in found] == [
+        (1, discover.FROM_NAME, "worker_rank1.pt.trace.json"), (3, discover.FROM_HEADER, "host_a.pt.trace.json.gz")]
+
+
+def test_a_profile_without_a_rank_is_an_error(tmp_path):
+    _kineto(tmp_path / "a.pt.trace.json", rank=0)
+    _kineto(tmp_path / "b.pt.trace.json")
+    with pytest.raises(InputError, match="cannot tell which rank this profile is"):
+        discover.members(str(tmp_path))
+
+
+def test_mindformers_layout_and_single_profiles(tmp_path):
+    for rank in (0, 1):
+        export = tmp_path / "output" / "profile" / f"rank_{rank}" / f"host_{rank}_ascend_ms"
+        (export / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+        (export / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text("[]")
+    found = discover.members(str(tmp_path / "output" / "profile"))
+    assert [(m.rank, m.rank_from, m.path.rsplit("/", 1)[1]) for m in found] == [
+        (0, discover.FROM_NAME, "rank_0"), (1, discover.FROM_NAME, "rank_1")]
+    assert discover.members(str(tmp_path / "output" / "profile" / "rank_0")) is None  # wraps one export: one profile
+    assert discover.members(str(tmp_path / "missing")) is None
