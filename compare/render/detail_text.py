@@ -32,9 +32,14 @@ def text_columns(table: Table) -> dict[str, list[str | None]]:
         if child is None or counts not in table.columns:
             continue
         line = _formatter(child.columns)
+        known: dict[tuple, str] = {}  # the same kernel (name, type, shapes, duration) recurs: formatted once
         lines: list[list[str]] = [[] for _ in table.rows]
         for row in child.rows:
-            lines[row[0]].append(line(row))
+            fields = tuple(row[1:])
+            text = known.get(fields)
+            if text is None:
+                text = known[fields] = line(row)
+            lines[row[0]].append(text)
         at = table.columns.index(counts)
         out[field] = [None if parent[at] is None else "".join(text) for parent, text in zip(table.rows, lines)]
     return out

@@ -26,6 +26,9 @@ import zipfile
 from dataclasses import dataclass
 from itertools import repeat
 
+import msgspec
+import numpy as np
+
 CREATED = "2000-01-01T00:00:00Z"
 ZIP_TIME = (2000, 1, 1, 0, 0, 0)
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -244,26 +247,61 @@ FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream
 
 def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int]) -> list[str]:
     """The XML of one column's cells (an empty string for an unstyled blank); a 1 is appended to
-    ``cuts`` for each text cut to ``TEXT_LIMIT``."""
+    ``cuts`` for each text cut to ``TEXT_LIMIT``.
+
+    A column of finite floats in one style, the bulk of a large sheet, takes a fast path: its
+    numbers formatted in one call (``_float_texts``) instead of one ``repr`` per cell.
+    """
+    if values and set(map(type, values)) == {float} and all(map(math.isfinite, values)) and min(styles) == max(styles):
+        style = styles[0]
+        head = f'<c r="{letter}'
+        tail = f'" s="{style}"><v>' if style else '"><v>'
+        return [f"{head}{number}{tail}{text}</v></c>" for number, text in zip(numbers, _float_texts(values))]
     out = []
     append = out.append
+    escaped: dict[str, str] = {}  # names repeat down a column: each escaped once
+    finite = [v for v in values if type(v) is float and math.isfinite(v)]
+    float_text = iter(_float_texts(finite)).__next__ if finite else None
+    attribute = {style: f' s="{style}"' if style else "" for style in set(styles)}  # one text per style
     for number, value, style in zip(numbers, values, styles):
-        head = f'<c r="{letter}{number}" s="{style}"' if style else f'<c r="{letter}{number}"'
         kind = type(value)
         if kind is str and value:
             if len(value) > TEXT_LIMIT // 2 and over_limit(value):
                 value = cut_text(value)
                 cuts.append(1)
-            append(f'{head} t="inlineStr"><is><t xml:space="preserve">{_escape(value)}</t></is></c>')
+            text = escaped.get(value)
+            if text is None:
+                text = escaped[value] = _escape(value)
+            append(f'<c r="{letter}{number}"{attribute[style]} t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>')
         elif kind is float:
-            append(f"{head}><v>{value!r}</v></c>" if math.isfinite(value) else (f"{head}/>" if style else ""))
+            if math.isfinite(value):
+                append(f'<c r="{letter}{number}"{attribute[style]}><v>{float_text()}</v></c>')
+            else:
+                append(f'<c r="{letter}{number}" s="{style}"/>' if style else "")
         elif value is None or kind is str:  # an empty string is a blank, as spreadsheet apps store it
-            append(f"{head}/>" if style else "")  # a styled blank keeps its borders and fill
+            append(f'<c r="{letter}{number}" s="{style}"/>' if style else "")  # a styled blank keeps its borders and fill
         elif kind is bool:
-            append(f'{head} t="b"><v>{int(value)}</v></c>')
+            append(f'<c r="{letter}{number}"{attribute[style]} t="b"><v>{int(value)}</v></c>')
         else:
-            append(f"{head}><v>{int(value)}</v></c>")
+            append(f'<c r="{letter}{number}"{attribute[style]}><v>{int(value)}</v></c>')
     return out
+
+
+def _float_texts(values: list[float]) -> list[str]:
+    """``repr`` of each finite float, the same text, ~10x faster: msgspec's JSON encoder writes
+    the same shortest round-trip digits, and for 1e-4 <= |v| < 1e16 (and 0) the same fixed
+    notation as ``repr``; outside that range it spells exponents differently ("1e-5" for
+    "1e-05"), so those few values take ``repr``."""
+    texts = msgspec.json.encode(values).decode("ascii")[1:-1].split(",")
+    for i in np.flatnonzero(_exponent_range(np.asarray(values, dtype=np.float64))).tolist():
+        texts[i] = repr(values[i])
+    return texts
+
+
+def _exponent_range(values: np.ndarray) -> np.ndarray:
+    """Where ``repr`` writes a float in exponent notation."""
+    magnitude = np.abs(values)
+    return (magnitude >= 1e16) | ((magnitude < 1e-4) & (magnitude != 0))
 
 
 # --- widths ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from operator import itemgetter
 
 from perfcmp.render.ooxml import (MAX_ROW_HEIGHT, TEXT_LIMIT, Sheet, Style, Workbook, column_letter, over_limit,
                                   shown_width)
@@ -89,8 +90,12 @@ def cut_note(cut: int) -> str:
 def _cells_over_limit(spec: SheetSpec, table: Table) -> int:
     """How many of the cells the sheet will show hold text longer than a cell may hold."""
     fields = {c.field for c in spec.columns}
-    at = [i for i, name in enumerate(table.columns) if name in fields]
-    return sum(1 for row in table.rows for i in at if type(row[i]) is str and over_limit(row[i]))
+    cut = 0
+    for i in (i for i, name in enumerate(table.columns) if name in fields):
+        texts = [v for v in map(itemgetter(i), table.rows) if type(v) is str]
+        if texts and max(map(len, texts)) > TEXT_LIMIT // 2:  # only then can a text be over the limit
+            cut += sum(map(over_limit, texts))
+    return cut
 
 
 def row_limit_note(sheet: str, rows: int) -> str:
@@ -172,8 +177,15 @@ def _row_heights(spec: SheetSpec, columns: list[list], widths: list[float], styl
     for values, width in wrapped:
         folds = re.compile(f"[^\n]{{{width + 1},}}").findall  # the lines too long for the column
         chars = max(1, int(width * WRAP_FILL))  # what a folded line's pieces hold
-        counts.append([_lines(v, folds, chars) if type(v) is str and (len(v) > width or "\n" in v) else 1
-                       for v in values])
+        known: dict[str, int] = {}  # the same kernel list recurs on many rows: measured once
+
+        def lines(text: str, folds=folds, chars=chars, known=known) -> int:
+            n = known.get(text)
+            if n is None:
+                n = known[text] = _lines(text, folds, chars)
+            return n
+
+        counts.append([lines(v) if type(v) is str and (len(v) > width or "\n" in v) else 1 for v in values])
     most = map(max, *counts) if len(counts) > 1 else counts[0]  # each row's most lines
     return [min(n * line_height, MAX_ROW_HEIGHT) if n > 1 else None for n in most]
 
