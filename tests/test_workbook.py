@@ -7,6 +7,7 @@ assert can be worked out by hand; the demo GPU pair checks the same rules on a r
 
 from __future__ import annotations
 
+from hypothesis import given, strategies as st
 import hashlib
 import zipfile
 from pathlib import Path
@@ -318,3 +319,17 @@ def test_a_sheet_past_excels_row_limit_is_cut_with_a_warning(tmp_path, monkeypat
     book = openpyxl.load_workbook(tmp_path / "w.xlsx")
     assert book["OperatorCompare"].max_row == 8 and book["OperatorCompareStatistic"].max_row == 8
     assert any(note == row[2] for row in book["Warnings"].iter_rows(values_only=True))
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=50))
+def test_float_texts_are_repr(values):
+    """The writer's one-call float formatting writes exactly what repr writes, exponents included."""
+    from perfcmp.render.ooxml import _float_texts
+    assert _float_texts(values) == [repr(v) for v in values]
+
+
+def test_float_texts_at_the_notation_boundaries():
+    from perfcmp.render.ooxml import _float_texts
+    values = [0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e16, 9999999999999998.0, 5e-324, 1.7976931348623157e308, 123.0]
+    assert _float_texts(values) == ["0.0", "-0.0", "0.0001", "9.999999999999999e-05", "1e+16", "9999999999999998.0",
+                                    "5e-324", "1.7976931348623157e+308", "123.0"]

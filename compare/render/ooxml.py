@@ -292,6 +292,8 @@ def _float_texts(values: list[float]) -> list[str]:
     the same shortest round-trip digits, and for 1e-4 <= |v| < 1e16 (and 0) the same fixed
     notation as ``repr``; outside that range it spells exponents differently ("1e-5" for
     "1e-05"), so those few values take ``repr``."""
+    if not values:
+        return []
     texts = msgspec.json.encode(values).decode("ascii")[1:-1].split(",")
     for i in np.flatnonzero(_exponent_range(np.asarray(values, dtype=np.float64))).tolist():
         texts[i] = repr(values[i])
