@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from perfcmp.readers.chrome import max_depth
+from perfcmp.rows import Rows
 from perfcmp.readers.errors import InputError
 
 FORMAT_VERSION = 2  # 2: detail tables in µs and bytes, keyed ones with their verdicts
@@ -85,10 +86,21 @@ class WarningRecord(msgspec.Struct, kw_only=True):
     count: int = 1
 
 
+def encode_hook(value: object) -> object:
+    """msgspec's hook for what it cannot encode itself: column-stored rows (``Rows``) are
+    written as the row lists they stand for."""
+    if isinstance(value, Rows):
+        return list(value)
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+
 class Table(msgspec.Struct, kw_only=True):
     """A detail table: ``columns`` are field names (times ``*_us`` in µs, sizes ``*_bytes`` in
     bytes; report_templates maps them to headers and units), ``rows`` hold one value per column
     (None for an empty cell).
+
+    Large tables hold ``rows`` by column (``perfcmp.rows.Rows``, a read-only sequence of the
+    same row lists); ``from_json`` gives plain lists.
 
     ``children`` are the tables under its rows, by the count column that points at them: a
     parent row's ``base_kernels`` cell is how many rows of ``children["base_kernels"]`` (whose
@@ -211,7 +223,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     migration: list[MigrationRow] = []  # GPU vs NPU: the ops that added device time (perfcmp.migration)
 
     def to_json(self) -> bytes:
-        return msgspec.json.format(msgspec.json.encode(self), indent=1)
+        return msgspec.json.format(msgspec.json.encode(self, enc_hook=encode_hook), indent=1)
 
     # --- DataFrames for notebooks (pandas is imported when one is asked for) -----------------
 

@@ -17,7 +17,7 @@ from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions
 from perfcmp.readers.hosttree import nested_in_same
 from perfcmp.readers.model import COMM, COMPUTE, DeviceKind, Profile, RunInfo, table
-from perfcmp.result import Table
+from perfcmp.result import Table, encode_hook
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 OPTS = DetailOptions()
@@ -325,7 +325,7 @@ def test_columns_are_the_sheet_layouts_fields():
     for name, tab in built.items():
         assert tab.columns == fields[name], name
         assert all(len(row) == len(tab.columns) for row in tab.rows)
-        assert msgspec.json.decode(msgspec.json.encode(tab), type=Table) == tab  # plain values, serialisable
+        assert msgspec.json.decode(msgspec.json.encode(tab, enc_hook=encode_hook), type=Table) == tab  # plain values, serialisable
 
 
 # --- real samples -------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 
 from perfcmp.details.extract import extract
 from perfcmp.render.detail_text import text_columns
-from perfcmp.result import Table
+from perfcmp.result import Table, encode_hook
 from perfcmp.details.modules import module_sheets
 from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions
@@ -303,7 +303,7 @@ def test_demo_pair_end_to_end():
     assert set(sheets) == {"ModuleCompare", "ModuleCompareStatistic"}
     for table_ in sheets.values():  # plain Python cells: the result must serialise
         assert all(type(v) in (str, int, float, type(None)) for row in table_.rows for v in row)
-        msgspec.json.encode(table_)
+        msgspec.json.encode(table_, enc_hook=encode_hook)
     for name, unit in (("ModuleCompare", "us"), ("ModuleCompareStatistic", "us")):
         recs = rows(sheets[name])
         assert recs

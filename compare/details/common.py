@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.result import Table, ratio
+from perfcmp.rows import Rows
 
 __all__ = ["Table", "ratio", "ratios", "cells", "side_stats", "union_order", "slice_children", "KERNEL_CHILD",
            "ALLOC_CHILD", "GROUP_CHILD"]
@@ -35,9 +36,9 @@ def slice_children(frame: pd.DataFrame, fields: list[str], items: np.ndarray, lo
     parent = np.repeat(np.arange(len(items)), counts)
     before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     index = np.arange(len(parent)) + np.repeat(starts - before, counts)
-    data = [parent.tolist()] + [cells(frame[f].to_numpy()[index]) for f in fields]
+    data = [parent] + [frame[f].to_numpy()[index] for f in fields]
     shown = [int(n) if p else None for n, p in zip(counts.tolist(), present.tolist())]
-    return shown, Table(columns=["row", *fields], rows=[list(r) for r in zip(*data)])
+    return shown, Table(columns=["row", *fields], rows=Rows.of(data, nan_is_missing=True))
 
 
 # --- statistics shared by the API, communication and kernel sheets -----------------------------

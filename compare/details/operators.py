@@ -44,6 +44,7 @@ from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import DetailOptions
+from perfcmp.rows import Rows
 
 # Values of OpPair.how (the sheets' "match" column).
 NAME = "name"
@@ -374,7 +375,5 @@ def _ranked_table(stat: pd.DataFrame, columns: dict[str, object], by: str) -> Ta
 
 
 def _table(columns: dict[str, object], children: dict[str, Table] | None = None) -> Table:
-    """Columns (lists or numpy arrays) -> a Table of plain Python values."""
-    names = list(columns)
-    data = [v.tolist() if isinstance(v, np.ndarray) else list(v) for v in columns.values()]
-    return Table(columns=names, rows=[list(r) for r in zip(*data)], children=children or {})
+    """Columns (lists or numpy arrays) -> a Table, stored by column (``perfcmp.rows``)."""
+    return Table(columns=list(columns), rows=Rows.of(list(columns.values())), children=children or {})

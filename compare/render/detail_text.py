@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from perfcmp.result import Table
+from perfcmp.rows import column_of
 
 # sheet field -> the count column whose child table it shows
 TEXT_FIELDS = {"base_kernel_details": "base_kernels", "comp_kernel_details": "comp_kernels",
@@ -33,15 +34,15 @@ def text_columns(table: Table) -> dict[str, list[str | None]]:
             continue
         line = _formatter(child.columns)
         known: dict[tuple, str] = {}  # the same kernel (name, type, shapes, duration) recurs: formatted once
-        lines: list[list[str]] = [[] for _ in table.rows]
+        lines: list[list[str]] = [[] for _ in range(len(table.rows))]
         for row in child.rows:
             fields = tuple(row[1:])
             text = known.get(fields)
             if text is None:
                 text = known[fields] = line(row)
             lines[row[0]].append(text)
-        at = table.columns.index(counts)
-        out[field] = [None if parent[at] is None else "".join(text) for parent, text in zip(table.rows, lines)]
+        shown = column_of(table.rows, table.columns.index(counts))
+        out[field] = [None if count is None else "".join(text) for count, text in zip(shown, lines)]
     return out
 
 

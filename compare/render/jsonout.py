@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import msgspec
 
-from perfcmp.result import ComparisonResult, SideSummary, Verdict, WarningRecord
+from perfcmp.result import ComparisonResult, SideSummary, Verdict, WarningRecord, encode_hook
 
 _PATH_END = r"(?=$|[/\\\s'\"`),;:])"  # what may follow a whole path inside a message
 
@@ -34,7 +34,7 @@ def render(result: ComparisonResult) -> bytes:
     Returns:
         The document described by ``report_templates/result.schema.json``.
     """
-    encoded = msgspec.json.encode(portable(result), order="deterministic")
+    encoded = msgspec.json.encode(portable(result), order="deterministic", enc_hook=encode_hook)
     return msgspec.json.format(encoded, indent=1) + b"\n"
 
 

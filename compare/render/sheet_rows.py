@@ -13,6 +13,7 @@ import math
 from perfcmp import scope
 from perfcmp.render.detail_text import text_columns
 from perfcmp.result import ComparisonResult, Table, VerdictRow
+from perfcmp.rows import Rows
 
 MIB = 1024 * 1024
 # the Verdicts sheet's units: (name shown, divisor) by the verdict row's unit
@@ -96,6 +97,8 @@ def table_for(result: ComparisonResult, source: str) -> Table:
         texts = text_columns(table)  # the peer's kernel / memory-block text cells, from the child tables
         if not texts:
             return table
+        if isinstance(table.rows, Rows):
+            return Table(columns=[*table.columns, *texts], rows=table.rows.with_columns(list(texts.values())))
         return Table(columns=[*table.columns, *texts], rows=[[*row, *extra] for row, extra in zip(table.rows, zip(*texts.values()))])
     records = SOURCES[source](result)
     columns = list(records[0]) if records else []

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from operator import itemgetter
 
-from perfcmp.render.ooxml import (MAX_ROW_HEIGHT, TEXT_LIMIT, Sheet, Style, Workbook, column_letter, over_limit,
+from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Sheet, Style, Workbook, column_letter, over_limit,
                                   shown_width)
 from perfcmp.render.sheet_rows import table_for
+from perfcmp.rows import block_of, column_of
 from perfcmp.result import ComparisonResult, Table
 from perfcmp.templates import ColumnSpec, Layout, SheetSpec, load_layout
 
@@ -92,7 +92,7 @@ def _cells_over_limit(spec: SheetSpec, table: Table) -> int:
     fields = {c.field for c in spec.columns}
     cut = 0
     for i in (i for i, name in enumerate(table.columns) if name in fields):
-        texts = [v for v in map(itemgetter(i), table.rows) if type(v) is str]
+        texts = [v for v in column_of(table.rows, i) if type(v) is str]
         if texts and max(map(len, texts)) > TEXT_LIMIT // 2:  # only then can a text be over the limit
             cut += sum(map(over_limit, texts))
     return cut
@@ -132,14 +132,21 @@ def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: Comparis
     position = {name: i for i, name in enumerate(table.columns)}
     where = [position.get(c.field) for c in spec.columns]  # None: the table lacks it, an empty cell
     if spec.indent_field is None:
-        columns, cell_styles = _plain_cells(spec, table, where, styles, layout.style)
+        # a detail sheet, perhaps of millions of rows: widths from one column at a time, then
+        # the cells a block of rows at a time, so only one block's values exist as Python objects
+        widths = [_width(c, _scaled(column_of(table.rows, j), styles.scales[c.format]) if j is not None else [None],
+                         layout) for c, j in zip(spec.columns, where)]
+        _number_styles(spec, table, where, styles, layout.style)
+        blocks = (_plain_cells(spec, block_of(table.rows, start, start + BLOCK_ROWS), where, styles, layout.style)
+                  for start in range(0, len(table.rows), BLOCK_ROWS))
     else:
         columns, cell_styles = _tree_cells(spec, table, where, styles, layout.style)
-    widths = [_width(c, values, layout, c.field == spec.indent_field) for c, values in zip(spec.columns, columns)]
-    heights = _row_heights(spec, columns, widths, styles, layout.style["line_height"])
+        widths = [_width(c, values, layout, c.field == spec.indent_field) for c, values in zip(spec.columns, columns)]
+        blocks = iter([(columns, cell_styles)])
     sheet = book.add_sheet(spec.name, widths, freeze=FREEZE, merges=[ref for ref, *_ in banners if ":" in ref])
     _write_head(book, sheet, spec, banners, layout.style)
-    sheet.add_rows(columns, cell_styles, heights)
+    for columns, cell_styles in blocks:
+        sheet.add_rows(columns, cell_styles, _row_heights(spec, columns, widths, styles, layout.style["line_height"]))
     sheet.close()
 
 
@@ -203,7 +210,7 @@ def _without_empty_optional_columns(spec: SheetSpec, table: Table) -> SheetSpec:
 
     def filled(field: str) -> bool:
         i = position.get(field)
-        return i is not None and any(row[i] not in (None, "") for row in table.rows)
+        return i is not None and any(v not in (None, "") for v in column_of(table.rows, i))
 
     columns = tuple(c for c in spec.columns if not c.optional or filled(c.field))
     return spec if len(columns) == len(spec.columns) else dataclasses.replace(spec, columns=columns)
@@ -227,14 +234,29 @@ class _Styles:
         return self.cache[key]
 
 
-def _plain_cells(spec: SheetSpec, table: Table, where: list, styles: "_Styles",
+def _number_styles(spec: SheetSpec, table: Table, where: list, styles: "_Styles", style: dict) -> None:
+    """Create a detail sheet's cell styles, before its head's, in the order the cells use them
+    (column by column, a verdict column's fills in the order its verdicts first appear): the
+    workbook numbers styles by first use, and so stays the same however the rows are blocked."""
+    for c, j in zip(spec.columns, where):
+        styles(c.format)
+        if c.worse_above_one:
+            styles(c.format, style["worse"])
+        elif c.verdict_fill and j is not None:
+            fills = style["verdict_fills"]
+            for value in dict.fromkeys(v for v in column_of(table.rows, j) if v in fills):
+                styles(c.format, fills[value])
+
+
+def _plain_cells(spec: SheetSpec, block: list[list], where: list, styles: "_Styles",
                  style: dict) -> tuple[list[list], list[list[int]]]:
-    """Detail sheets, column by column: values, and one style per column, red where a "worse
-    above one" ratio exceeds 1, a verdict's fill on a verdict."""
-    rows = table.rows
+    """A block of a detail sheet's rows (``block``: the table's columns), column by column:
+    values, and one style per cell, red where a "worse above one" ratio exceeds 1, a verdict's
+    fill on a verdict."""
+    n = len(block[0]) if block else 0
     columns, column_styles = [], []
     for c, j in zip(spec.columns, where):
-        values = _scaled([row[j] for row in rows], styles.scales[c.format]) if j is not None else [None] * len(rows)
+        values = _scaled(block[j], styles.scales[c.format]) if j is not None else [None] * n
         plain = styles(c.format)
         if c.worse_above_one:
             red = styles(c.format, style["worse"])
