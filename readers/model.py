@@ -136,7 +136,14 @@ def table(table_name: str, /, **columns: object) -> pd.DataFrame:
     data = {}
     for col, dtype in schema.items():
         if col in columns:
-            data[col] = np.asarray(columns[col], dtype=dtype if dtype != "object" else object)
+            values = columns[col]
+            if dtype == "object" and isinstance(values, np.ndarray) and values.dtype.kind == "U":
+                # a numpy string array (np.where of labels): one string object per distinct
+                # value, not one per row
+                uniques, codes = np.unique(values, return_inverse=True)
+                data[col] = uniques.astype(object)[codes.reshape(-1)]
+            else:
+                data[col] = np.asarray(values, dtype=dtype if dtype != "object" else object)
         else:
             data[col] = _default_column(col, dtype, n)
     return pd.DataFrame(data)

@@ -152,12 +152,20 @@ def _ops(profile: Profile, op_rows: np.ndarray, nearest_op: np.ndarray, module_o
         "parent": parent,
         "top": parent < 0,
         "step": _step_of(profile, start),
-        "phase": np.where(sub["backward"].to_numpy(), "bwd", "fwd"),
+        "phase": _phases(sub["backward"].to_numpy()),
         "module": module_of_host[op_rows],
         "forward": forward,
     })
     ops["end"] = _subtree_end(parent)
     return ops
+
+
+_PHASE_TEXT = np.array(["fwd", "bwd"], dtype=object)
+
+
+def _phases(backward: np.ndarray) -> np.ndarray:
+    """"fwd" / "bwd" per row, as two shared strings (not a string object per row)."""
+    return _PHASE_TEXT[np.asarray(backward, dtype=bool).astype(np.intp)]
 
 
 def _subtree_end(parent: np.ndarray) -> np.ndarray:
@@ -245,7 +253,7 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
         "end_us": start + host["dur_us"].to_numpy()[rows],
         "call_stack": [";\n".join(p.strip("/").split("/")) for p in paths],
         "step": _step_of(profile, start),
-        "phase": np.where(host["backward"].to_numpy()[rows], "bwd", "fwd"),
+        "phase": _phases(host["backward"].to_numpy()[rows]),
     })
     return modules, inner
 
