@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from perfcmp.result import Table
-from perfcmp.rows import column_of
+from perfcmp.rows import block_of, column_of
 
 # sheet field -> the count column whose child table it shows
 TEXT_FIELDS = {"base_kernel_details": "base_kernels", "comp_kernel_details": "comp_kernels",
@@ -34,15 +36,34 @@ def text_columns(table: Table) -> dict[str, list[str | None]]:
             continue
         line = _formatter(child.columns)
         known: dict[tuple, str] = {}  # the same kernel (name, type, shapes, duration) recurs: formatted once
-        lines: list[list[str]] = [[] for _ in range(len(table.rows))]
-        for row in child.rows:
-            fields = tuple(row[1:])
-            text = known.get(fields)
+        parents, texts = [], []
+        for row in zip(*block_of(child.rows, 0, len(child.rows))):
+            text = known.get(row[1:])
             if text is None:
-                text = known[fields] = line(row)
-            lines[row[0]].append(text)
+                text = known[row[1:]] = line(row)
+            parents.append(row[0])
+            texts.append(text)
+        joined = _joined(parents, texts, len(table.rows))
         shown = column_of(table.rows, table.columns.index(counts))
-        out[field] = [None if count is None else "".join(text) for count, text in zip(shown, lines)]
+        out[field] = [None if count is None else text for count, text in zip(shown, joined)]
+    return out
+
+
+def _joined(parents: list[int], texts: list[str], n: int) -> list[str]:
+    """Per parent row 0..n-1, the texts of its child rows in order ("" for none). Child tables
+    list their rows parent by parent, so each parent's lines are one run joined at once."""
+    out = [""] * n
+    if not parents:
+        return out
+    order = np.asarray(parents, dtype=np.int64)
+    if np.any(np.diff(order) < 0):  # not grouped by parent: a list per parent
+        lines: list[list[str]] = [[] for _ in range(n)]
+        for parent, text in zip(parents, texts):
+            lines[parent].append(text)
+        return ["".join(t) for t in lines]
+    starts = np.flatnonzero(np.diff(order, prepend=-1)).tolist()
+    for start, stop in zip(starts, starts[1:] + [len(parents)]):
+        out[parents[start]] = "".join(texts[start:stop])
     return out
 
 
