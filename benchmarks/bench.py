@@ -6,16 +6,16 @@
     python benchmarks/bench.py --peer msprof-analyze --peer-runs 1
     python benchmarks/bench.py --perfcmp-args=--enable_profiling_compare   # the overall breakdown only
 
-Each run is a fresh process; wall time is measured around it and peak RSS is the child's
-``ru_maxrss`` (a separate measuring process per run, so runs do not mask each other). The
-pair is generated once into ``benchmarks/out/`` (git-ignored) with gen_traces.py. Prints one
-line per tool: median and best wall time, peak RSS, and the peer/perfcmp ratio.
+Each run is a fresh process, measured by ``treemem.py``: wall time, and peak memory of the
+whole process tree (PSS summed over perfcmp and its read worker, or the peer and its children)
+and of the largest process. perfcmp's and the peer's runs alternate, so the machine's drift
+hits both alike. The pair is generated once into ``benchmarks/out/`` (git-ignored) with
+gen_traces.py. Prints one line per tool and the perfcmp / peer ratios.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -23,18 +23,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import treemem  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+
 HERE = Path(__file__).resolve().parent
-
-# Runs the command given as argv in a child and prints its wall time and peak RSS as JSON.
-MEASURE = r"""
-import json, resource, subprocess, sys, time
-start = time.perf_counter()
-done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-wall = time.perf_counter() - start
-peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall": wall, "rss_mb": peak_kib / 1024, "rc": done.returncode, "err": done.stderr.decode()[-400:]}))
-"""
-
 
 def generate(kind: str, size_mb: float, out: Path, same_code: bool = False) -> tuple[Path, Path]:
     """The (base, comparison) pair, generated once per kind and size. The comparison's GEMMs are
@@ -52,16 +44,19 @@ def generate(kind: str, size_mb: float, out: Path, same_code: bool = False) -> t
     return base, comp
 
 
-def measure(command: list[str], runs: int) -> dict:
-    results = []
-    for _ in range(runs):
-        line = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True, check=True).stdout
-        result = json.loads(line)
-        if result["rc"] != 0:
-            raise SystemExit(f"{command[0]} failed (exit {result['rc']}): {result['err']}")
-        results.append(result)
-    walls = [r["wall"] for r in results]
-    return {"median": statistics.median(walls), "best": min(walls), "rss_mb": max(r["rss_mb"] for r in results)}
+def measure_once(command: list[str]) -> dict:
+    """One run in a fresh process: wall seconds and the peak memory of its whole process tree
+    (PSS, ``treemem.py``) and of its largest process (RSS)."""
+    result = treemem.measure(command)
+    if result["rc"] != 0:
+        raise SystemExit(f"{command[0]} failed (exit {result['rc']}): {result['stderr_tail']}")
+    return result
+
+
+def summary(results: list[dict]) -> dict:
+    walls = [r["wall_s"] for r in results]
+    return {"median": statistics.median(walls), "best": min(walls), "tree_mb": max(r["tree_pss_mib"] for r in results),
+            "largest_mb": max(r["largest_rss_mib"] for r in results), "runs": len(results)}
 
 
 def size_of(path: Path) -> float:
@@ -84,13 +79,24 @@ def main() -> int:
     base, comp = generate(args.kind, args.size_mb, args.out, args.same_code)
     print(f"pair: {base.name} ({size_of(base):.1f} MB), {comp.name} ({size_of(comp):.1f} MB)")
     perfcmp = shutil.which("perfcmp") or "perfcmp"
+    ours, peers = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        ours = measure([perfcmp, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp, *args.perfcmp_args.split()], args.runs)
-        print(f"perfcmp        median {ours['median']:.2f} s  best {ours['best']:.2f} s  peak RSS {ours['rss_mb']:.0f} MB  ({args.runs} runs)")
-        if args.peer:
-            peer = measure([args.peer, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp], args.peer_runs)
-            print(f"msprof-analyze median {peer['median']:.2f} s  best {peer['best']:.2f} s  peak RSS {peer['rss_mb']:.0f} MB  ({args.peer_runs} runs)")
-            print(f"ratio (peer / perfcmp): time {peer['median'] / ours['median']:.1f}x, memory {peer['rss_mb'] / ours['rss_mb']:.1f}x")
+        ours_cmd = [perfcmp, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp, *args.perfcmp_args.split()]
+        peer_cmd = [args.peer, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp] if args.peer else None
+        for i in range(max(args.runs, args.peer_runs if peer_cmd else 0)):  # interleaved: drift hits both alike
+            if i < args.runs:
+                ours.append(measure_once(ours_cmd))
+            if peer_cmd and i < args.peer_runs:
+                peers.append(measure_once(peer_cmd))
+    line = "{name:14s} median {median:.2f} s  best {best:.2f} s  peak {tree_mb:.0f} MB whole tree ({largest_mb:.0f} MB largest process)  ({runs} runs)"
+    mine = summary(ours)
+    print(line.format(name="perfcmp", **mine))
+    if peers:
+        theirs = summary(peers)
+        print(line.format(name="msprof-analyze", **theirs))
+        print(f"perfcmp / peer: wall {mine['median'] / theirs['median']:.3f}, "
+              f"whole-tree memory {mine['tree_mb'] / theirs['tree_mb']:.3f}, "
+              f"largest process {mine['largest_mb'] / theirs['largest_mb']:.3f}")
     return 0
 
 

@@ -38,11 +38,16 @@ def _tree(pid: int) -> list[int]:
 
 
 def _pss_kib(pid: int) -> int:
+    return _field_kib(pid, "Pss:", "smaps_rollup")
+
+
+def _field_kib(pid: int, field: str, name: str = "status") -> int:
+    """A kB field of /proc/<pid>/<name> (0 when the process is gone)."""
     try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
+        for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+            if line.startswith(field):
                 return int(line.split()[1])
-    except OSError:
+    except (OSError, ValueError):
         pass
     return 0
 
@@ -51,17 +56,15 @@ def measure(command: list[str], interval: float = 0.05) -> dict:
     """Wall seconds, peak whole-tree PSS and peak largest-process RSS (MiB), and the exit code."""
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak_tree = peak_procs = 0
+    peak_tree = peak_procs = largest = 0
     while child.poll() is None:
         pids = _tree(child.pid)
         peak_tree = max(peak_tree, sum(_pss_kib(p) for p in pids))
+        largest = max([largest, *(_field_kib(p, "VmHWM:") for p in pids)])  # each process's own peak RSS
         peak_procs = max(peak_procs, len(pids))
         time.sleep(interval)
     wall = time.perf_counter() - start
     stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
-    import resource
-
-    largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return {
         "wall_s": round(wall, 2),
         "tree_pss_mib": round(peak_tree / 1024, 1),
