@@ -157,6 +157,11 @@ def compare(
                                   "step when the sides have different step counts, else totals."),
     total: bool = typer.Option(False, "--total", rich_help_panel=OUTPUTS,
                                help="Show whole-profile totals even when the step counts differ."),
+    detail_rank: Optional[list[int]] = typer.Option(None, "--detail-rank", "--detail_rank", metavar="N",
+                                                    rich_help_panel=OUTPUTS,
+                                                    help="Cluster runs: the workbook also gets rank N's detail sheets "
+                                                    "(R{N} KernelCompare, ...), besides the slow rank's; repeatable, "
+                                                    "up to 4."),
     enable_profiling: bool = typer.Option(False, "--enable_profiling_compare", "--enable-profiling-compare",
                                           rich_help_panel=DIMENSION_PANEL,
                                           help="Overall time distribution (console table, OverallMetrics)."),
@@ -211,17 +216,22 @@ def compare(
 
     formats = _formats(output_format)
     plan = cluster.resolve(benchmark_profiling_path, profiling_path, rank, base_rank, comparison_rank)
-    if plan.cluster:
-        return _compare_clusters(plan, formats, output_path, jobs, scheduler, skip_steps, top, quiet,
-                                 (categories, gpu_flow_cat, npu_source),
-                                 {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
-                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None})
-    benchmark_profiling_path, profiling_path = plan.base_path, plan.comp_path
     chosen = {name for name, on in (("profiling", enable_profiling), ("operator", enable_operator), ("memory", enable_memory),
                                     ("communication", enable_communication), ("api", enable_api), ("kernel", enable_kernel)) if on}
     detail = DetailOptions(enabled=frozenset(chosen or DIMENSIONS), details=not disable_details, modules=not disable_module,
                            max_kernel_num=max_kernel_num, use_input_shape=use_input_shape, use_kernel_type=use_kernel_type,
                            op_name_map=op_name_map, api_map=api_map, top=top)
+    if plan.cluster:
+        return _compare_clusters(plan, formats, output_path, jobs, scheduler, skip_steps, top, quiet,
+                                 (categories, gpu_flow_cat, npu_source), (detail, tuple(detail_rank or ()),
+                                                                          _scope(per_step, total)),
+                                 {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
+                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None})
+    if detail_rank:
+        raise UsageError("--detail-rank is for cluster runs (two directories of several ranks); a comparison of two "
+                         "profiles" + (" (--rank)" if plan.base_path != benchmark_profiling_path else "")
+                         + " has every detail sheet already")
+    benchmark_profiling_path, profiling_path = plan.base_path, plan.comp_path
     options = CompareOptions(base_path=benchmark_profiling_path, comp_path=profiling_path, output=output_path,
                              base_step=base_step, comp_step=comparison_step, categories=categories,
                              gpu_flow_cat=gpu_flow_cat, npu_source=npu_source, formats=formats, jobs=jobs, detail=detail,
@@ -234,8 +244,10 @@ def compare(
 
 
 def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: int | None, scheduler: str | None,
-                      skip_steps: int | None, top: int, quiet: bool, reading: tuple, given: dict[str, bool]) -> int:
-    """``compare`` on two cluster runs (``perfcmp.cluster``): every rank, the slow rank and link."""
+                      skip_steps: int | None, top: int, quiet: bool, reading: tuple, details: tuple,
+                      given: dict[str, bool]) -> int:
+    """``compare`` on two cluster runs (``perfcmp.cluster``): every rank, the slow rank and link,
+    and the detail sheets of the ranks that matter (``details``: DetailOptions, --detail-rank, scope)."""
     from perfcmp.cluster import run as cluster
     from perfcmp.cluster.execute import scheduler_address
     from perfcmp.cluster.summary import ReadOptions
@@ -243,11 +255,13 @@ def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: 
     for option in (o for o, on in given.items() if on):
         raise UsageError(f"{option} is not available for cluster comparisons; compare one rank with --rank N to use it")
     categories, gpu_flow_cat, npu_source = reading
+    detail, detail_ranks, scope = details
     options = cluster.ClusterOptions(plan=plan, read=ReadOptions(categories, gpu_flow_cat, npu_source), jobs=jobs,
                                      scheduler=scheduler_address(scheduler), skip_steps=skip_steps, formats=formats,
-                                     output=output, top=top)
+                                     output=output, top=top, detail=detail, detail_ranks=detail_ranks, scope=scope)
     _check_outputs(options.output, formats)
-    cluster.write_outputs(cluster.run(options), options, quiet)
+    result, rank_details = cluster.details(cluster.run(options), options)
+    cluster.write_outputs(result, options, quiet, rank_details)
     return 0
 
 

@@ -44,17 +44,26 @@ def write_cluster(root: Path, ranks: int, kind: str = "npu", slow_rank: tuple[in
     for rank in range(ranks):
         if rank in skip:
             continue
-        knobs = dict(steps=steps, layers=layers, seed=seed * 1000 + rank, rank=rank, world=ranks)
-        if slow_rank is not None:
-            slow, factor = slow_rank
-            knobs["comm_wait"] = SLOW_WAIT if rank == slow else OTHERS_WAIT
-            if rank == slow:
-                knobs["scale"] = [("", factor)]
+        knobs = rank_knobs(rank, ranks, kind, slow_rank, slow_link, steps, layers, seed)
         if kind == "npu":
-            knobs["comm_matrix"] = True
-            if slow_link is not None and slow_link[0] == rank:
-                knobs["slow_link"] = slow_link[1]
             gen.write_npu_profile(str(root / f"rank{rank}_ascend_pt"), **knobs)
         else:
             gen.write_gpu_trace(str(root / f"rank{rank}.pt.trace.json"), **knobs)
     return root
+
+
+def rank_knobs(rank: int, ranks: int, kind: str = "npu", slow_rank: tuple[int, float] | None = None,
+               slow_link: tuple[int, float] | None = None, steps: int = 2, layers: int = 1, seed: int = 0) -> dict:
+    """The generator's knobs of one rank of ``write_cluster`` (same arguments): for
+    ``gen_traces().describe(kind, **knobs)``, the numbers the rank's profile was made with."""
+    knobs = dict(steps=steps, layers=layers, seed=seed * 1000 + rank, rank=rank, world=ranks)
+    if slow_rank is not None:
+        slow, factor = slow_rank
+        knobs["comm_wait"] = SLOW_WAIT if rank == slow else OTHERS_WAIT
+        if rank == slow:
+            knobs["scale"] = [("", factor)]
+    if kind == "npu":
+        knobs["comm_matrix"] = True
+        if slow_link is not None and slow_link[0] == rank:
+            knobs["slow_link"] = slow_link[1]
+    return knobs

@@ -4,12 +4,14 @@ mixed text/DB ranks, ``--rank``, the Dask path and the errors."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 
 import openpyxl
 import pytest
-from cluster_helpers import write_cluster
+from cluster_helpers import gen_traces, rank_knobs, write_cluster
 
 from perfcmp.cli import main
 
@@ -26,6 +28,11 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+NEW_KNOBS = dict(slow_rank=(5, 1.15), slow_link=(9, 3.0))  # the sixteen-rank new run's injected changes
+DETAIL_SHEETS = ["OverallMetrics", "StepMetrics", "CommunicationCompare", "ModuleCompareStatistic", "ModuleCompare",
+                 "MemoryCompareStatistic", "MemoryCompare", "ApiCompare", "KernelCompare", "Verdicts"]
+
+
 @pytest.fixture(scope="module")
 def sixteen(tmp_path_factory):
     """A generated 16-rank pair: the new run's rank 5 computes 15 % slower and rank 9's HCCS
@@ -33,7 +40,7 @@ def sixteen(tmp_path_factory):
     (other noise seeds)."""
     root = tmp_path_factory.mktemp("sixteen")
     base = write_cluster(root / "base", 16)
-    new = write_cluster(root / "new", 16, slow_rank=(5, 1.15), slow_link=(9, 3.0))
+    new = write_cluster(root / "new", 16, **NEW_KNOBS)
     calm = write_cluster(root / "calm", 16, seed=1)
     return base, new, calm
 
@@ -58,6 +65,97 @@ def test_slow_rank_and_slow_link_are_found(sixteen, tmp_path, capsys, monkeypatc
     assert {f["kind"] for f in doc["findings"] if f["run"] == "base"} == set()  # the base run is clean
     md = (tmp_path / "c.md").read_text()
     assert "rank 5 became the slow rank" in md and "| 15 |" in md
+    # the slow rank's detail sheets: rank 5 alone (no --detail-rank), named in JSON and Markdown
+    assert [(d["rank"], d["sheets"]) for d in doc["detail_ranks"]] == [(5, [f"R5 {n}" for n in DETAIL_SHEETS])]
+    assert doc["detail_ranks"][0]["why"].startswith("the new run's slow rank (computing +15.")
+    assert book.sheetnames[8:] == [f"R5 {n}" for n in DETAIL_SHEETS]
+    assert "rank 5, the new run's slow rank (computing +15." in " ".join(md.split())
+    assert "R5 OverallMetrics … R5 Verdicts" in " ".join(out.split())
+    _check_rank5_sheets(book)
+    _check_slow_link_sentence(out, doc)
+
+
+def _check_slow_link_sentence(out: str, doc: dict) -> None:
+    """Rank 9's four slow HCCS links (a third of their bandwidth: -66.7 %) read as one sentence,
+    its numbers those of the JSON's findings."""
+    slow = [f for f in doc["findings"] if f["kind"] == "slow link"]
+    assert [(f["src"], f["dst"], f["transport"]) for f in slow] == [(9, d, "HCCS") for d in (10, 11, 13, 15)]
+    low, high = min(f["value"] for f in slow), max(f["value"] for f in slow)
+    text = " ".join(out.split())
+    assert (f"rank 9's 4 HCCS links (→10, 11, 13, 15) became slow: {low:.1f}–{high:.1f} GB/s vs the median "
+            f"{slow[0]['median']:.1f} GB/s; their own bandwidth -66.7 % from the base run") in text
+    assert "HCCS became a slow link" not in text and text.count("HCCS link") == 1
+    assert "3 findings changed between the runs" in text  # rank 5 slow, rank 5 waited for, rank 9's links
+
+
+def _check_rank5_sheets(book) -> None:
+    """Rank 5's detail sheets hold the generator's own numbers: each side's kernels and
+    Computing as the generator made them, every kernel 1.15 times as long in the new run."""
+    gen = gen_traces()
+    base, new = (gen.describe("npu", **rank_knobs(5, 16, **knobs)) for knobs in ({}, NEW_KNOBS))
+    overall = {r[0]: r for r in book["R5 OverallMetrics"].iter_rows(min_row=4, values_only=True)}
+    computing = overall["Computing Time"]
+    assert (computing[1], computing[4]) == (pytest.approx(base["total"]["compute_union_us"] / 1000, abs=1e-6),
+                                            pytest.approx(new["total"]["compute_union_us"] / 1000, abs=1e-6))
+    assert computing[8] == pytest.approx(1.15, abs=1e-5)  # Diff Ratio: the injected factor
+    kernels = list(book["R5 KernelCompare"].iter_rows(min_row=4, values_only=True))
+    assert sum(r[3] for r in kernels) == pytest.approx(base["total"]["compute_kernel_sum_us"], abs=0.01)
+    assert sum(r[8] for r in kernels) == pytest.approx(new["total"]["compute_kernel_sum_us"], abs=0.01)
+    assert all(r[13] == pytest.approx(1.15, abs=5e-4) for r in kernels)  # Diff Total Ratio of every kernel
+    steps = list(book["R5 StepMetrics"].iter_rows(min_row=4, values_only=True))
+    assert [(r[3], r[9]) for r in steps] == [(pytest.approx(b["compute_union_us"] / 1000, abs=1e-6),
+                                              pytest.approx(n["compute_union_us"] / 1000, abs=1e-6))
+                                             for b, n in zip(base["steps"], new["steps"])]
+
+
+def test_detail_ranks_asked_for_and_the_largest_growth(tmp_path, capsys):
+    """No slow rank: the rank whose E2E per step grew most gets detail sheets, and each
+    ``--detail-rank``; the sheets are those ``compare --rank N`` writes, cell for cell, and the
+    workbook is the same bytes when made again."""
+    base = write_cluster(tmp_path / "base", 4, steps=1)
+    new = write_cluster(tmp_path / "new", 4, steps=1, seed=1)
+    args = ["-d", str(new), "-bp", str(base), "--format", "xlsx,json,html", "--detail-rank", "3", "--detail-rank", "1"]
+    code, _, err = run(capsys, *args, "-o", str(tmp_path / "a.xlsx"))
+    assert code == 0, err
+    doc = json.loads((tmp_path / "a.json").read_text())
+    growth = {r["rank"]: r["comp"]["e2e_us"] / r["base"]["e2e_us"] - 1 for r in doc["ranks"]}
+    grown = max(growth, key=lambda r: (growth[r], -r))
+    expected = [grown] + [r for r in (1, 3) if r != grown]
+    assert [d["rank"] for d in doc["detail_ranks"]] == expected
+    first = doc["detail_ranks"][0]["why"]
+    assert first.startswith(f"the largest E2E growth ({growth[grown] * 100:+.1f} % per step)")
+    assert all(d["why"].endswith("asked (--detail-rank)") for d in doc["detail_ranks"][1:])
+    book = openpyxl.load_workbook(tmp_path / "a.xlsx")
+    code, _, err = run(capsys, "-d", str(new), "-bp", str(base), "--rank", "3", "--format", "xlsx",
+                       "-o", str(tmp_path / "r3.xlsx"))
+    assert code == 0, err
+    one = openpyxl.load_workbook(tmp_path / "r3.xlsx")
+    assert [f"R3 {n}" for n in one.sheetnames] == [d for d in doc["detail_ranks"] if d["rank"] == 3][0]["sheets"]
+    for name in one.sheetnames:
+        mine, theirs = book[f"R3 {name}"], one[name]
+        assert [[(c.value, c.number_format, c.fill.fgColor.rgb) for c in r] for r in mine.iter_rows()] == \
+            [[(c.value, c.number_format, c.fill.fgColor.rgb) for c in r] for r in theirs.iter_rows()], name
+        assert mine.freeze_panes == theirs.freeze_panes and mine.auto_filter.ref == theirs.auto_filter.ref
+    code, _, err = run(capsys, *args, "-o", str(tmp_path / "b.xlsx"))
+    assert code == 0, err
+    for suffix in (".xlsx", ".json", ".html"):
+        assert (tmp_path / f"b{suffix}").read_bytes() == (tmp_path / f"a{suffix}").read_bytes(), suffix
+    _check_html((tmp_path / "a.html").read_text(), doc)
+
+
+def _check_html(page: str, doc: dict) -> None:
+    """The cluster's HTML page: self-contained, every rank's medians as the JSON has them, the
+    detail ranks named."""
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert not re.search(r"(src|href)=\"(?!#)", page) and "http://" not in page and "https://" not in page
+    ranks = page.split("<section id=\"ranks\">", 1)[1].split("</section>", 1)[0]
+    for r in doc["ranks"]:
+        cells = re.search(rf"<tr data-i=\"{r['rank'] + 1}\">(.*?)</tr>", ranks).group(1)
+        shown = re.findall(r'data-v="([^"]*)"', cells)
+        assert float(shown[0]) == r["rank"]
+        assert [float(v) for v in shown[2:4]] == pytest.approx([r["base"]["e2e_us"] / 1000, r["comp"]["e2e_us"] / 1000])
+    for d in doc["detail_ranks"]:
+        assert f"<li>rank {d['rank']}, {html.escape(d['why'], quote=True)}: {len(d['sheets'])} sheets" in page
 
 
 def test_no_injected_change_reports_nothing(sixteen, tmp_path, capsys):
@@ -75,7 +173,9 @@ def test_dask_local_cluster_gives_the_same_json(sixteen, tmp_path, capsys):
     code, _, err = run(capsys, "-d", str(new), "-bp", str(base), "--format", "json", "-o", str(tmp_path / "pool.xlsx"),
                        "--jobs", "2")
     assert code == 0, err
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    # in-process workers (threads): the scheduler, the client's map/gather and the summaries'
+    # serialisation are Dask's own, without worker processes a CI machine must start and reap
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         code, _, err = run(capsys, "-d", str(new), "-bp", str(base), "--format", "json",
                            "-o", str(tmp_path / "dask.xlsx"), "--scheduler", cluster.scheduler_address)
     assert code == 0, err
@@ -103,16 +203,28 @@ def test_real_exports_text_against_db(samples_dir, tmp_path, capsys):
 
 
 def test_mixed_text_and_db_ranks(samples_dir, tmp_path, capsys):
+    """Each run one directory of a text-export rank and a DB-export rank (the new run text rank 0
+    and DB rank 1, the base the other way round): every rank's Computing, Communication (not
+    overlapped), Free and Stage are its own export's profiler figures (the text and DB exports of
+    one rank differ, so the numbers tell which was read), in the per-step table and the medians."""
     root = samples_dir.joinpath(*REAL)
-    mixed = tmp_path / "mixed"
-    mixed.mkdir()
-    os.symlink(root / "text" / "rank0_ascend_pt", mixed / "rank0_ascend_pt")
-    os.symlink(root / "db" / "rank1_ascend_pt", mixed / "rank1_ascend_pt")
-    code, _, err = run(capsys, "-d", str(mixed), "-bp", str(root / "text"), "--format", "json", "-o", str(tmp_path))
+    runs = {"new": ("text", "db"), "base": ("db", "text")}  # the export of rank 0, rank 1
+    for name, exports in runs.items():
+        (tmp_path / name).mkdir()
+        for rank, export in enumerate(exports):
+            os.symlink(root / export / f"rank{rank}_ascend_pt", tmp_path / name / f"rank{rank}_ascend_pt")
+    code, _, err = run(capsys, "-d", str(tmp_path / "new"), "-bp", str(tmp_path / "base"), "--format", "json",
+                       "-o", str(tmp_path / "out.xlsx"))
     assert code == 0, err
-    doc = json.loads(next(tmp_path.glob("*.json")).read_text())
-    stage = {p["rank"]: p["comp"]["stage_us"] / 1000 for p in doc["steps"]}
-    assert stage[0] == pytest.approx(116.251, rel=0.005) and stage[1] == pytest.approx(125.581, rel=0.005)
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["base"]["ranks"] == doc["comparison"]["ranks"] == [0, 1] and doc["warnings"] == []
+    keys = ("computing_us", "uncovered_us", "free_us", "stage_us")
+    for pair, row in zip(doc["steps"], doc["ranks"]):
+        for run_name, side, medians in (("base", pair["base"], row["base"]), ("new", pair["comp"], row["comp"])):
+            want = PROFILER[(runs[run_name][pair["rank"]], pair["rank"])]
+            for got in ([side[k] / 1000 for k in keys], [medians[k] / 1000 for k in keys]):
+                assert got == pytest.approx(want, rel=0.005), (run_name, pair["rank"], got, want)
+            assert side["profiler_check"] == "ok"
 
 
 def test_rank_option_keeps_the_one_rank_comparison(samples_dir, capsys, monkeypatch):
@@ -139,9 +251,12 @@ def test_a_rank_on_one_side_only_is_reported(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--rank", "7"], "--rank 7: no such rank; the ranks here are 0, 1"),
-    (["--format", "html"], "--format html is not available for cluster comparisons"),
+    (["--format", "pdf"], "--format pdf is not available for cluster comparisons"),
     (["--base-step", "1", "--comparison-step", "1"], "--base-step is not available for cluster comparisons"),
     (["--rank", "1", "--base-rank", "1"], "--rank picks one rank on both sides"),
+    (["--detail-rank", "7"], "--detail-rank 7: no such rank; the ranks in both runs are 0, 1"),
+    (["--detail-rank", "1", "--format", "console,json"], "--detail-rank adds a rank's detail sheets to the workbook"),
+    (["--detail-rank", "0", "--rank", "1"], "--detail-rank is for cluster runs"),
 ])
 def test_usage_errors(tmp_path, capsys, args, message):
     base = write_cluster(tmp_path / "base", 2, steps=1)
@@ -178,3 +293,17 @@ def test_scheduler_without_dask_is_one_line(tmp_path, capsys, monkeypatch):
     base = write_cluster(tmp_path / "base", 2, steps=1)
     code, _, err = run(capsys, "-d", str(base), "-bp", str(base), "--scheduler", "tcp://127.0.0.1:1")
     assert code == 2 and "pip install 'perfcmp[cluster]'" in err and len(err.splitlines()) == 1
+
+
+def test_a_scheduler_without_workers_is_one_clear_error(sixteen, tmp_path, capsys, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from perfcmp.cluster import execute
+
+    monkeypatch.setattr(execute, "WORKER_WAIT_S", 1)
+    base, new, _ = sixteen
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        code, _, err = run(capsys, "-d", str(new), "-bp", str(base), "--format", "json",
+                           "-o", str(tmp_path / "r.xlsx"), "--scheduler", cluster.scheduler_address)
+    assert code == 2
+    assert err.count("\n") == 1 and "has no workers" in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())

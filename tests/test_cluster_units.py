@@ -10,9 +10,10 @@ import sqlite3
 
 import pytest
 
-from perfcmp.cluster import diagnose, discover, links
-from perfcmp.cluster.result import Link, RankMedians
-from perfcmp.readers.errors import InputError
+from perfcmp.cluster import detail, diagnose, discover, links, wording
+from perfcmp.cluster.result import ClusterResult, ClusterSide, Finding, Link, Movement, RankMedians, RankRow
+from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.templates import load_layout
 
 
 def medians(computing: float, free: float = 100.0, wait: float = 500.0) -> RankMedians:
@@ -131,3 +132,78 @@ def test_mindformers_layout_and_single_profiles(tmp_path):
         (0, discover.FROM_NAME, "rank_0"), (1, discover.FROM_NAME, "rank_1")]
     assert discover.members(str(tmp_path / "output" / "profile" / "rank_0")) is None  # wraps one export: one profile
     assert discover.members(str(tmp_path / "missing")) is None
+
+
+def _cluster(ranks: dict[int, tuple[float, float]], findings=(), movements=()) -> ClusterResult:
+    """A ClusterResult by hand: rank -> (base, new) computing µs per step (E2E = computing + 600)."""
+    side = ClusterSide(source="run", device="NPU", producer="torch_npu", ranks=sorted(ranks))
+    rows = [RankRow(rank=r, base_source=f"base/rank{r}", comp_source=f"new/rank{r}", base=medians(b), comp=medians(c))
+            for r, (b, c) in sorted(ranks.items())]
+    return ClusterResult(tool_version="0", base=side, comparison=side, rule="", ranks=rows, findings=list(findings),
+                         movements=list(movements))
+
+
+def test_detail_rank_the_slow_rank_else_the_largest_growth():
+    # E2E per step = computing + 600: rank 1 grows 1000 -> 1100 µs (+10 %), rank 2 1200 -> 1212 (+1 %)
+    ranks = {0: (400.0, 400.0), 1: (400.0, 500.0), 2: (600.0, 612.0)}
+    grown = detail.choose(_cluster(ranks), asked=(2, 0))
+    assert [(d.rank, d.why, d.base_source, d.comp_source) for d in grown] == [
+        (1, "the largest E2E growth (+10.0 % per step)", "base/rank1", "new/rank1"),
+        (0, detail.ASKED, "base/rank0", "new/rank0"), (2, detail.ASKED, "base/rank2", "new/rank2")]
+    slow = Finding(run="comparison", kind="slow rank", rank=2, value=612.0, median=500.0, threshold=550.0, excess=0.224)
+    chosen = detail.choose(_cluster(ranks, [slow]), asked=(2,))
+    assert [(d.rank, d.why) for d in chosen] == [
+        (2, "the new run's slow rank (computing +22.4 % against the median rank); asked (--detail-rank)")]
+    shrunk = {0: (400.0, 390.0), 1: (400.0, 300.0)}  # 1000 -> 990 (-1 %) and 1000 -> 900 (-10 %)
+    assert [(d.rank, d.why) for d in detail.choose(_cluster(shrunk))] == [
+        (0, "no rank's E2E grew; the least improved (-1.0 % per step)")]
+
+
+@pytest.mark.parametrize("asked, message", [
+    ((7,), "--detail-rank 7: no such rank; the ranks in both runs are 0-3"),
+    ((4,), "--detail-rank 4: rank 4 is only in the base run; a detail comparison needs the rank in both runs (0-3)"),
+    ((-1,), "--detail-rank -1: expected a rank id, 0 or more"),
+    ((0, 1, 2, 3, 3, 0), None),
+])
+def test_detail_rank_checks(asked, message):
+    if message is None:
+        detail.check_asked(asked, [0, 1, 2, 3, 4], [0, 1, 2, 3])
+        return
+    with pytest.raises(UsageError) as caught:
+        detail.check_asked(asked, [0, 1, 2, 3, 4], [0, 1, 2, 3])
+    assert str(caught.value) == message
+
+
+def test_too_many_detail_ranks():
+    with pytest.raises(UsageError, match="5 ranks asked, at most 4 get detail sheets"):
+        detail.check_asked((0, 1, 2, 3, 4), list(range(8)), list(range(8)))
+
+
+def test_detail_sheet_names_fit_excel():
+    names = [s.name for s in load_layout().sheets]
+    assert detail.sheet_name(5, "OperatorCompareStatistic") == "R5 OperatorCompareStatistic"
+    assert detail.sheet_name(123456, "OperatorCompareStatistic") == "R123456 OperatorCmpStatistic"  # 28 characters
+    assert detail.sheet_name(10**9, "OperatorCompareStatistic") == "R1000000000 OperatorCmpStat"
+    for rank in (0, 9999, 123456, 10**9):
+        made = [detail.sheet_name(rank, n) for n in names]
+        assert len(set(made)) == len(made) and max(map(len, made)) <= 31, made
+
+
+def _link(run: str, src: int, dst: int, value: float, group: str = "g") -> Finding:
+    return Finding(run=run, kind="slow link", link=diagnose.link_name((group, src, dst, "HCCS")), transport="HCCS",
+                   src=src, dst=dst, value=value, median=75.0, threshold=70.0, excess=value / 75.0 - 1)
+
+
+def test_slow_links_are_worded_per_sending_rank():
+    found = [_link("comparison", 9, d, v) for d, v in ((10, 24.64), (11, 25.96), (13, 25.0))]
+    found += [_link("comparison", 3, 4, 30.0), _link("base", 6, 7, 20.0), _link("base", 6, 1, 22.0, "h")]
+    moves = [Movement(kind="slow link", subject=f.link, status="new" if f.run == "comparison" else "resolved",
+                      own_change=-2 / 3 if f.src == 9 else None) for f in found]
+    result = _cluster({0: (1.0, 1.0)}, found, moves)
+    assert wording.sentences(result) == [
+        "rank 9's 3 HCCS links (→10, 11, 13) became slow: 24.6–26.0 GB/s vs the median 75.0 GB/s; their own "
+        "bandwidth -66.7 % from the base run",
+        "rank 3's HCCS link →4 became slow: 30.0 GB/s vs the median 75.0 GB/s",
+        "rank 6's 2 HCCS links (→1, 7; 2 groups) are no longer slow (in the base: 20.0–22.0 GB/s vs the median "
+        "75.0 GB/s)"]
+    assert wording.headline(result).endswith("3 findings changed between the runs")

@@ -2,15 +2,16 @@
 
 The headline and one sentence per finding that moved (``wording``), the per-rank table (ms per
 step, each rank's median over its steps; the flagged ranks and those whose E2E moved most when
-there are many), the transports' bandwidths, the diagnosis rule, notes and warnings, and the
-command that compares the slowest rank in detail.
+there are many), the transports' bandwidths, the diagnosis rule, which ranks' detail
+sheets the workbook holds, the command that compares the slowest rank as two profiles, notes and
+warnings.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from perfcmp.cluster import wording
+from perfcmp.cluster import detail, wording
 from perfcmp.cluster.result import ClusterResult, RankMedians, RankRow
 from perfcmp.render.terminal import DEFAULT_WIDTH, Column, shorten, table, wrap
 
@@ -77,14 +78,20 @@ def transport_lines(result: ClusterResult, width: int) -> list[str]:
 
 
 def detail_hint(result: ClusterResult, width: int) -> list[str]:
-    """The command comparing the slow (else the most changed) rank in detail."""
-    ranks = [r for r in result.ranks if r.presence == "both"]
-    if not ranks:
-        return []
-    slow = [f.rank for f in result.findings if f.kind == "slow rank" and f.run == "comparison"]
-    rank = slow[0] if slow else max(ranks, key=lambda r: (abs(_rel(r.base, r.comp, "e2e_us") or 0.0), -r.rank)).rank
-    return wrap(f"One rank in detail (operators, kernels, communication): perfcmp compare -d {result.comparison.source} "
-                f"-bp {result.base.source} --rank {rank}", width)
+    """The ranks whose detail sheets the workbook holds, and the command comparing the slow
+    (else the most grown) rank as two profiles (``detail.automatic`` chooses it)."""
+    lines = []
+    if result.detail_ranks:
+        lines = [f"Detail sheets in the workbook ({len(result.detail_ranks)} rank"
+                 f"{'s' if len(result.detail_ranks) != 1 else ''}):"]
+        lines += [line for d in result.detail_ranks for line in wrap(detail.summary_line(d), width, "  ", "  ")]
+    auto = detail.automatic(result)
+    if auto is None:
+        return lines
+    what = ("As two profiles (steps, gates, HTML)" if result.detail_ranks else
+            "One rank in detail (operators, kernels, communication)")
+    return lines + wrap(f"{what}: perfcmp compare -d {result.comparison.source} -bp {result.base.source} "
+                        f"--rank {auto[0]}", width)
 
 
 def _listed(title: str, items: list[str], width: int) -> list[str]:

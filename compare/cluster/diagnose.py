@@ -121,8 +121,9 @@ def link_findings(run: str, links: dict[tuple[str, int, int, str], Link]) -> lis
         med, _, _, low = robust_limits(list(values.values()))
         for key, bw in sorted(values.items()):
             if bw < low:
-                out.append(Finding(run=run, kind="slow link", link=link_name(key), transport=transport, value=bw,
-                                   median=med, threshold=low, excess=bw / med - 1 if med > 0 else 0.0))
+                out.append(Finding(run=run, kind="slow link", link=link_name(key), transport=transport, src=key[1],
+                                   dst=key[2], value=bw, median=med, threshold=low,
+                                   excess=bw / med - 1 if med > 0 else 0.0))
     return out
 
 

@@ -27,6 +27,7 @@ from perfcmp.readers.errors import UsageError
 from perfcmp.signals import held
 
 SCHEDULER_ENV = "PERFCMP_SCHEDULER"
+WORKER_WAIT_S = 30
 DASK_MISSING = ("--scheduler needs Dask's distributed package, which is not installed; "
                 "install it with: pip install 'perfcmp[cluster]'")
 
@@ -74,6 +75,11 @@ def _on_dask(units: Sequence[WorkUnit], address: str) -> list[bytes]:
         raise UsageError(f"cannot reach the Dask scheduler at {address} ({exc}); expected the address of a "
                          "running scheduler, such as tcp://host:8786") from None
     try:
+        try:  # a scheduler without workers would take the units and never run them
+            client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        except TimeoutError:
+            raise UsageError(f"the Dask scheduler at {address} has no workers (none joined within {WORKER_WAIT_S} s); "
+                             "expected a cluster with at least one worker") from None
         futures = client.map(summarise, list(units), pure=False)
         try:
             return client.gather(futures)

@@ -39,4 +39,6 @@ def portable(result: ClusterResult) -> ClusterResult:
         comparison=msgspec.structs.replace(result.comparison, source=fix(result.comparison.source)),
         ranks=[msgspec.structs.replace(r, base_source=fix(r.base_source), comp_source=fix(r.comp_source))
                for r in result.ranks],
+        detail_ranks=[msgspec.structs.replace(d, base_source=fix(d.base_source), comp_source=fix(d.comp_source))
+                      for d in result.detail_ranks],
         notes=[fix(n) for n in result.notes], warnings=[fix(w) for w in result.warnings])

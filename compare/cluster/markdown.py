@@ -4,14 +4,15 @@
 
 Layout: the headline, the findings that moved (``wording``), every rank's medians in both runs
 (ms per step) with its verdict, the median link bandwidth per transport type, the diagnosis
-rule, notes, and at most ``MAX_WARNINGS`` warnings.
+rule, the ranks whose detail sheets are in the workbook, notes, and at most ``MAX_WARNINGS``
+warnings.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from perfcmp.cluster import wording
+from perfcmp.cluster import detail, wording
 from perfcmp.cluster.jsonout import portable
 from perfcmp.cluster.result import ClusterResult, RankMedians
 from perfcmp.render.markdown import escape
@@ -34,6 +35,9 @@ def render(result: ClusterResult, top: int = 10) -> str:
     blocks.append(_ranks(result))
     blocks.append(_transports(result))
     blocks.append(f"Diagnosis rule: {escape(result.rule)}.")
+    if result.detail_ranks:
+        blocks.append("### Detail sheets in the workbook\n\n" + "\n".join(
+            f"- {escape(detail.summary_line(d))}" for d in result.detail_ranks))
     for title, items in (("Notes", result.notes), ("Warnings", result.warnings)):
         if items:
             shown = [f"- {escape(i)}" for i in items[:MAX_WARNINGS]]

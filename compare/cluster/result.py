@@ -136,6 +136,8 @@ class Finding(msgspec.Struct, kw_only=True):
     rank: int | None = None
     link: str = ""  # "group src→dst transport" for links
     transport: str = ""
+    src: int | None = None  # links: the sending rank (the one that reported it) and the receiving one
+    dst: int | None = None
     value: float
     median: float
     threshold: float
@@ -153,6 +155,20 @@ class Movement(msgspec.Struct, kw_only=True):
     base_excess: float | None = None
     comp_excess: float | None = None
     own_change: float | None = None  # the subject's own value, comparison / base − 1
+
+
+class DetailRank(msgspec.Struct, kw_only=True):
+    """A rank whose one-rank comparison (``perfcmp compare --rank N``: operators, kernels,
+    communication, …) went into the workbook as sheets named ``R{rank} <sheet>``.
+
+    ``why``: "the new run's slow rank (…)", "the largest E2E growth (…)" and / or "asked
+    (--detail-rank)"; ``sheets``: the sheet names, in the workbook's order."""
+
+    rank: int
+    why: str
+    base_source: str
+    comp_source: str
+    sheets: list[str] = []
 
 
 class ClusterSide(msgspec.Struct, kw_only=True):
@@ -180,6 +196,7 @@ class ClusterResult(msgspec.Struct, kw_only=True):
     movements: list[Movement] = []
     notes: list[str] = []  # rank ids taken from names, one-sided ranks, unreadable link data, ...
     warnings: list[str] = []  # the readers' warnings, "rank N (base): ..." each
+    detail_ranks: list[DetailRank] = []  # ranks with detail sheets in the workbook (none without xlsx)
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self, order="deterministic"), indent=1) + b"\n"

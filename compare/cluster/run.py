@@ -4,7 +4,9 @@ publishing its outputs.
 ``resolve`` decides from the two paths and the rank options: today's one-profile comparison
 (neither path is a cluster input, or ``--rank`` / ``--base-rank`` / ``--comparison-rank``
 picked one rank of each), or a cluster comparison (both paths are cluster inputs). ``run``
-reads every rank of both runs through ``execute`` and puts them together with ``analyse``.
+reads every rank of both runs through ``execute`` and puts them together with ``analyse``;
+``details`` then compares the ranks that matter as two profiles each (``detail``), for the
+workbook's per-rank sheets.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfcmp.cluster import analyse, discover
+import msgspec
+
+from perfcmp.cluster import analyse, detail, discover
+from perfcmp.cluster.detail import RankDetail
 from perfcmp.cluster.discover import RankInput
 from perfcmp.cluster.execute import run_units
 from perfcmp.cluster.result import ClusterResult
 from perfcmp.cluster.summary import ReadOptions, WorkUnit
+from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.readers.errors import UsageError
 
 PREFIX = "performance_cluster_result_"
-FORMATS = ("console", "xlsx", "json", "md")
+FORMATS = ("console", "xlsx", "json", "md", "html")
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,9 @@ class ClusterOptions:
     formats: tuple[str, ...] = ("console", "xlsx")
     output: str | None = None
     top: int = 10
+    detail: DetailOptions = field(default_factory=DetailOptions)  # the per-rank detail sheets' comparisons
+    detail_ranks: tuple[int, ...] = ()  # --detail-rank: ranks compared in detail besides the automatic one
+    scope: str = "auto"  # the detail sheets' summaries: per step or totals (perfcmp.scope)
 
     def __post_init__(self) -> None:
         if not self.plan.cluster:
@@ -90,6 +99,18 @@ class ClusterOptions:
             raise UsageError(f"--jobs {self.jobs}: expected 1 or more worker processes")
         if self.skip_steps is not None and self.skip_steps < 0:
             raise UsageError(f"--skip-steps {self.skip_steps}: expected 0 or more")
+        if self.detail_ranks:
+            if "xlsx" not in self.formats:
+                raise UsageError("--detail-rank adds a rank's detail sheets to the workbook; add xlsx to --format")
+            detail.check_asked(self.detail_ranks, [m.rank for m in self.plan.base_ranks],
+                               [m.rank for m in self.plan.comp_ranks], self.plan.base_path, self.plan.comp_path)
+
+    def rank_options(self) -> CompareOptions:
+        """The options of one rank's detail comparison (its paths filled in by ``detail.compare``)."""
+        return CompareOptions(base_path="", comp_path="", categories=self.read.categories,
+                              gpu_flow_cat=self.read.gpu_flow_cat, npu_source=self.read.npu_source, formats=("xlsx",),
+                              jobs=1 if self.jobs == 1 else None, detail=self.detail, skip_steps=self.skip_steps,
+                              scope=self.scope)
 
 
 def run(options: ClusterOptions) -> ClusterResult:
@@ -101,16 +122,28 @@ def run(options: ClusterOptions) -> ClusterResult:
     return analyse.build(summaries[:n], summaries[n:], plan.base_path, plan.comp_path, options.skip_steps)
 
 
-def write_outputs(result: ClusterResult, options: ClusterOptions, quiet: bool = False) -> None:
+def details(result: ClusterResult, options: ClusterOptions) -> tuple[ClusterResult, list[RankDetail]]:
+    """The ranks that matter compared as two profiles each (``detail``), when a workbook is
+    written; the result then records them (``detail_ranks``), for every renderer to name."""
+    if "xlsx" not in options.formats:
+        return result, []
+    made = detail.compare(detail.choose(result, options.detail_ranks), options.rank_options())
+    return msgspec.structs.replace(result, detail_ranks=[d.info for d in made]), made
+
+
+def write_outputs(result: ClusterResult, options: ClusterOptions, quiet: bool = False,
+                  rank_details: list[RankDetail] = ()) -> None:
     """Every requested file (one set, published together or not at all), then the console
-    summary, then on stderr where the files went."""
-    from perfcmp.cluster import console, jsonout, markdown, xlsx
+    summary, then on stderr where the files went. ``rank_details``: the workbook's per-rank
+    sheets (``details``)."""
+    from perfcmp.cluster import console, html, jsonout, markdown, xlsx
     from perfcmp.output import STDOUT, publish
     from perfcmp.render.terminal import terminal_width
 
-    writers = {"xlsx": (".xlsx", lambda tmp: xlsx.write(result, tmp)),
+    writers = {"xlsx": (".xlsx", lambda tmp: xlsx.write(result, tmp, rank_details)),
                "json": (".json", lambda tmp: Path(tmp).write_bytes(jsonout.render(result))),
-               "md": (".md", lambda tmp: Path(tmp).write_text(markdown.render(result, options.top), encoding="utf-8"))}
+               "md": (".md", lambda tmp: Path(tmp).write_text(markdown.render(result, options.top), encoding="utf-8")),
+               "html": (".html", lambda tmp: Path(tmp).write_text(html.render(result), encoding="utf-8"))}
     chosen = [writer for name, writer in writers.items() if name in options.formats]
     written = publish(options.output, chosen, prefix=PREFIX) if chosen else []
     if "console" in options.formats:

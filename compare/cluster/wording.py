@@ -1,10 +1,16 @@
 """How a cluster diagnosis is worded, the same on the console, in Markdown and in the workbook:
 
 ``rank 5 became the slow rank: computing +15.0 % against the median rank (9.81 ms vs 8.53 ms
-per step); the others wait 1.28 ms per step on it`` — one sentence per moved finding.
+per step); the others wait 1.28 ms per step on it`` — one sentence per moved finding about a
+rank, and one per sending rank and transport type for the slow links, which come in families
+(a bad card or port slows every link it sends on): ``rank 9's 4 HCCS links (→10, 11, 13, 15)
+became slow: 24.6–26.0 GB/s vs the median 74.5 GB/s; their own bandwidth -66.7 % from the base
+run``. The model (``ClusterResult.movements``) keeps one entry per link.
 """
 
 from __future__ import annotations
+
+from itertools import groupby
 
 from perfcmp.cluster.result import ClusterResult, Finding, Movement
 
@@ -14,10 +20,11 @@ COMPARED_TO = {"slow link": "the median link of its transport type"}
 
 
 def headline(result: ClusterResult) -> str:
-    """``16 vs 16 ranks (NPU); 1 finding moved`` or ``… no slow rank or slow link in either run``."""
+    """``16 vs 16 ranks (NPU); 1 finding moved`` or ``… no slow rank or slow link in either run``
+    (a sending rank's slow links of one transport type count as one finding, as they are worded)."""
     b, c = result.base, result.comparison
     devices = b.device if b.device == c.device else f"{b.device} vs {c.device}"
-    moved = [m for m in result.movements if m.status != "persists"]
+    moved = [g for g in grouped(result) if g[0].status != "persists"]
     tail = (f"{len(moved)} finding{'s' if len(moved) != 1 else ''} changed between the runs" if moved else
             "no change in the diagnosis between the runs" if result.movements else
             "no slow rank, host-bound rank, waited-for rank or slow link in either run")
@@ -25,14 +32,63 @@ def headline(result: ClusterResult) -> str:
 
 
 def sentences(result: ClusterResult) -> list[str]:
-    """One sentence per finding subject, new ones first, then resolved, then persisting."""
-    order = {"new": 0, "resolved": 1, "persists": 2}
+    """One sentence per finding subject (a rank; the slow links of one sending rank and
+    transport type), new ones first, then resolved, then persisting."""
     by_key = {(f.run, f.kind, _subject(f)): f for f in result.findings}
     out = []
-    for m in sorted(result.movements, key=lambda m: order[m.status]):
-        f = by_key.get(("comparison", m.kind, m.subject)) or by_key.get(("base", m.kind, m.subject))
-        out.append(sentence(m, f))
+    for group in grouped(result):
+        found = [by_key.get(("comparison", m.kind, m.subject)) or by_key.get(("base", m.kind, m.subject))
+                 for m in group]
+        if group[0].kind == "slow link":
+            out.append(link_sentence(group, found))
+        else:
+            out.append(sentence(group[0], found[0]))
     return out
+
+
+def grouped(result: ClusterResult) -> list[list[Movement]]:
+    """The movements as they are worded, new first, then resolved, then persisting: each rank's
+    on its own; slow links together by (status, sending rank, transport type), in the place of
+    the first of them."""
+    order = {"new": 0, "resolved": 1, "persists": 2}
+    links = {f.link: (f.src, f.transport) for f in result.findings if f.kind == "slow link"}
+
+    def key(m: Movement) -> tuple:
+        return (m.status, *links.get(m.subject, (None, ""))) if m.kind == "slow link" else (m.status, m.kind, m.subject)
+
+    ordered = sorted(result.movements, key=lambda m: order[m.status])  # stable: the diagnosis' order within
+    first: dict[tuple, list[Movement]] = {}
+    for m in ordered:
+        first.setdefault(key(m), []).append(m)
+    return list(first.values())
+
+
+def link_sentence(moves: list[Movement], found: list[Finding]) -> str:
+    """``rank 9's 4 HCCS links (→10, 11, 13, 15) became slow: 24.6–26.0 GB/s vs the median
+    74.5 GB/s; their own bandwidth -66.7 % from the base run`` (one link: ``rank 9's HCCS link
+    →10 became slow: …; its own …``)."""
+    m, f = moves[0], found[0]
+    one = len(moves) == 1
+    dsts = [k for k, _ in groupby(sorted(x.dst for x in found if x.dst is not None))]
+    groups = len({x.link.rsplit(" ", 2)[0] for x in found})
+    where = "→" + ", ".join(map(str, dsts)) + (f"; {groups} groups" if groups > 1 else "")
+    subject = (f"rank {f.src}'s {f.transport} link {where}" if one
+               else f"rank {f.src}'s {len(moves)} {f.transport} links ({where})")
+    verb = {"new": "became slow", "resolved": "no longer slow", "persists": "still slow"}[m.status]
+    verb = verb if m.status == "new" else ("is " if one else "are ") + verb
+    values = _span([x.value for x in found], "{:.1f}") + " GB/s"
+    measured = f"{values} vs the median {f.median:.1f} GB/s"
+    text = f"{subject} {verb} (in the base: {measured})" if m.status == "resolved" else f"{subject} {verb}: {measured}"
+    own = [x.own_change for x in moves if x.own_change is not None]
+    if own:
+        text += f"; {'its' if one else 'their'} own bandwidth {_span([o * 100 for o in own], '{:+.1f}')} % from the base run"
+    return text
+
+
+def _span(values: list[float], form: str) -> str:
+    """``24.6–26.0`` (``form`` of the lowest and highest), or one value when they read the same."""
+    low, high = form.format(min(values)), form.format(max(values))
+    return low if low == high else f"{low}–{high}"
 
 
 def sentence(m: Movement, f: Finding) -> str:
@@ -75,3 +131,12 @@ def finding_text(f: Finding) -> str:
     """``base: rank 5 slow rank, computing +15.0 % (9.81 ms per step vs median 8.53 ms per step)``."""
     _, metric = WHAT[f.kind]
     return f"{f.run}: {_subject(f)} {f.kind}, {metric} {_pct(f.excess)} ({_pair(f, ' vs median ')})"
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """``0-15`` for a contiguous run of three ids or more, else the list (``none`` when empty)."""
+    if not ranks:
+        return "none"
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))

@@ -14,14 +14,23 @@ an autofilter and frozen panes below the headers:
 ``Links``           per link: size, time and bandwidth in both runs
 ``Transports``      per rank and transport type: size, time and bandwidth in both runs
 ``Warnings``        the readers' warnings, per rank and run
+``R5 …``            the ranks compared in detail (``perfcmp.cluster.detail``): the sheets
+                    ``perfcmp compare --rank 5`` writes (OverallMetrics, KernelCompare, …), each
+                    named ``R{rank} <sheet>`` and laid out by the workbook renderer itself
+
+The workbook's font is the one ``report_templates/sheets.toml`` names, as in ``compare``'s.
 """
 
 from __future__ import annotations
 
-from perfcmp.cluster import wording
+from collections.abc import Sequence
+
+from perfcmp.cluster import detail, wording
+from perfcmp.cluster.detail import RankDetail
 from perfcmp.cluster.diagnose import subject
 from perfcmp.cluster.result import ClusterResult, RankMedians, RankStep
 from perfcmp.render.ooxml import Style, Workbook, column_letter
+from perfcmp.templates import load_layout
 
 HEAD_FILL, WORSE_FILL, BETTER_FILL = "#DDEBF7", "#FFC7CE", "#C6EFCE"
 TEXT, INT, MS, PCT, GBS, MB = "General", "0", "0.000", "0.0%", "0.00", "0.00"
@@ -31,12 +40,17 @@ METRICS = (("E2E", "e2e_us"), ("Computing", "computing_us"), ("Uncovered", "unco
            ("Transmit", "transmit_us"), ("Free", "free_us"), ("Receive", "receive_us"), ("Stage", "stage_us"))
 
 
-def write(result: ClusterResult, path: str) -> None:
+def write(result: ClusterResult, path: str, rank_details: Sequence[RankDetail] = ()) -> None:
+    """The workbook at ``path``: the cluster's sheets, then each detailed rank's."""
     sheets = [_summary(result), _findings(result), _ranks(result), _steps(result), _groups(result), _links(result),
               _transports(result), _warnings(result)]
     filters = {name: f"A3:{column_letter(len(headers) - 1)}{3 + len(rows)}"
                for name, _, headers, _, rows in sheets if rows}
-    book = Workbook(path, [s[0] for s in sheets], filters=filters)
+    for d in rank_details:
+        filters.update(detail.filters(d))
+    layout = load_layout()
+    names = [s[0] for s in sheets] + [spec.name for d in rank_details for spec, _ in d.sheets]
+    book = Workbook(path, names, layout.style["font_name"], layout.style["font_size"], filters=filters)
     head = book.style(Style(fill=HEAD_FILL, bold=True))
     title = book.style(Style(bold=True))
     styles = {f: book.style(Style(num_format=f, boxed=True)) for f in (TEXT, INT, MS, PCT, GBS)}
@@ -56,16 +70,19 @@ def write(result: ClusterResult, path: str) -> None:
             sheet.add_rows([[r[i] for r in rows] for i in range(len(headers))],
                            [[styles[formats[i]]] * len(rows) for i in range(len(headers))], heights)
         sheet.close()
+    for d in rank_details:
+        detail.write_sheets(book, d, layout)
     book.close()
 
 
 def _summary(result: ClusterResult):
     rows = [["headline", wording.headline(result)]]
     rows += [["finding", s] for s in wording.sentences(result)]
-    rows += [["base", f"{result.base.source} ({result.base.device}; ranks {_ranks_text(result.base.ranks)})"],
+    rows += [["base", f"{result.base.source} ({result.base.device}; ranks {wording.ranks_text(result.base.ranks)})"],
              ["comparison", f"{result.comparison.source} ({result.comparison.device}; "
-                            f"ranks {_ranks_text(result.comparison.ranks)})"],
+                            f"ranks {wording.ranks_text(result.comparison.ranks)})"],
              ["rule", result.rule]]
+    rows += [["detail sheets", detail.summary_line(d)] for d in result.detail_ranks]
     rows += [["note", n] for n in result.notes]
     return ("ClusterSummary", "Cluster comparison: what changed between the runs", ["Topic", "Text"], [TEXT, WRAP], rows)
 
@@ -164,9 +181,3 @@ def _step_ms(s: RankStep | None, metric: str) -> float | None:
 def _scaled(value, scale: float) -> float | None:
     return None if value is None else float(value) / scale
 
-
-def _ranks_text(ranks: list[int]) -> str:
-    """``0-15`` for a contiguous run of ids, else the list."""
-    if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
-        return f"{ranks[0]}-{ranks[-1]}"
-    return ", ".join(map(str, ranks))
