@@ -55,10 +55,11 @@ def flow_columns(events: list[Event]) -> dict[str, np.ndarray]:
 
 
 def concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Join per-chunk column dicts (all with the same keys) into one."""
+    """Join per-chunk column dicts (all with the same keys) into one; ``parts`` is emptied."""
     if not parts:
         return {"ts_ns": np.empty(0, dtype=np.int64)}
-    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    # a column at a time, each chunk's piece dropped once joined: the whole table never exists twice
+    return {key: np.concatenate([p.pop(key) for p in parts]) for key in list(parts[0])}
 
 
 def raw_texts(raws: list[msgspec.Raw]) -> np.ndarray:

@@ -51,27 +51,34 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # Integer nanoseconds: float µs sums like 100.1 + 0.2 overshoot 100.3 by one ulp, which
     # would make an op starting exactly at 100.3 the child of one ending there.
     start_ns = np.rint(host["start_us"].to_numpy() * 1000.0).astype(np.int64)
-    start = start_ns.tolist()
-    end = (start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)).tolist()
-    thread = thread_labels(host).tolist()
+    end_ns = start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)
+    threads = thread_labels(host)
     stack: list[int] = []
     stack_end: list[int] = []
     current = None
-    for i in range(n):
-        if thread[i] != current:
-            current, stack, stack_end = thread[i], [], []
-        s = start[i]
-        while stack_end and stack_end[-1] <= s:  # half-open: [s, e) ends before s
-            stack.pop()
-            stack_end.pop()
-        if stack:
-            parent[i] = stack[-1]
-            depth[i] = len(stack)
-            if end[i] > stack_end[-1]:
-                overrun[i] = end[i] - stack_end[-1]
-        stack.append(i)
-        stack_end.append(end[i])
+    # A stack walk, in blocks of rows: Python ints for one block at a time (not millions of
+    # them at once), and each block's results stored with one slice assignment.
+    for lo in range(0, n, NEST_BLOCK):
+        hi = min(lo + NEST_BLOCK, n)
+        block_parent, block_depth, block_overrun = [-1] * (hi - lo), [0] * (hi - lo), [0] * (hi - lo)
+        for k, (s, e, thread) in enumerate(zip(start_ns[lo:hi].tolist(), end_ns[lo:hi].tolist(), threads[lo:hi].tolist())):
+            if thread != current:
+                current, stack, stack_end = thread, [], []
+            while stack_end and stack_end[-1] <= s:  # half-open: [s, e) ends before s
+                stack.pop()
+                stack_end.pop()
+            if stack:
+                block_parent[k] = stack[-1]
+                block_depth[k] = len(stack)
+                if e > stack_end[-1]:
+                    block_overrun[k] = e - stack_end[-1]
+            stack.append(lo + k)
+            stack_end.append(e)
+        parent[lo:hi], depth[lo:hi], overrun[lo:hi] = block_parent, block_depth, block_overrun
     return parent, depth, overrun
+
+
+NEST_BLOCK = 1 << 16
 
 
 def nested_in_same(parent: np.ndarray, label: np.ndarray) -> np.ndarray:
