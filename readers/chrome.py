@@ -56,6 +56,8 @@ class Args(msgspec.Struct, gc=False):
     # communication op metadata (record_param_comms, PyTorch >= 2.1)
     pg_name: str | None = msgspec.field(name="Process Group Name", default=None)
     pg_desc: str | None = msgspec.field(name="Process Group Description", default=None)
+    in_msg_nelems: Number = msgspec.field(name="In msg nelems", default=None)  # elements a collective sends
+    dtype: str | None = None  # their type ("Float", "BFloat16", ...)
     # metadata events (process_name / thread_name / *_sort_index)
     name: str | None = None
     sort_index: Number = None

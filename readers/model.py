@@ -23,6 +23,9 @@ Tables (pandas DataFrames; columns declared once below in ``TABLES``):
 ``reference_steps`` the profiler's own per-step breakdown when the export carries one (torch_npu
               ``step_trace_time.csv``, ``analysis.db`` ``StepTraceTime``): perfcmp checks its own
               rows against it (``compare/selfcheck.py``). Empty for GPU traces.
+``collectives`` GPU: the input message of each collective op (``record_param_comms`` with
+              ``In msg nelems`` and ``dtype``, PyTorch >= 2.1): its host row and bytes. Empty
+              otherwise.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ TABLES: dict[str, dict[str, str]] = {
         "call_stack": "object",
         "backward": "bool",  # on the autograd thread, or under a backward op
         "forward": "int64",  # for a backward op that a fwdbwd flow points at: the forward op's row
+    },
+    "collectives": {  # GPU: the message of each collective op (record_param_comms), where the trace has it
+        "op": "int64",  # its host row
+        "bytes": "float64",  # input message: elements x element size
     },
     "device": {
         "name": "object",
@@ -216,6 +223,7 @@ class Profile:
     warnings: list[ReadWarning] = field(default_factory=list)
     allocations: pd.DataFrame = field(default_factory=lambda: table("allocations"))
     reference_steps: pd.DataFrame = field(default_factory=lambda: table("reference_steps"))
+    collectives: pd.DataFrame = field(default_factory=lambda: table("collectives"))
 
     def check(self) -> None:
         """Assert the model's invariants; a failure here is a bug in a reader."""
@@ -232,6 +240,8 @@ class Profile:
         assert kinds <= set(DEVICE_KINDS), f"device: unknown kinds {kinds - set(DEVICE_KINDS)}"
         launch = self.device["launch"].to_numpy()
         assert np.all((launch >= -1) & (launch < len(self.host))), "device: launch out of range"
+        op = self.collectives["op"].to_numpy()
+        assert np.all((op >= 0) & (op < len(self.host))), "collectives: op out of range"
         parent = self.host["parent"].to_numpy()
         assert np.all(parent < np.arange(len(parent))), "host: a parent must precede its child"
         for frame, col in ((self.host, "forward"), (self.allocations, "op")):

@@ -65,13 +65,15 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     if device.empty:
         warnings.append(ReadWarning(shown_as, "trace has no device kernels (CPU-only recording): time breakdown comes from host ops"))
     host["forward"] = forward_links(host, groups["fwdbwd"], origin)
+    sized = np.flatnonzero(np.isfinite(links.comm_bytes))
+    collectives = table("collectives", op=sized, bytes=links.comm_bytes[sized])
     memory, component = _memory_samples(groups["memory"])
     allocations = allocation_table(memory, host, origin, shown_as, warnings)
     return Profile(
         info=_run_info(header, shown_as, origin),
         steps=steps, host=host, device=device,
         comm_tasks=table("comm_tasks"), memory=_memory_table(memory, origin, component), timeline=table("timeline"),
-        warnings=merge_warnings(warnings), allocations=allocations,
+        warnings=merge_warnings(warnings), allocations=allocations, collectives=collectives,
     )
 
 
@@ -112,6 +114,7 @@ class _Columns:
             **host_columns(host, HOST_CATS),
             "correlation": ints([a.correlation for a in args]),
             "process_group": shared([_process_group(a) for a in args]),
+            "comm_bytes": _message_bytes(args),
         })
         args = [e.args or NO_ARGS for e in device]
         self.parts["device"].append({
@@ -145,7 +148,7 @@ def _host_table(cols: dict[str, np.ndarray], origin: int, backward_tids: set, so
     columns = {k: cols[k][ok] for k in ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types", "call_stack")}
     columns["start_us"] = (cols["ts_ns"][ok] - origin) / 1000.0
     host, order = build_host(columns, backward_tids, source, warnings)
-    return host, HostLinks(cols["correlation"][ok][order], cols["process_group"][ok][order])
+    return host, HostLinks(cols["correlation"][ok][order], cols["process_group"][ok][order], cols["comm_bytes"][ok][order])
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,24 @@ class HostLinks:
 
     correlation: np.ndarray  # int64, -1 when absent
     process_group: np.ndarray  # object, "" when absent
+    comm_bytes: np.ndarray  # float64: a collective op's input message in bytes, NaN for other rows
+
+
+# Bytes per element of the dtypes record_param_comms names (c10::ScalarType names)
+DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Int": 4, "Long": 8, "Short": 2, "Char": 1, "Byte": 1,
+               "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16, "ComplexHalf": 4, "Float8_e4m3fn": 1, "Float8_e5m2": 1,
+               "Float8_e4m3fnuz": 1, "Float8_e5m2fnuz": 1, "UInt16": 2, "UInt32": 4, "UInt64": 8}
+
+
+def _message_bytes(args: list[Args]) -> np.ndarray:
+    """Per host event, the bytes of a collective's input message (NaN where not written or
+    the element type is unknown)."""
+    if all(a.in_msg_nelems is None for a in args):
+        return np.full(len(args), np.nan)
+    nelems = floats([a.in_msg_nelems for a in args])
+    size = np.array([DTYPE_BYTES.get(a.dtype, np.nan) if a.dtype else np.nan for a in args], dtype=np.float64)
+    out = nelems * size
+    return np.where(np.isfinite(out) & (out >= 0), out, np.nan)
 
 
 def _process_group(args: Args) -> str:

@@ -16,8 +16,12 @@ dst_rank, transport_type, transit_size, transit_time) and ``CommAnalyzerBandwidt
 
 Sizes are summed over steps and ops, then bandwidth = size / time, the profilers' own
 "Bandwidth(GB/s)" (MB per ms). Profiles recorded at level 0 have none of this (the profiler
-skips the small communication tasks): the rank then has no links, and a note says why. GPU
-traces carry no per-link data.
+skips the small communication tasks): the rank then has no links, and a note says why.
+
+GPU traces carry no per-link data, but PyTorch (>= 2.1) writes each collective's message size
+on its ``record_param_comms`` op (``readers.model`` ``collectives``): ``nccl`` gives the rank
+one "NCCL" transport, the collectives' input bytes over the time of the NCCL kernels they
+launched — an algorithm bandwidth, which includes the time a rank's kernels wait for its peers.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ from pathlib import Path
 
 import msgspec
 
+import numpy as np
+
 from perfcmp.cluster.result import Link, Transport
+from perfcmp.readers.model import COMM, Profile
 
 MB = 1e6  # the profilers' "MB" divided by "ms" is their "GB/s": the ratio is kept with decimal units
 TOTAL_OP = "Total Op Info"
@@ -50,6 +57,38 @@ def read(output_dir: Path | None, db: bool) -> tuple[list[Link], list[Transport]
         links = _matrix(output_dir / "communication_matrix.json", notes)
         transports = _transports(output_dir / "communication.json", notes)
     return links, transports, notes
+
+
+def nccl(profile: Profile) -> list[Transport]:
+    """The rank's "NCCL" transport (bytes, kernel µs) from its sized collectives; [] when the
+    trace has no message sizes or no collective launched a communication kernel."""
+    sizes = profile.collectives
+    device = profile.device
+    if sizes.empty or device.empty:
+        return []
+    comm = device[(device["kind"] == COMM).to_numpy() & (device["launch"].to_numpy() >= 0)]
+    op_bytes = dict(zip(sizes["op"].tolist(), sizes["bytes"].tolist()))
+    parent = profile.host["parent"].to_numpy()
+    row = comm["launch"].to_numpy().copy()
+    owner = np.full(len(row), -1, dtype=np.int64)
+    sized = np.zeros(len(parent), dtype=bool)
+    sized[list(op_bytes)] = True
+    for _ in range(MAX_LEVELS):  # up from the launch call to the collective op around it
+        live = (owner < 0) & (row >= 0)
+        if not live.any():
+            break
+        found = live & sized[np.maximum(row, 0)]
+        owner[found] = row[found]
+        row = np.where(live & ~found, parent[np.maximum(row, 0)], -1)
+    kept = owner >= 0
+    if not kept.any():
+        return []
+    ops = np.unique(owner[kept])
+    return [Transport(transport="NCCL", size_bytes=float(sum(op_bytes[o] for o in ops.tolist())),
+                      time_us=float(comm["dur_us"].to_numpy()[kept].sum()))]
+
+
+MAX_LEVELS = 8  # host nesting between a collective op and its kernel launch (record_param_comms > nccl:… > launch)
 
 
 def _load(path: Path, notes: list[str]):

@@ -95,6 +95,8 @@ def summarise_rank(unit: WorkUnit) -> RankSummary:
     export = info.metadata.get("export", "")
     link_rows, transports, notes = links.read(_output_dir(unit.path) if info.device == DeviceKind.NPU else None,
                                               db=export == "db")
+    if info.device == DeviceKind.GPU:
+        transports = links.nccl(profile)
     samples = side.samples
     del profile, side
     give_back_free_memory()
