@@ -134,8 +134,8 @@ def compare(
                                              "both to read (default: text)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", metavar="N", rich_help_panel=INPUTS,
                                        help="1: read the sides one after the other; 2: in parallel. Default: parallel "
-                                       "for inputs over 16 MB on a multi-core machine. Cluster runs: N worker "
-                                       "processes reading ranks (default: the cores)."),
+                                       "for inputs over 16 MB on a multi-core machine with the free memory for both "
+                                       "reads. Cluster runs: N worker processes reading ranks (default: the cores)."),
     rank: Optional[int] = typer.Option(None, "--rank", metavar="N", rich_help_panel=INPUTS,
                                        help="Cluster runs: compare only rank N of both, as two profiles."),
     base_rank: Optional[int] = typer.Option(None, "--base-rank", "--base_rank", metavar="N", rich_help_panel=INPUTS,
