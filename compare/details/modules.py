@@ -30,6 +30,7 @@ from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cells, rati
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions
+from perfcmp.rows import Rows
 
 TOTAL = "TOTAL"
 GROUP_TOTAL = "[ TOTAL ]"
@@ -176,7 +177,7 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         stacks = np.where(is_total, _take(tree.call_stack, inst, None),
                           np.where(slower & present, _take(tree.op_call_stack, op, None), None))
         cols[f"{prefix}_call_stack"] = stacks.tolist()
-    return Table(columns=COMPARE_COLUMNS, rows=[list(r) for r in zip(*(cols[k] for k in COMPARE_COLUMNS))],
+    return Table(columns=COMPARE_COLUMNS, rows=Rows.of([cols[k] for k in COMPARE_COLUMNS]),
                  children=children)
 
 
