@@ -11,6 +11,7 @@ and it leaves SIGINT / SIGTERM handling to this process.
 from __future__ import annotations
 
 import ctypes
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -69,8 +70,8 @@ def run(options: CompareOptions) -> ComparisonResult:
         comp = later.result()
         # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
         # this process builds the detail sheets. Only the small sample sets travel.
-        verdict = pool.submit(judge_sides, base.samples, aligned_samples(base.breakdown, comp.breakdown, comp.samples),
-                              options)
+        verdict = pool.submit(_judge_in_worker, base.samples,
+                              aligned_samples(base.breakdown, comp.breakdown, comp.samples), options)
         return _result(base, comp, options, verdict)
     except BaseException:  # an error, or signals.Stopped: the worker's work is moot
         with held():
@@ -135,6 +136,14 @@ def read_side(path: str, step: int | None, options: CompareOptions, with_digest:
     if with_digest and not side.summary.sha256:
         side.summary.sha256 = input_digest(path)
     return side
+
+
+def _judge_in_worker(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Verdict:
+    """``judge_sides`` in the read worker, which first gives back the heap its side's tables
+    left (freed, but kept by the allocator while this process lives on beside the driver)."""
+    gc.collect()
+    give_back_free_memory()
+    return judge_sides(base, comp, options)
 
 
 def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Verdict:
