@@ -61,18 +61,10 @@ def shown_ranks(result: ClusterResult) -> list[RankRow]:
 
 def transport_lines(result: ClusterResult, width: int) -> list[str]:
     """Median link bandwidth per transport type in each run (GB/s)."""
-    by_type: dict[str, tuple[list[float], list[float]]] = {}
-    for row in result.links:
-        if row["transport"] == "LOCAL":
-            continue
-        b, c = by_type.setdefault(str(row["transport"]), ([], []))
-        if row["base_bandwidth"] is not None:
-            b.append(float(row["base_bandwidth"]))
-        if row["comp_bandwidth"] is not None:
-            c.append(float(row["comp_bandwidth"]))
-    if not by_type:
+    found = wording.link_bandwidths(result)
+    if not found:
         return []
-    cells = [[t, str(max(len(b), len(c))), _gbs(b), _gbs(c)] for t, (b, c) in sorted(by_type.items())]
+    cells = [[t, str(max(len(b), len(c))), _gbs(b), _gbs(c)] for t, b, c in found]
     return [shorten("Links: median bandwidth per transport type (GB/s)", width, "end")] + table(
         [Column("Transport", align="l", name=True), Column("Links"), Column("Base"), Column("New")], cells, width)
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import html
 import statistics
-from importlib import resources
 
 from perfcmp.cluster import detail, wording
 from perfcmp.cluster.diagnose import subject
 from perfcmp.cluster.jsonout import portable
 from perfcmp.cluster.result import ClusterResult, RankMedians
-from perfcmp.render.html import CSP, VERDICT_CLASS, _sortable, _td
+from perfcmp.render.html import VERDICT_CLASS, _sortable, _td, page
 
 MINUS = "\u2212"
 METRICS = (("E2E", "e2e_us"), ("Computing", "computing_us"), ("Comm.", "uncovered_us"), ("Free", "free_us"))
@@ -35,16 +34,7 @@ def render(result: ClusterResult) -> str:
     result = portable(result)
     sections = [_header(result), _findings(result), _ranks(result), _transports(result), _details(result),
                 _listed("notes", "Notes", result.notes), _listed("warnings", "Warnings", result.warnings)]
-    templates = resources.files("perfcmp.report_templates")
-    css = templates.joinpath("report.css").read_text("utf-8")
-    js = templates.joinpath("report.js").read_text("utf-8")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>perfcmp cluster: {len(result.base.ranks)} vs {len(result.comparison.ranks)} ranks</title>\n"
-            f"<style>\n{css}</style>\n</head>\n<body>\n<main>\n"
-            + "\n".join(s for s in sections if s)
-            + f"\n</main>\n<script>\n{js}</script>\n</body>\n</html>\n")
+    return page(f"perfcmp cluster: {len(result.base.ranks)} vs {len(result.comparison.ranks)} ranks", sections)
 
 
 def _header(result: ClusterResult) -> str:
@@ -104,17 +94,12 @@ def _ranks(result: ClusterResult) -> str:
 
 
 def _transports(result: ClusterResult) -> str:
-    by_type: dict[str, tuple[list[float], list[float]]] = {}
-    for row in result.links:
-        if row["transport"] != "LOCAL":
-            b, c = by_type.setdefault(str(row["transport"]), ([], []))
-            b += [float(row["base_bandwidth"])] if row["base_bandwidth"] is not None else []
-            c += [float(row["comp_bandwidth"])] if row["comp_bandwidth"] is not None else []
-    if not by_type:
+    found = wording.link_bandwidths(result)
+    if not found:
         return "<section id=\"links\">\n<h2>Links</h2>\n<p>No link data in either run.</p>\n</section>"
     header = [("Transport", "str"), ("Links", "num"), ("Base GB/s", "num"), ("New GB/s", "num")]
     body = []
-    for i, (t, (b, c)) in enumerate(sorted(by_type.items()), start=1):
+    for i, (t, b, c) in enumerate(found, start=1):
         mb, mc = (statistics.median(v) if v else None for v in (b, c))
         body.append(f"<tr data-i=\"{i}\">{_td(t, cls='text')}{_td(str(max(len(b), len(c))), max(len(b), len(c)))}"
                     + "".join(_td("–" if m is None else f"{m:.2f}", m) for m in (mb, mc)) + "</tr>")

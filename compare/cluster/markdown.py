@@ -62,16 +62,11 @@ def _ranks(result: ClusterResult) -> str:
 
 
 def _transports(result: ClusterResult) -> str:
-    by_type: dict[str, tuple[list[float], list[float]]] = {}
-    for row in result.links:
-        if row["transport"] != "LOCAL":
-            b, c = by_type.setdefault(str(row["transport"]), ([], []))
-            b += [float(row["base_bandwidth"])] if row["base_bandwidth"] is not None else []
-            c += [float(row["comp_bandwidth"])] if row["comp_bandwidth"] is not None else []
-    if not by_type:
+    found = wording.link_bandwidths(result)
+    if not found:
         return ""
     lines = ["| Transport | Links | Base GB/s | New GB/s |", "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {escape(t)} | {max(len(b), len(c))} | {_median(b)} | {_median(c)} |" for t, (b, c) in sorted(by_type.items())]
+    lines += [f"| {escape(t)} | {max(len(b), len(c))} | {_median(b)} | {_median(c)} |" for t, b, c in found]
     return "### Links: median bandwidth per transport type\n\n" + "\n".join(lines)
 
 

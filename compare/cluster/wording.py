@@ -140,3 +140,18 @@ def ranks_text(ranks: list[int]) -> str:
     if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
         return f"{ranks[0]}-{ranks[-1]}"
     return ", ".join(map(str, ranks))
+
+
+def link_bandwidths(result) -> list[tuple[str, list[float], list[float]]]:
+    """Per transport type (LOCAL left out: a device's copy to itself is no link), sorted: the
+    base run's and the new run's link bandwidths (GB/s), for the renderers' median tables."""
+    by_type: dict[str, tuple[list[float], list[float]]] = {}
+    for row in result.links:
+        if row["transport"] == "LOCAL":
+            continue
+        b, c = by_type.setdefault(str(row["transport"]), ([], []))
+        if row["base_bandwidth"] is not None:
+            b.append(float(row["base_bandwidth"]))
+        if row["comp_bandwidth"] is not None:
+            c.append(float(row["comp_bandwidth"]))
+    return [(t, b, c) for t, (b, c) in sorted(by_type.items())]

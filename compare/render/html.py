@@ -59,6 +59,12 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
                 migration_section(result), top_section(v, top), overall_section(result), rows_section(v),
                 warnings_section(result)]
+    return page(title, sections)
+
+
+def page(title: str, sections: list[str]) -> str:
+    """One self-contained HTML5 page: the shared stylesheet and script inline, the CSP that
+    forbids every fetch, and the non-empty ``sections`` (HTML) in order."""
     templates = resources.files("perfcmp.report_templates")
     css = templates.joinpath("report.css").read_text("utf-8")
     js = templates.joinpath("report.js").read_text("utf-8")
