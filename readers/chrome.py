@@ -56,8 +56,10 @@ class Args(msgspec.Struct, gc=False):
     # communication op metadata (record_param_comms, PyTorch >= 2.1)
     pg_name: str | None = msgspec.field(name="Process Group Name", default=None)
     pg_desc: str | None = msgspec.field(name="Process Group Description", default=None)
-    in_msg_nelems: Number = msgspec.field(name="In msg nelems", default=None)  # elements a collective sends
-    dtype: str | None = None  # their type ("Float", "BFloat16", ...)
+    # a collective's message (record_param_comms): elements and their type ("Float", "BFloat16", ...);
+    # kept raw, as these names are common enough that another tool may write any JSON value there
+    in_msg_nelems: msgspec.Raw = msgspec.field(name="In msg nelems", default=msgspec.Raw(b""))
+    dtype: msgspec.Raw = msgspec.Raw(b"")
     # metadata events (process_name / thread_name / *_sort_index)
     name: str | None = None
     sort_index: Number = None

@@ -9,6 +9,7 @@ its flow), never by timestamp equality. NCCL/RCCL kernels are communication.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,14 +168,23 @@ DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Int": 4, "Lon
 
 
 def _message_bytes(args: list[Args]) -> np.ndarray:
-    """Per host event, the bytes of a collective's input message (NaN where not written or
-    the element type is unknown)."""
-    if all(a.in_msg_nelems is None for a in args):
-        return np.full(len(args), np.nan)
-    nelems = floats([a.in_msg_nelems for a in args])
-    size = np.array([DTYPE_BYTES.get(a.dtype, np.nan) if a.dtype else np.nan for a in args], dtype=np.float64)
-    out = nelems * size
-    return np.where(np.isfinite(out) & (out >= 0), out, np.nan)
+    """Per host event, the bytes of a collective's input message (NaN where not written, not a
+    number, or of an element type not in ``DTYPE_BYTES``)."""
+    out = np.full(len(args), np.nan)
+    for i, a in enumerate(args):
+        if a.in_msg_nelems:  # an empty Raw: not written (most events)
+            out[i] = _message_size(bytes(a.in_msg_nelems), bytes(a.dtype))
+    return out
+
+
+def _message_size(nelems: bytes, dtype: bytes) -> float:
+    size = DTYPE_BYTES.get(dtype.decode("utf-8", "replace").strip('"'))
+    try:
+        count = float(nelems.strip(b'"'))
+    except ValueError:
+        return np.nan
+    total = count * size if size is not None else np.nan
+    return total if math.isfinite(total) and total >= 0 else np.nan
 
 
 def _process_group(args: Args) -> str:

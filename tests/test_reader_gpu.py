@@ -460,3 +460,26 @@ def test_bare_non_finite_numbers_are_read_as_missing(tmp_path):
     profile = read(path)
     assert profile.device["dur_us"].tolist() == [30.0]
     assert warning_count(profile, "non-finite numbers") == 3
+
+
+@pytest.mark.parametrize(("nelems", "dtype", "want"), [
+    (1000, "Float", 4000.0),  # the collective's message: elements x element size
+    (1000, "BFloat16", 2000.0),
+    ("1000", "Half", 2000.0),  # a number written as text
+    (1000, "NoSuchType", None),  # an element type perfcmp does not know: no size
+    ([1000], "Float", None),  # values of any other JSON type are no size, never a decode error
+    (1000, 5, None),
+    (-1, "Float", None),
+    (1e400, "Float", None),
+])
+def test_collective_message_sizes(write_kineto, nelems, dtype, want):
+    events = [dict(e) for e in MAIN_EVENTS]
+    comms = next(e for e in events if e.get("name") == "record_param_comms")
+    comms["args"] = {**comms["args"], "In msg nelems": nelems, "dtype": dtype}
+    profile = read(write_kineto(events))
+    sizes = profile.collectives
+    if want is None:
+        assert sizes.empty
+    else:  # row 9 of the host table (see MAIN_EVENTS)
+        assert sizes["op"].tolist() == [9] and sizes["bytes"].tolist() == [want]
+        assert profile.host.loc[9, "name"] == "record_param_comms"
