@@ -268,11 +268,11 @@ def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: 
 def write_outputs(result: ComparisonResult, options: CompareOptions, quiet: bool = False) -> None:
     """Every requested file (``output.publish``: together or not at all), the console summary,
     then on stderr where the files went: last, so that they do not scroll away."""
-    publish_outputs(result, options.formats, options.output, options.detail.top, quiet)
+    publish_outputs(result, options.formats, options.output, options.detail.top, quiet, jobs=options.jobs)
 
 
 def publish_outputs(result: ComparisonResult, formats: tuple[str, ...], output: str | None, top: int,
-                    quiet: bool = False, console_top: int | None = None) -> None:
+                    quiet: bool = False, console_top: int | None = None, jobs: int | None = None) -> None:
     """``write_outputs`` for a result from anywhere (``compare``, ``render``, ``golden check``).
 
     Args:
@@ -282,6 +282,7 @@ def publish_outputs(result: ComparisonResult, formats: tuple[str, ...], output: 
         top: ranked rows in the file summaries.
         quiet: the console shows only the headline, the verdict and the gates.
         console_top: ranked rows per dimension on the console (default: the result's option).
+        jobs: ``--jobs``; 1 keeps the workbook's writing in this process too.
     """
     from perfcmp.output import publish
     from perfcmp.render import FILE_FORMATS, console, renderer
@@ -291,7 +292,9 @@ def publish_outputs(result: ComparisonResult, formats: tuple[str, ...], output: 
 
     def writer(name: str):
         module = renderer(name)
-        return module.SUFFIX, lambda tmp: notes.extend((module.SUFFIX, note) for note in module.render_file(result, tmp, top))
+        extra = {"jobs": jobs} if name == "xlsx" else {}  # only the workbook's writing is split across processes
+        return module.SUFFIX, lambda tmp: notes.extend((module.SUFFIX, note)
+                                                       for note in module.render_file(result, tmp, top, **extra))
 
     chosen = [writer(name) for name in FILE_FORMATS if name in formats]
     written = publish(output, chosen) if chosen else []

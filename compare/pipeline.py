@@ -10,15 +10,10 @@ and it leaves SIGINT / SIGTERM handling to this process.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import hashlib
 import multiprocessing
 import os
-import signal
-import sys
-import threading
-import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
@@ -30,6 +25,7 @@ from perfcmp.categories import Rules, load_rules
 from perfcmp.details.extract import SideDetails, extract
 from perfcmp.details.run import compare_details
 from perfcmp.names import Normalizer, load_normalizer
+from perfcmp.procs import die_with_parent
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
@@ -84,28 +80,7 @@ def run(options: CompareOptions) -> ComparisonResult:
 
 def _start_worker(parent: int) -> None:
     """Initialise the read worker: signals are the parent's business, and it dies with the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the parent stops us
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by the fork
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
-                if os.getppid() != parent:  # the parent died before prctl took effect
-                    os._exit(1)
-                return
-        except (OSError, AttributeError):
-            pass
-    threading.Thread(target=_exit_with_parent, args=(parent,), name="perfcmp-parent-watch", daemon=True).start()
-
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def _exit_with_parent(parent: int) -> None:
-    """Where ``PR_SET_PDEATHSIG`` is missing: a dead parent makes this process an orphan."""
-    while os.getppid() == parent:
-        time.sleep(0.2)
-    os._exit(1)
+    die_with_parent(parent)
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

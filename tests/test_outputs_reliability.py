@@ -363,6 +363,43 @@ def test_sigterm_while_a_real_run_writes_its_files(medium_trace, tmp_path):
     assert listing(tmp_path) == []
 
 
+# The workbook written by two processes, whatever its size (the threshold set to 0 in the run)
+_TWO_WRITERS = ("import sys; from perfcmp.render import xlsx; xlsx.PARALLEL_MIN_CELLS = 0; "
+                "from perfcmp.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@needs_proc
+@pytest.mark.parametrize("signum, code, line", [
+    (signal.SIGTERM, 143, "perfcmp: terminated"),
+    (signal.SIGINT, 130, "perfcmp: interrupted"),  # Ctrl-C: to the whole process group
+    (signal.SIGKILL, -signal.SIGKILL, None),
+], ids=["SIGTERM", "Ctrl-C", "SIGKILL"])
+def test_the_second_workbook_writer_dies_with_the_run(medium_trace, tmp_path, signum, code, line):
+    out_dir = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-c", _TWO_WRITERS, "compare", "-d", str(medium_trace), "-bp",
+                                str(medium_trace), "-o", str(out_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:  # a 6 MB pair is read in this process: its only child is the workbook's second writer
+        assert _wait_for(lambda: _children(process.pid), 60), "no second writer started"
+        writers = _children(process.pid)
+        if signum == signal.SIGINT:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert _wait_for(lambda: not any(_alive(w) for w in writers), 1.0), f"writer {writers} outlived its parent"
+    assert process.returncode == code and out == ""
+    assert (one_line(err) if line else err) == (line or "")
+    if line:
+        assert listing(tmp_path) == []
+    else:  # SIGKILL leaves the run's own temporary name; the loose sheets' files never had one
+        assert all(n.startswith(".perfcmp-") and n.endswith(".xlsx.tmp") for n in listing(out_dir)), listing(out_dir)
+
+
 # --- concurrent runs -------------------------------------------------------------------------------
 
 def _forked(n: int, work) -> list[int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 import hashlib
+import os
 import zipfile
 from pathlib import Path
 
@@ -298,6 +299,52 @@ def test_rows_written_in_blocks_give_the_same_bytes(tmp_path, monkeypatch):
     monkeypatch.setattr(ooxml, "FLUSH_CHARS", 100)
     assert main([*args, "-o", str(tmp_path / "blocks.xlsx")]) == 0
     assert (tmp_path / "whole.xlsx").read_bytes() == (tmp_path / "blocks.xlsx").read_bytes()
+
+
+def test_two_writer_processes_give_the_bytes_of_one(demo, tmp_path):
+    """A large workbook's sheets are split between this process and a forked one, and brought
+    together by copying their compressed bytes: the file must be the one-process file."""
+    result, _ = demo
+    one, two = tmp_path / "one.xlsx", tmp_path / "two.xlsx"
+    xlsx._write(result, str(one), processes=1)
+    xlsx._write(result, str(two), processes=2)
+    assert one.read_bytes() == two.read_bytes()
+    assert zipfile.ZipFile(two).testzip() is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.xlsx", "two.xlsx"]  # the loose sheets' files are gone
+
+
+def test_the_split_gives_each_process_about_half_the_cells():
+    planned = [xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=n)
+               for n in (10, 500_000, 40, 300_000, 250_000, 0)]
+    mine, theirs = xlsx._shares(planned)
+    # largest first, each to the lighter side: 500k here; 300k, 250k there; then 40, 10 and 0 here
+    assert (mine, theirs) == ([0, 1, 2, 5], [3, 4])  # 500,050 cells here, 550,000 there
+    assert xlsx._worth_a_second_process(planned) is False  # 1.05 M cells: one process
+    planned[1] = xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=3_000_000)
+    assert xlsx._worth_a_second_process(planned) is True
+
+
+def test_a_failing_second_writer_fails_the_write_with_its_error(demo, tmp_path, monkeypatch):
+    """The child's error comes back as the parent's: an OSError stays one (the output layer
+    reports it in one line), with its errno and text."""
+    import errno as errnos
+
+    result, _ = demo
+    calls = {"n": 0}
+    original = xlsx._emit
+
+    def full_disk_in_the_child(book, planned, archive=None):
+        calls["n"] += 1
+        if os.getpid() != parent:
+            raise OSError(errnos.ENOSPC, "No space left on device")
+        return original(book, planned, archive)
+
+    parent = os.getpid()
+    monkeypatch.setattr(xlsx, "_emit", full_disk_in_the_child)
+    with pytest.raises(OSError) as failure:
+        xlsx._write(result, str(tmp_path / "out.xlsx"), processes=2)
+    assert failure.value.errno == errnos.ENOSPC and "No space left" in str(failure.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.xlsx"]  # the caller's temporary name; publish removes it
 
 
 def test_a_sheet_past_excels_row_limit_is_cut_with_a_warning(tmp_path, monkeypatch):

@@ -20,8 +20,10 @@ longer cells is not one Excel reads as written): a longer string is cut, ending 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+import struct
 import zipfile
 from dataclasses import dataclass
 from itertools import repeat
@@ -140,12 +142,55 @@ class Workbook:
         return index
 
     def add_sheet(self, name: str, widths: list[float], freeze: tuple[int, int] | None = None,
-                  merges: list[str] = ()) -> "Sheet":
+                  merges: list[str] = (), archive: zipfile.ZipFile | None = None) -> "Sheet":
+        """The planned sheet ``name``: the next one, streaming into this workbook's zip; or with
+        ``archive`` (a zip of loose sheets, written by another process) any one, streaming
+        there, to be brought in by ``copy_sheet`` in its turn."""
+        number = self.number(name) if archive is not None else self._next(name)
+        return Sheet(self, number, widths, freeze, list(merges), self.filters.get(name), archive)
+
+    def number(self, name: str) -> int:
+        """The planned sheet's number (1 for the first): its part is ``xl/worksheets/sheet<N>.xml``."""
+        return self.planned.index(name) + 1
+
+    def copy_sheet(self, name: str, source: zipfile.ZipFile) -> None:
+        """Bring in the next planned sheet from ``source``, where ``add_sheet(name, archive=source)``
+        wrote it, as it is: its compressed bytes are copied, so the workbook is the same, byte
+        for byte, as one whose sheets were all written here.
+
+        zipfile has no public way to add a member that is already compressed; this appends the
+        member's local header and data where zipfile would write the next member, and records
+        it as zipfile records the members it writes (``filelist``, ``NameToInfo``, ``start_dir``:
+        the same attributes since Python 2, and a test compares the bytes with a workbook
+        written in one process).
+        """
+        number = self._next(name)
+        info = source.getinfo(f"xl/worksheets/sheet{number}.xml")
+        source.fp.seek(info.header_offset)
+        header = source.fp.read(zipfile.sizeFileHeader)
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        remaining = name_length + extra_length + info.compress_size
+        target = self.zip
+        offset = target.start_dir
+        target.fp.seek(offset)
+        target.fp.write(header)
+        while remaining:
+            block = source.fp.read(min(remaining, 1 << 20))
+            if not block:
+                raise ValueError(f"sheet {name!r} is truncated in the loose sheets' zip")
+            target.fp.write(block)
+            remaining -= len(block)
+        info.header_offset = offset
+        target.filelist.append(info)
+        target.NameToInfo[info.filename] = info
+        target.start_dir = target.fp.tell()
+
+    def _next(self, name: str) -> int:
         expected = self.planned[len(self.sheet_names)] if len(self.sheet_names) < len(self.planned) else None
         if name != expected:
             raise ValueError(f"sheet {name!r} was not planned next (expected {expected!r})")
         self.sheet_names.append(name)
-        return Sheet(self, len(self.sheet_names), widths, freeze, list(merges), self.filters.get(name))
+        return len(self.sheet_names)
 
     def close(self) -> None:
         if self.sheet_names != self.planned:
@@ -162,13 +207,13 @@ class Sheet:
     """Rows are added in order; cells are (value, style index) with value None for a styled blank."""
 
     def __init__(self, book: Workbook, number: int, widths: list[float], freeze: tuple[int, int] | None,
-                 merges: list[str], autofilter: str | None = None) -> None:
+                 merges: list[str], autofilter: str | None = None, archive: zipfile.ZipFile | None = None) -> None:
         self.book, self.merges, self.autofilter, self.row = book, merges, autofilter, 0
         self.letters = [column_letter(i) for i in range(max(len(widths), 1))]
         info = zipfile.ZipInfo(f"xl/worksheets/sheet{number}.xml", ZIP_TIME)
         info.compress_type = zipfile.ZIP_DEFLATED
         info._compresslevel = 1  # no public setter before Python 3.13; level 6 would triple the zip time
-        self.stream = book.zip.open(info, "w")
+        self.stream = (book.zip if archive is None else archive).open(info, "w")
         self.buffer: list[str] = []
         self.buffered = 0  # characters in buffer
         self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
@@ -229,6 +274,13 @@ class Sheet:
         self._write(tail)
         self._flush()
         self.stream.close()
+
+    def abandon(self) -> None:
+        """End a sheet whose writing failed or was stopped: its part is closed as it is (the
+        workbook is being thrown away), so that closing the zip afterwards raises nothing."""
+        self.buffer, self.buffered = [], 0
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.close()
 
     def _write(self, text: str) -> None:
         self.buffer.append(text)

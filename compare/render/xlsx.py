@@ -13,13 +13,22 @@ marker; ``write`` counts those cells beforehand and says so in one row of the Wa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
+import signal
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Sheet, Style, Workbook, column_letter, over_limit,
+from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Style, Workbook, column_letter, over_limit,
                                   shown_width)
+from perfcmp.procs import die_with_parent
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.rows import block_of, column_of
+from perfcmp.signals import held
 from perfcmp.result import ComparisonResult, Table
 from perfcmp.templates import ColumnSpec, Layout, SheetSpec, load_layout
 
@@ -47,8 +56,11 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
     return _write(result, path, layout)[0]
 
 
-def _write(result: ComparisonResult, path: str, layout: Layout | None = None) -> tuple[int, list[str]]:
-    """``write``, returning also the notes for stderr (cells cut, sheets cut to the row limit)."""
+def _write(result: ComparisonResult, path: str, layout: Layout | None = None,
+           processes: int | None = None) -> tuple[int, list[str]]:
+    """``write``, returning also the notes for stderr (cells cut, sheets cut to the row limit).
+    ``processes``: 1 writes every sheet here, 2 splits them with a forked writer, None decides
+    by the workbook's size (``_worth_a_second_process``)."""
     layout = layout or load_layout()
     sheets = [(spec, table) for spec in layout.sheets for table in [table_for(result, spec.source)] if table.rows]
     if not sheets:  # a workbook needs a sheet: say why it has nothing else
@@ -65,8 +77,12 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None) ->
                for spec, table in sheets}
     book = Workbook(path, [spec.name for spec, _ in sheets], layout.style["font_name"], layout.style["font_size"],
                     filters=filters)
-    for spec, table in sheets:
-        _write_sheet(book, spec, table, result, layout)
+    planned = [_plan(book, spec, table, result, layout) for spec, table in sheets]
+    if processes == 2 or (processes is None and _worth_a_second_process(planned)):
+        _emit_in_two_processes(book, planned, path)
+    else:
+        for sheet in planned:
+            _emit(book, sheet)
     book.close()
     return cut, notes
 
@@ -74,10 +90,127 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None) ->
 SUFFIX = ".xlsx"
 
 
-def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
+def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | None = None) -> list[str]:
     """The renderer protocol (``perfcmp.render``): the workbook at ``out``, and a note when
-    cells were cut or a sheet had more rows than Excel holds."""
-    return _write(result, out)[1]
+    cells were cut or a sheet had more rows than Excel holds. ``jobs`` (``--jobs``): 1 keeps
+    the writing in this process."""
+    return _write(result, out, processes=1 if jobs == 1 else None)[1]
+
+
+# --- two writers -------------------------------------------------------------------------------
+#
+# A large workbook's sheets are independent once planned (widths and the style table fixed), so
+# a forked child writes some of them, compressed, into a zip of loose sheets while this process
+# writes the others into another; the workbook then takes each sheet's compressed bytes in
+# order (``Workbook.copy_sheet``). The bytes are those of a workbook written in one process.
+
+PARALLEL_MIN_CELLS = 2_000_000  # below this, forking costs more than the second core saves
+
+
+def _worth_a_second_process(planned: list[_Planned]) -> bool:
+    return (sum(p.cells for p in planned) >= PARALLEL_MIN_CELLS and len(planned) > 1
+            and (os.cpu_count() or 1) > 1 and hasattr(os, "fork"))
+
+
+def _shares(planned: list[_Planned]) -> tuple[list[int], list[int]]:
+    """The sheets (indexes) this process and the child write: largest first, each to the one
+    with less to do so far."""
+    mine: list[int] = []
+    theirs: list[int] = []
+    load = [0, 0]
+    for i in sorted(range(len(planned)), key=lambda i: -planned[i].cells):
+        side = 0 if load[0] <= load[1] else 1
+        (mine if side == 0 else theirs).append(i)
+        load[side] += planned[i].cells
+    return sorted(mine), sorted(theirs)
+
+
+def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -> None:
+    """Write ``planned`` with a forked child (see above). The loose sheets' zips are unlinked
+    temporary files beside ``path``, so nothing is left behind whatever happens; the child dies
+    with this process and is killed if this one fails or is stopped."""
+    mine, theirs = _shares(planned)
+    folder = os.path.dirname(os.path.abspath(path))
+    with tempfile.TemporaryFile(dir=folder) as own_file, tempfile.TemporaryFile(dir=folder) as child_file:
+        report_r, report_w = os.pipe()
+        styles = len(book.styles)
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the child: write its sheets, say how it went, and leave without clean-up of the parent's
+            os.close(report_r)
+            status = 0
+            try:
+                die_with_parent(parent)
+                _emit_loose(book, [planned[i] for i in theirs], child_file, styles)
+            except BaseException as exc:  # anything at all goes back to the parent, as its message
+                status = 1
+                os.write(report_w, _failure_report(exc))
+            finally:
+                os._exit(status)
+        os.close(report_w)
+        try:
+            _emit_loose(book, [planned[i] for i in mine], own_file, styles)
+            _wait_for(pid, report_r)
+            pid = 0
+        finally:
+            os.close(report_r)
+            if pid:  # failed or stopped here: the child's work is moot
+                with held():
+                    _kill(pid)
+        own_file.seek(0)
+        child_file.seek(0)
+        with zipfile.ZipFile(own_file) as own, zipfile.ZipFile(child_file) as child:
+            for i, sheet in enumerate(planned):
+                book.copy_sheet(sheet.spec.name, own if i in mine else child)
+
+
+def _emit_loose(book: Workbook, planned: list[_Planned], file, styles: int) -> None:
+    """The ``planned`` sheets into a zip of loose sheets in ``file``."""
+    archive = zipfile.ZipFile(file, "w")
+    try:
+        for sheet in planned:
+            _emit(book, sheet, archive)
+    except BaseException:
+        with contextlib.suppress(OSError, ValueError):  # the file is thrown away: the first error is the one to tell
+            archive.close()
+        raise
+    archive.close()
+    file.flush()
+    if len(book.styles) != styles:  # a style not planned would be numbered differently in each process
+        raise RuntimeError("a sheet used a cell style its plan did not add")
+
+
+def _failure_report(exc: BaseException) -> bytes:
+    """What the parent needs to raise the child's error: errno and text of an OSError."""
+    if isinstance(exc, OSError):
+        return f"{exc.errno or 0}\n{exc.strerror or exc}".encode("utf-8", "replace")
+    return f"0\n{type(exc).__name__}: {exc}".encode("utf-8", "replace")
+
+
+def _wait_for(pid: int, report: int) -> None:
+    """Wait for the child writer; raise its error (an OSError as such, so that the output
+    layer reports it as it reports its own) when it failed."""
+    message = b""
+    while chunk := os.read(report, 65536):
+        message += chunk
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) == 0 and not message:
+        return
+    number, _, text = message.decode("utf-8", "replace").partition("\n")
+    if number.isdigit() and int(number):
+        raise OSError(int(number), text)
+    raise RuntimeError(f"the second workbook writer failed: {text or f'exit status {status}'}")
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def cut_note(cut: int) -> str:
@@ -127,6 +260,28 @@ def _with_warnings(sheets: list[tuple[SheetSpec, Table]], layout: Layout,
 
 
 def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
+    _emit(book, _plan(book, spec, table, result, layout))
+
+
+@dataclass
+class _Planned:
+    """A sheet ready to stream: its widths, head rows and merged banners, and its rows' cells
+    (a generator of blocks of columns and cell styles, made when the sheet is written)."""
+
+    spec: SheetSpec
+    widths: list[float]
+    merges: list[str]
+    head: list[list[tuple[object, int]]]
+    blocks: Callable[[], Iterator[tuple[list[list], list[list[int]]]]]
+    heights: Callable[[list[list]], list[float | None] | None]
+    cells: int  # rows x columns, what writing it costs
+
+
+def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> _Planned:
+    """Everything about a sheet that is decided before its rows stream: the column widths and
+    every cell style it uses, added to the workbook's style table in the order the cells use
+    them (so planning the sheets one after another numbers the styles the same however and
+    wherever they are written afterwards)."""
     banners = _banners(spec, result)
     styles = _Styles(book, layout)
     position = {name: i for i, name in enumerate(table.columns)}
@@ -137,16 +292,35 @@ def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: Comparis
         widths = [_width(c, _scaled(column_of(table.rows, j), styles.scales[c.format]) if j is not None else [None],
                          layout) for c, j in zip(spec.columns, where)]
         _number_styles(spec, table, where, styles, layout.style)
-        blocks = (_plain_cells(spec, block_of(table.rows, start, start + BLOCK_ROWS), where, styles, layout.style)
-                  for start in range(0, len(table.rows), BLOCK_ROWS))
+
+        def blocks() -> Iterator[tuple[list[list], list[list[int]]]]:
+            return (_plain_cells(spec, block_of(table.rows, start, start + BLOCK_ROWS), where, styles, layout.style)
+                    for start in range(0, len(table.rows), BLOCK_ROWS))
     else:
         columns, cell_styles = _tree_cells(spec, table, where, styles, layout.style)
         widths = [_width(c, values, layout, c.field == spec.indent_field) for c, values in zip(spec.columns, columns)]
-        blocks = iter([(columns, cell_styles)])
-    sheet = book.add_sheet(spec.name, widths, freeze=FREEZE, merges=[ref for ref, *_ in banners if ":" in ref])
-    _write_head(book, sheet, spec, banners, layout.style)
-    for columns, cell_styles in blocks:
-        sheet.add_rows(columns, cell_styles, _row_heights(spec, columns, widths, styles, layout.style["line_height"]))
+
+        def blocks() -> Iterator[tuple[list[list], list[list[int]]]]:
+            return iter([(columns, cell_styles)])
+    line_height = layout.style["line_height"]
+    return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style),
+                    blocks, lambda columns: _row_heights(spec, columns, widths, styles, line_height),
+                    len(table.rows) * len(spec.columns))
+
+
+def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = None) -> None:
+    """Stream a planned sheet into the workbook (or into ``archive``: see ``Workbook.add_sheet``)."""
+    sheet = book.add_sheet(planned.spec.name, planned.widths, freeze=FREEZE, merges=planned.merges, archive=archive)
+    try:
+        for row in planned.head[:-1]:
+            sheet.add_row(row)
+        sheet.skip_row()
+        sheet.add_row(planned.head[-1])
+        for columns, cell_styles in planned.blocks():
+            sheet.add_rows(columns, cell_styles, planned.heights(columns))
+    except BaseException:
+        sheet.abandon()
+        raise
     sheet.close()
 
 
@@ -313,20 +487,19 @@ def _banners(spec: SheetSpec, result: ComparisonResult) -> list[tuple[str, int, 
     return out
 
 
-def _write_head(book: Workbook, sheet: Sheet, spec: SheetSpec, banners: list, style: dict) -> None:
+def _head(book: Workbook, spec: SheetSpec, banners: list, style: dict) -> list[list[tuple[object, int]]]:
+    """The banner row and the header row (a blank row lies between them), as (value, style) cells."""
     banner_cells: list[tuple[object, int]] = [(None, 0)] * len(spec.columns)
     for _, first, last, text in banners:
         fill = style["base_banner"] if text.startswith("Base") else style["comparison_banner"]
         index = book.style(Style(fill=fill, bold=True))
         for col in range(first, last + 1):  # merged cells keep the banner's look across the range
             banner_cells[col] = (text if col == first else None, index)
-    sheet.add_row(banner_cells)
-    sheet.skip_row()
     headers = []
     for c in spec.columns:
         fill = style["comparison_header"] if c.side == "comparison" else style["base_header"]
         headers.append((c.header, book.style(Style(fill=fill, bold=True))))
-    sheet.add_row(headers)
+    return [banner_cells, headers]
 
 
 def _row_fill(level: int, key: str, style: dict) -> str | None:
