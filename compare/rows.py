@@ -15,6 +15,10 @@ Column kinds, fixed when the table is built (``Rows.of``):
 ``int``    int64; reads as int.
 ``bool``   bool; reads as bool.
 ``object`` anything else (text, None), as an object array.
+``lazy``   cells made only when read: an object with ``len``, slicing (a view of some rows)
+           and ``slice(start, stop)`` (the values of those rows), such as the workbook's
+           kernel-list texts (``render.detail_text.TextCells``); ``lazy(j)`` gives it for
+           measuring without making the cells.
 """
 
 from __future__ import annotations
@@ -98,11 +102,27 @@ class Rows(Sequence):
         a, b = self._start + start, self._start + min(stop, len(self))
         return [_plain(array[a:b], kind) for array, kind in zip(self._data, self._kinds)]
 
+    def lazy(self, j: int):
+        """Column ``j`` (these rows of it) when it is a ``lazy`` one, else None."""
+        return self._data[j][self._start : self._stop] if self._kinds[j] == LAZY else None
+
     def with_columns(self, extra: list) -> "Rows":
-        """These rows with more columns on the right (lists or arrays as long as the rows)."""
+        """These rows with more columns on the right (lists or arrays as long as the rows, or
+        lazy columns: objects with a ``slice`` method, see the module docstring)."""
         data = [array[self._start : self._stop] for array in self._data]
-        added = Rows.of(extra)
-        return Rows(data + added._data, self._kinds + added._kinds)
+        kinds = list(self._kinds)
+        for values in extra:
+            if hasattr(values, "slice"):
+                data.append(values)
+                kinds.append(LAZY)
+            else:
+                array, kind = _typed(values)
+                data.append(array)
+                kinds.append(kind)
+        return Rows(data, kinds)
+
+
+LAZY = "lazy"
 
 
 def _typed(values) -> tuple[np.ndarray, str]:
@@ -142,6 +162,8 @@ def _objects(values) -> np.ndarray:
 
 
 def _plain(array: np.ndarray, kind: str) -> list:
+    if kind == LAZY:
+        return array.slice(0, len(array))
     if kind == "float":
         values = array.tolist()
         if np.isnan(array).any():

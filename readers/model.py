@@ -153,7 +153,17 @@ def table(table_name: str, /, **columns: object) -> pd.DataFrame:
                 data[col] = np.asarray(values, dtype=dtype if dtype != "object" else object)
         else:
             data[col] = _default_column(col, dtype, n)
-    return pd.DataFrame(data)
+    return frame(data)
+
+
+def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """A DataFrame of these arrays, each keeping its dtype: an object column stays one (pandas 3
+    would turn a column of strings into its ``str`` dtype, which copies the column, and whose
+    every later conversion back to objects, as ``factorize`` and the string rules need, checks
+    each value for NA)."""
+    return pd.DataFrame({name: pd.Series(values, dtype=object, copy=False)
+                         if isinstance(values, np.ndarray) and values.dtype == object else values
+                         for name, values in columns.items()})
 
 
 def _default_column(col: str, dtype: str, n: int) -> np.ndarray:

@@ -44,7 +44,7 @@ from perfcmp.categories import Rules, categorise, load_rules
 from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
-from perfcmp.readers.model import COMM, COMPUTE, Profile
+from perfcmp.readers.model import COMM, COMPUTE, Profile, frame
 from perfcmp.readers.textmatch import per_unique, texts
 
 MODULE_PREFIX = "nn.Module:"
@@ -141,7 +141,7 @@ def _ops(profile: Profile, op_rows: np.ndarray, nearest_op: np.ndarray, module_o
     forward = np.where(forward_host >= 0, nearest_op[np.clip(forward_host, 0, None)], -1)
     forward = propagate_down(parent, forward + 1) - 1  # a backward subtree inherits its link
     names = sub["name"].to_numpy()
-    ops = pd.DataFrame({
+    ops = frame({
         "name": names,
         "key": normalizer.keys(names),
         "input_shapes": sub["input_shapes"].to_numpy(),
@@ -186,7 +186,7 @@ def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -
     linked = launch >= 0
     owner[linked] = nearest_op[launch[linked]]
     keep = owner >= 0
-    frame = pd.DataFrame({
+    kernels = frame({
         "owner": owner[keep],
         "name": device["name"].to_numpy()[keep],
         "kind": device["kind"].to_numpy()[keep],
@@ -196,8 +196,8 @@ def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -
         "op_type": device["op_type"].to_numpy()[keep],
         "input_shapes": device["input_shapes"].to_numpy()[keep],
     })
-    frame["key"] = normalizer.keys(frame["name"].to_numpy())
-    return frame.sort_values(["owner", "start_us"], kind="stable").reset_index(drop=True)
+    kernels["key"] = pd.Series(normalizer.keys(kernels["name"].to_numpy()), dtype=object)
+    return kernels.sort_values(["owner", "start_us"], kind="stable").reset_index(drop=True)
 
 
 def _allocations(profile: Profile, nearest_op: np.ndarray) -> pd.DataFrame:
@@ -346,7 +346,7 @@ def _compute(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
         op_row = np.where(launch >= 0, launch, 0)
         op_row = np.where((profile.host["cat"].to_numpy()[op_row] == "runtime") & (parent[op_row] >= 0), parent[op_row], op_row)
         shapes[from_op] = host_shapes[op_row[from_op]]
-    return pd.DataFrame({"name": sub["name"].to_numpy(), "key": normalizer.keys(kernel), "kernel": kernel,
+    return frame({"name": sub["name"].to_numpy(), "key": normalizer.keys(kernel), "kernel": kernel,
                          "core": sub["task_type"].to_numpy(), "input_shapes": shapes,
                          "dur_us": sub["dur_us"].to_numpy(), "start_us": sub["start_us"].to_numpy()})
 
@@ -367,7 +367,7 @@ def _comm(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
     device = profile.device
     sub = device[(device["kind"] == COMM).to_numpy()]
     names = sub["name"].to_numpy()
-    return pd.DataFrame({"name": names, "key": per_unique(names, lambda n: collective_key(str(n), normalizer)),
+    return frame({"name": names, "key": per_unique(names, lambda n: collective_key(str(n), normalizer)),
                          "group": sub["group"].to_numpy(), "start_us": sub["start_us"].to_numpy(),
                          "dur_us": sub["dur_us"].to_numpy()})
 

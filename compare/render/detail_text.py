@@ -13,6 +13,7 @@ here, so its workbook reads like the peer's:
 from __future__ import annotations
 
 import math
+from itertools import repeat
 
 import numpy as np
 
@@ -29,42 +30,87 @@ KB = 1024.0
 def text_columns(table: Table) -> dict[str, list[str | None]]:
     """Per text field the table's children stand for, one cell per parent row: the lines of its
     child rows, "" when it has none, None where that side is absent."""
+    return {field: cells.slice(0, len(cells)) for field, cells in lazy_text_columns(table).items()}
+
+
+def lazy_text_columns(table: Table) -> dict[str, "TextCells"]:
+    """``text_columns``, each made a block of rows at a time when asked (``TextCells``)."""
     out = {}
     for field, counts in TEXT_FIELDS.items():
         child = table.children.get(counts)
         if child is None or counts not in table.columns:
             continue
+        out[field] = TextCells(child, column_of(table.rows, table.columns.index(counts)))
+    return out
+
+
+class TextCells:
+    """One text field's cells, made only for the rows asked for (``slice``), and measured
+    without being made (``widest_first_line``, ``longer_than``, ``filled``).
+
+    A sheet's kernel lists can add up to gigabytes of text, and only a block of rows is written
+    at a time: each distinct child line is formatted once, and a cell is the join of its
+    parent's run of lines.
+    """
+
+    def __init__(self, child: Table, counts: list[int | None]) -> None:
         line = _formatter(child.columns)
         known: dict[tuple, str] = {}  # the same kernel (name, type, shapes, duration) recurs: formatted once
-        parents, texts = [], []
+        parents, lines = [], []
         for row in zip(*block_of(child.rows, 0, len(child.rows))):
             text = known.get(row[1:])
             if text is None:
                 text = known[row[1:]] = line(row)
             parents.append(row[0])
-            texts.append(text)
-        joined = _joined(parents, texts, len(table.rows))
-        shown = column_of(table.rows, table.columns.index(counts))
-        out[field] = [None if count is None else text for count, text in zip(shown, joined)]
-    return out
+            lines.append(text)
+        n = len(counts)
+        order = np.asarray(parents, dtype=np.int64)
+        self.lines = np.empty(len(lines), dtype=object)
+        self.lines[:] = lines
+        if len(order) and np.any(np.diff(order) < 0):  # not grouped by parent: group them, keeping their order
+            regroup = np.argsort(order, kind="stable")
+            order, self.lines = order[regroup], self.lines[regroup]
+        self.lo = np.searchsorted(order, np.arange(n), side="left")
+        self.hi = np.searchsorted(order, np.arange(n), side="right")
+        self.present = np.array([c is not None for c in counts], dtype=bool)
 
+    def __len__(self) -> int:
+        return len(self.present)
 
-def _joined(parents: list[int], texts: list[str], n: int) -> list[str]:
-    """Per parent row 0..n-1, the texts of its child rows in order ("" for none). Child tables
-    list their rows parent by parent, so each parent's lines are one run joined at once."""
-    out = [""] * n
-    if not parents:
-        return out
-    order = np.asarray(parents, dtype=np.int64)
-    if np.any(np.diff(order) < 0):  # not grouped by parent: a list per parent
-        lines: list[list[str]] = [[] for _ in range(n)]
-        for parent, text in zip(parents, texts):
-            lines[parent].append(text)
-        return ["".join(t) for t in lines]
-    starts = np.flatnonzero(np.diff(order, prepend=-1)).tolist()
-    for start, stop in zip(starts, starts[1:] + [len(parents)]):
-        out[parents[start]] = "".join(texts[start:stop])
-    return out
+    def __getitem__(self, rows: slice) -> "TextCells":
+        """A view of some rows (``Rows`` slices its columns so)."""
+        view = object.__new__(TextCells)
+        view.lines, view.lo, view.hi, view.present = self.lines, self.lo[rows], self.hi[rows], self.present[rows]
+        return view
+
+    def slice(self, start: int, stop: int) -> list[str | None]:
+        """The cells of rows ``start:stop``."""
+        lines, join = self.lines, "".join
+        return [join(lines[lo:hi]) if shown else None
+                for lo, hi, shown in zip(self.lo[start:stop].tolist(), self.hi[start:stop].tolist(),
+                                         self.present[start:stop].tolist())]
+
+    def widest_first_line(self, start: int, stop: int) -> int:
+        """The longest first line among the cells of rows ``start:stop`` (0 for none): what a
+        wrapped text column's width is fitted to (``ooxml.shown_width``). Every line ends in a
+        line break, so a cell's first line ends at the first break of its first child line."""
+        lo, hi, shown = self.lo[start:stop], self.hi[start:stop], self.present[start:stop]
+        first = lo[shown & (hi > lo)]
+        if not len(first):
+            return 0
+        return max(map(str.find, self.lines[np.unique(first)].tolist(), repeat("\n")))
+
+    def longer_than(self, limit: int, start: int, stop: int) -> list[str]:
+        """The cells of rows ``start:stop`` with more than ``limit`` characters, made."""
+        lengths = np.fromiter(map(len, self.lines.tolist()), dtype=np.int64, count=len(self.lines))
+        total = np.concatenate([[0], np.cumsum(lengths)])
+        lo, hi = self.lo[start:stop], self.hi[start:stop]
+        long = np.flatnonzero(self.present[start:stop] & (total[hi] - total[lo] > limit))
+        return ["".join(self.lines[lo[i]:hi[i]]) for i in long.tolist()]
+
+    def filled(self, start: int, stop: int) -> bool:
+        """Whether any cell of rows ``start:stop`` has text."""
+        return bool(np.any(self.present[start:stop] & (self.hi[start:stop] > self.lo[start:stop])))
 
 
 def _formatter(columns: list[str]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from perfcmp import scope
-from perfcmp.render.detail_text import text_columns
+from perfcmp.render.detail_text import lazy_text_columns, text_columns
 from perfcmp.result import ComparisonResult, Table, VerdictRow
 from perfcmp.rows import Rows
 
@@ -94,11 +94,14 @@ def table_for(result: ComparisonResult, source: str) -> Table:
         table = result.details.get(source.split(":", 1)[1])
         if table is None:
             return Table(columns=[], rows=[])
-        texts = text_columns(table)  # the peer's kernel / memory-block text cells, from the child tables
+        if isinstance(table.rows, Rows):  # the peer's kernel / memory-block text cells, made a block at a time
+            texts = lazy_text_columns(table)
+            if not texts:
+                return table
+            return Table(columns=[*table.columns, *texts], rows=table.rows.with_columns(list(texts.values())))
+        texts = text_columns(table)  # the same, for a small table of row lists
         if not texts:
             return table
-        if isinstance(table.rows, Rows):
-            return Table(columns=[*table.columns, *texts], rows=table.rows.with_columns(list(texts.values())))
         return Table(columns=[*table.columns, *texts], rows=[[*row, *extra] for row, extra in zip(table.rows, zip(*texts.values()))])
     records = SOURCES[source](result)
     columns = list(records[0]) if records else []

@@ -27,7 +27,7 @@ from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Style,
                                   shown_width)
 from perfcmp.procs import die_with_parent
 from perfcmp.render.sheet_rows import table_for
-from perfcmp.rows import block_of, column_of
+from perfcmp.rows import Rows, block_of, column_of
 from perfcmp.signals import held
 from perfcmp.result import ComparisonResult, Table
 from perfcmp.templates import ColumnSpec, Layout, SheetSpec, load_layout
@@ -225,6 +225,10 @@ def _cells_over_limit(spec: SheetSpec, table: Table) -> int:
     fields = {c.field for c in spec.columns}
     cut = 0
     for i in (i for i, name in enumerate(table.columns) if name in fields):
+        lazy = _lazy(table.rows, i)
+        if lazy is not None:
+            cut += sum(map(over_limit, lazy.longer_than(TEXT_LIMIT // 2, 0, len(lazy))))
+            continue
         texts = [v for v in column_of(table.rows, i) if type(v) is str]
         if texts and max(map(len, texts)) > TEXT_LIMIT // 2:  # only then can a text be over the limit
             cut += sum(map(over_limit, texts))
@@ -289,8 +293,7 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
     if spec.indent_field is None:
         # a detail sheet, perhaps of millions of rows: widths from one column at a time, then
         # the cells a block of rows at a time, so only one block's values exist as Python objects
-        widths = [_width(c, _scaled(column_of(table.rows, j), styles.scales[c.format]) if j is not None else [None],
-                         layout) for c, j in zip(spec.columns, where)]
+        widths = [_column_width(c, table.rows, j, styles, layout) for c, j in zip(spec.columns, where)]
         _number_styles(spec, table, where, styles, layout.style)
 
         def blocks() -> Iterator[tuple[list[list], list[list[int]]]]:
@@ -322,6 +325,21 @@ def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = N
         sheet.abandon()
         raise
     sheet.close()
+
+
+def _column_width(column: ColumnSpec, rows, j: int | None, styles: "_Styles", layout: Layout) -> float:
+    """``_width`` of a detail sheet's column ``j`` of ``rows`` (None: a column the table lacks);
+    a lazy text column is measured without making its cells."""
+    lazy = _lazy(rows, j)
+    if lazy is not None:
+        return _clamp(max(len(column.header) + HEADER_ROOM, lazy.widest_first_line(0, len(lazy)) + 1), layout.style)
+    values = _scaled(column_of(rows, j), styles.scales[column.format]) if j is not None else [None]
+    return _width(column, values, layout)
+
+
+def _lazy(rows, j: int | None):
+    """Column ``j`` of ``rows`` when it is made only when read (``Rows.lazy``), else None."""
+    return rows.lazy(j) if j is not None and isinstance(rows, Rows) else None
 
 
 def _clamp(width: float, style: dict) -> float:
@@ -384,6 +402,9 @@ def _without_empty_optional_columns(spec: SheetSpec, table: Table) -> SheetSpec:
 
     def filled(field: str) -> bool:
         i = position.get(field)
+        lazy = _lazy(table.rows, i)
+        if lazy is not None:
+            return lazy.filled(0, len(lazy))
         return i is not None and any(v not in (None, "") for v in column_of(table.rows, i))
 
     columns = tuple(c for c in spec.columns if not c.optional or filled(c.field))
