@@ -288,10 +288,15 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     code = np.full(len(host), -1, dtype=np.int64)
     code[keep] = pd.factorize(keys[keep])[0]
     outer = ~nested_in_same(parent, code)
-    frame = pd.DataFrame({"key": keys, "name": host["name"].to_numpy(), "total_us": np.where(outer, dur, 0.0),
-                          "self_us": np.clip(dur - children, 0.0, None), "calls": outer.astype(np.int64),
-                          "start_us": host["start_us"].to_numpy(), "runtime": runtime})[keep]
-    frame = frame.sort_values(["start_us"], kind="stable")
+    # the kept events in start order (stable: host order among equal starts), one frame of them only
+    start = host["start_us"].to_numpy()
+    rows = np.flatnonzero(keep)
+    rows = rows[np.argsort(start[rows], kind="stable")]
+    frame = pd.DataFrame({"key": pd.Series(keys[rows], dtype=object),
+                          "name": pd.Series(host["name"].to_numpy()[rows], dtype=object),
+                          "total_us": np.where(outer[rows], dur[rows], 0.0),
+                          "self_us": np.clip(dur[rows] - children[rows], 0.0, None),
+                          "calls": outer[rows].astype(np.int64), "start_us": start[rows], "runtime": runtime[rows]})
     grouped = frame.groupby("key", sort=False).agg(name=("name", "first"), total_us=("total_us", "sum"),
                                                   self_us=("self_us", "sum"), calls=("calls", "sum"),
                                                   first_us=("start_us", "min"), runtime=("runtime", "all"))
