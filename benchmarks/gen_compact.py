@@ -5,8 +5,8 @@
 ``gen_traces.py`` writes realistic events (shapes, call stacks, flows, module events: about 280
 bytes each); this writes the fewest bytes an event can have and still be used: each op is three
 events, a ``cpu_op``, the ``cudaLaunchKernel`` inside it and the kernel it launched (linked by
-correlation id), about 110 bytes each, in ``ProfilerStep#N`` steps of 1,000 ops. So a file of a
-given size holds 2.5x the events, and per-event costs dominate. Same arguments, same bytes.
+correlation id), about 130 bytes each, in ``ProfilerStep#N`` steps of 1,000 ops. So a file of a
+given size holds about 2x the events, and per-event costs dominate. Same arguments, same bytes.
 Standard library only.
 """
 
@@ -26,7 +26,6 @@ OPS = [  # (host op, kernel it launches, base device µs)
     ("aten::bmm", "ampere_sgemm_64x64_nn", 25.0),
 ]
 OPS_PER_STEP = 1000
-EVENT_BYTES = 110  # about: how --events becomes a number of ops
 
 
 def write(path: str, events: int, seed: int = 0, slower: dict[str, float] | None = None) -> None:

@@ -133,9 +133,11 @@ def compare(
                                              rich_help_panel=INPUTS, help="Which export of an NPU directory holding "
                                              "both to read (default: text)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", metavar="N", rich_help_panel=INPUTS,
-                                       help="1: read the sides one after the other; 2: in parallel. Default: parallel "
-                                       "for inputs over 16 MB on a multi-core machine with the free memory for both "
-                                       "reads. Cluster runs: N worker processes reading ranks (default: the cores)."),
+                                       help="1: read the sides one after the other, and write the workbook in one "
+                                       "process; 2: in parallel. Default: parallel for inputs over 16 MB on a "
+                                       "multi-core machine with the free memory for both reads, and a second "
+                                       "workbook writer for workbooks of 2 M cells or more. Cluster runs: N worker "
+                                       "processes reading ranks (default: the cores)."),
     rank: Optional[int] = typer.Option(None, "--rank", metavar="N", rich_help_panel=INPUTS,
                                        help="Cluster runs: compare only rank N of both, as two profiles."),
     base_rank: Optional[int] = typer.Option(None, "--base-rank", "--base_rank", metavar="N", rich_help_panel=INPUTS,

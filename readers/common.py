@@ -143,10 +143,13 @@ def build_host(columns: dict[str, object], backward_tids: set, source: str, warn
     that is a broken trace, and one warning says how much host time it touches.
 
     Returns the host table and ``order``: ``order[k]`` is the input position of table row k.
+    ``columns`` is emptied: its arrays are the unordered table's, dropped once it is ordered.
     """
     raw = table("host", **columns)
+    columns.clear()
     order = order_host(raw)
     host = raw.iloc[order].reset_index(drop=True)
+    del raw  # the unordered copy: one copy of the host events at a time
     parent, depth, overrun_ns = nest(host)
     host["parent"] = parent
     host["depth"] = depth

@@ -160,10 +160,10 @@ def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """A DataFrame of these arrays, each keeping its dtype: an object column stays one (pandas 3
     would turn a column of strings into its ``str`` dtype, which copies the column, and whose
     every later conversion back to objects, as ``factorize`` and the string rules need, checks
-    each value for NA)."""
+    each value for NA). The arrays are not copied: the frame owns them from here on."""
     return pd.DataFrame({name: pd.Series(values, dtype=object, copy=False)
                          if isinstance(values, np.ndarray) and values.dtype == object else values
-                         for name, values in columns.items()})
+                         for name, values in columns.items()}, copy=False)
 
 
 def _default_column(col: str, dtype: str, n: int) -> np.ndarray:

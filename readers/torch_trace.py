@@ -59,7 +59,7 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
         warnings.append(ReadWarning(shown_as, "events without a timestamp skipped", columns.untimed))
     # The earliest timestamp becomes the origin; every time in the model is relative to it.
     origin = min((int(g["ts_ns"].min()) for g in groups.values() if len(g["ts_ns"])), default=0)
-    host, links = _host_table(groups["host"], origin, columns.fwdbwd_tids, shown_as, warnings)
+    host, links = _host_table(groups.pop("host"), origin, columns.fwdbwd_tids, shown_as, warnings)
     device = _device_table(groups["device"], groups["flow"], host, links, origin, shown_as, warnings)
     steps = steps_from_host(host[host["cat"] != "python_function"], shown_as, warnings)
     device["step_id"] = assign_steps(device, host, steps)
@@ -146,10 +146,14 @@ def _host_table(cols: dict[str, np.ndarray], origin: int, backward_tids: set, so
                 warnings: list[ReadWarning]) -> tuple[pd.DataFrame, "HostLinks"]:
     """The host table, plus per-row correlation ids and process-group labels used for linking."""
     ok = valid_durations(cols["dur_us"], source, "host events", warnings)
-    columns = {k: cols[k][ok] for k in ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types", "call_stack")}
-    columns["start_us"] = (cols["ts_ns"][ok] - origin) / 1000.0
+    kept = (lambda values: values) if ok.all() else (lambda values: values[ok])  # no copy of the usual, all valid
+    # the columns move into the table (``cols`` lets go of them): one copy of the events at a time
+    columns = {k: kept(cols.pop(k)) for k in ("name", "cat", "pid", "tid", "dur_us", "input_shapes", "input_types",
+                                              "call_stack")}
+    columns["start_us"] = (kept(cols.pop("ts_ns")) - origin) / 1000.0
     host, order = build_host(columns, backward_tids, source, warnings)
-    return host, HostLinks(cols["correlation"][ok][order], cols["process_group"][ok][order], cols["comm_bytes"][ok][order])
+    return host, HostLinks(kept(cols["correlation"])[order], kept(cols["process_group"])[order],
+                           kept(cols["comm_bytes"])[order])
 
 
 @dataclass(frozen=True)

@@ -283,26 +283,42 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     parent = host["parent"].to_numpy()
     runtime = (host["cat"] == "runtime").to_numpy()
     children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]
-    keys = np.full(len(host), None, dtype=object)
-    keys[keep] = normalizer.keys(host["name"].to_numpy()[keep])
-    code = np.full(len(host), -1, dtype=np.int64)
-    code[keep] = pd.factorize(keys[keep])[0]
-    outer = ~nested_in_same(parent, code)
-    # the kept events in start order (stable: host order among equal starts), one frame of them only
+    # the kept events in start order (stable: host order among equal starts); keys are numbered
+    # in that order, which is the order of the table's rows (each key where it first starts)
     start = host["start_us"].to_numpy()
     rows = np.flatnonzero(keep)
     rows = rows[np.argsort(start[rows], kind="stable")]
-    frame = pd.DataFrame({"key": pd.Series(keys[rows], dtype=object),
-                          "name": pd.Series(host["name"].to_numpy()[rows], dtype=object),
-                          "total_us": np.where(outer[rows], dur[rows], 0.0),
-                          "self_us": np.clip(dur[rows] - children[rows], 0.0, None),
-                          "calls": outer[rows].astype(np.int64), "start_us": start[rows], "runtime": runtime[rows]})
-    grouped = frame.groupby("key", sort=False).agg(name=("name", "first"), total_us=("total_us", "sum"),
-                                                  self_us=("self_us", "sum"), calls=("calls", "sum"),
-                                                  first_us=("start_us", "min"), runtime=("runtime", "all"))
-    inside = _inside_runtime_calls(parent, keep & runtime, outer, keys, dur)
-    grouped["nested"] = pd.Series([inside.get(k, ()) for k in grouped.index], index=grouped.index, dtype=object)
-    return grouped.reset_index()
+    names = host["name"].to_numpy()[rows]
+    code, uniques = pd.factorize(normalizer.keys(names))
+    uniques = np.asarray(uniques, dtype=object)
+    code_of_host = np.full(len(host), -1, dtype=np.int64)
+    code_of_host[rows] = code
+    outer = ~nested_in_same(parent, code_of_host)[rows]
+    # float sums by pandas' grouped sum (compensated, row order as above), the rest exact in numpy
+    sums = (pd.DataFrame({"total_us": np.where(outer, dur[rows], 0.0),
+                          "self_us": np.clip(dur[rows] - children[rows], 0.0, None)}, copy=False)
+            .groupby(code, sort=False).sum())
+    first = np.full(len(uniques), len(rows), dtype=np.int64)
+    np.minimum.at(first, code, np.arange(len(rows)))  # each key's first row: its earliest start (NaN sort last)
+    keys = np.full(len(host), None, dtype=object)
+    keys[rows] = uniques[code]
+    inside = _inside_runtime_calls(parent, keep & runtime, _outer_of_host(outer, rows, len(host)), keys, dur)
+    return pd.DataFrame({
+        "key": pd.Series(uniques, dtype=object),
+        "name": pd.Series(names[first], dtype=object),
+        "total_us": sums["total_us"].to_numpy(), "self_us": sums["self_us"].to_numpy(),
+        "calls": np.bincount(code, weights=outer, minlength=len(uniques)).astype(np.int64),
+        "first_us": start[rows][first],
+        "runtime": np.bincount(code, weights=~runtime[rows], minlength=len(uniques)) == 0,
+        "nested": pd.Series([inside.get(k, ()) for k in uniques], dtype=object),
+    })
+
+
+def _outer_of_host(outer: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """``outer`` (given for ``rows``) for every host row, False elsewhere."""
+    out = np.zeros(n, dtype=bool)
+    out[rows] = outer
+    return out
 
 
 def _inside_runtime_calls(parent: np.ndarray, runtime: np.ndarray, outer: np.ndarray, keys: np.ndarray,
