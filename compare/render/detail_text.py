@@ -48,31 +48,35 @@ class TextCells:
     """One text field's cells, made only for the rows asked for (``slice``), and measured
     without being made (``widest_first_line``, ``longer_than``, ``filled``).
 
-    A sheet's kernel lists can add up to gigabytes of text, and only a block of rows is written
-    at a time: each distinct child line is formatted once, and a cell is the join of its
-    parent's run of lines.
+    A sheet's kernel lists can add up to gigabytes of text, most lines distinct (a kernel and its
+    duration). So no line is kept: they are made once here to be measured (lengths, where the
+    first line break falls), and again a block at a time by whichever process writes the sheet
+    (``render.xlsx`` forks a second writer, which then touches none of this process's strings).
     """
 
     def __init__(self, child: Table, counts: list[int | None]) -> None:
-        line = _formatter(child.columns)
-        known: dict[tuple, str] = {}  # the same kernel (name, type, shapes, duration) recurs: formatted once
-        parents, lines = [], []
-        for row in zip(*block_of(child.rows, 0, len(child.rows))):
-            text = known.get(row[1:])
-            if text is None:
-                text = known[row[1:]] = line(row)
-            parents.append(row[0])
-            lines.append(text)
+        parents = np.asarray(column_of(child.rows, 0), dtype=np.int64)
+        if len(parents) and np.any(np.diff(parents) < 0):  # not grouped by parent: group them, keeping their order
+            order = np.argsort(parents, kind="stable").tolist()
+            child = Table(columns=child.columns, rows=[child.rows[i] for i in order])
+            parents = parents[order]
+        self.child, self.line = child, _formatter(child.columns)
         n = len(counts)
-        order = np.asarray(parents, dtype=np.int64)
-        self.lines = np.empty(len(lines), dtype=object)
-        self.lines[:] = lines
-        if len(order) and np.any(np.diff(order) < 0):  # not grouped by parent: group them, keeping their order
-            regroup = np.argsort(order, kind="stable")
-            order, self.lines = order[regroup], self.lines[regroup]
-        self.lo = np.searchsorted(order, np.arange(n), side="left")
-        self.hi = np.searchsorted(order, np.arange(n), side="right")
+        self.lo = np.searchsorted(parents, np.arange(n), side="left")
+        self.hi = np.searchsorted(parents, np.arange(n), side="right")
         self.present = np.array([c is not None for c in counts], dtype=bool)
+        lengths = np.zeros(len(parents), dtype=np.int64)
+        self.first_break = np.zeros(len(parents), dtype=np.int64)  # each line's first "\n" (every line ends in one)
+        for first in range(0, len(parents), LINE_BLOCK):
+            lines = self._lines(first, min(first + LINE_BLOCK, len(parents)))
+            lengths[first:first + len(lines)] = list(map(len, lines))
+            self.first_break[first:first + len(lines)] = list(map(str.find, lines, repeat("\n")))
+        self.total = np.concatenate([[0], np.cumsum(lengths)])  # characters of the lines before each
+
+    def _lines(self, first: int, stop: int) -> list[str]:
+        """The lines of child rows ``first:stop``."""
+        line = self.line
+        return [line(row) for row in zip(*block_of(self.child.rows, first, stop))]
 
     def __len__(self) -> int:
         return len(self.present)
@@ -80,15 +84,19 @@ class TextCells:
     def __getitem__(self, rows: slice) -> "TextCells":
         """A view of some rows (``Rows`` slices its columns so)."""
         view = object.__new__(TextCells)
-        view.lines, view.lo, view.hi, view.present = self.lines, self.lo[rows], self.hi[rows], self.present[rows]
+        view.__dict__.update(self.__dict__)
+        view.lo, view.hi, view.present = self.lo[rows], self.hi[rows], self.present[rows]
         return view
 
     def slice(self, start: int, stop: int) -> list[str | None]:
-        """The cells of rows ``start:stop``."""
-        lines, join = self.lines, "".join
-        return [join(lines[lo:hi]) if shown else None
-                for lo, hi, shown in zip(self.lo[start:stop].tolist(), self.hi[start:stop].tolist(),
-                                         self.present[start:stop].tolist())]
+        """The cells of rows ``start:stop``: their child rows are consecutive, made at once."""
+        lo, hi = self.lo[start:stop].tolist(), self.hi[start:stop].tolist()
+        if not lo:
+            return []
+        base = min(lo)
+        lines, join = self._lines(base, max(hi)), "".join
+        return [join(lines[a - base:b - base]) if shown else None
+                for a, b, shown in zip(lo, hi, self.present[start:stop].tolist())]
 
     def widest_first_line(self, start: int, stop: int) -> int:
         """The longest first line among the cells of rows ``start:stop`` (0 for none): what a
@@ -96,21 +104,20 @@ class TextCells:
         line break, so a cell's first line ends at the first break of its first child line."""
         lo, hi, shown = self.lo[start:stop], self.hi[start:stop], self.present[start:stop]
         first = lo[shown & (hi > lo)]
-        if not len(first):
-            return 0
-        return max(map(str.find, self.lines[np.unique(first)].tolist(), repeat("\n")))
+        return int(self.first_break[first].max()) if len(first) else 0
 
     def longer_than(self, limit: int, start: int, stop: int) -> list[str]:
         """The cells of rows ``start:stop`` with more than ``limit`` characters, made."""
-        lengths = np.fromiter(map(len, self.lines.tolist()), dtype=np.int64, count=len(self.lines))
-        total = np.concatenate([[0], np.cumsum(lengths)])
         lo, hi = self.lo[start:stop], self.hi[start:stop]
-        long = np.flatnonzero(self.present[start:stop] & (total[hi] - total[lo] > limit))
-        return ["".join(self.lines[lo[i]:hi[i]]) for i in long.tolist()]
+        long = np.flatnonzero(self.present[start:stop] & (self.total[hi] - self.total[lo] > limit))
+        return [self.slice(start + i, start + i + 1)[0] for i in long.tolist()]
 
     def filled(self, start: int, stop: int) -> bool:
         """Whether any cell of rows ``start:stop`` has text."""
         return bool(np.any(self.present[start:stop] & (self.hi[start:stop] > self.lo[start:stop])))
+
+
+LINE_BLOCK = 65536  # child rows made into lines at once while measuring
 
 
 def _formatter(columns: list[str]):
