@@ -156,6 +156,8 @@ EXACT_INT = 2**53  # integers a float64 holds exactly
 
 
 def _objects(values) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
+        return values  # already the stored form (rows are read-only, so it can be shared)
     out = np.empty(len(values), dtype=object)
     out[:] = list(values) if isinstance(values, np.ndarray) else values
     return out

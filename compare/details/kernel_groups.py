@@ -33,7 +33,7 @@ import pandas as pd
 from perfcmp.categories import COMPUTE_ROWS, parent_of
 from perfcmp.details.common import cells, ratios
 from perfcmp.details.extract import SideDetails
-from perfcmp.details.operators import OpPair
+from perfcmp.details.operators import Pairs
 from perfcmp.keys import shape_texts
 from perfcmp.readers.textmatch import per_unique
 
@@ -60,7 +60,7 @@ class _Rows:
         return len(self.kernel) - 1
 
 
-def cross_device_columns(base: SideDetails, comp: SideDetails, pairs: list[OpPair]) -> dict[str, list]:
+def cross_device_columns(base: SideDetails, comp: SideDetails, pairs: Pairs) -> dict[str, list]:
     """KernelCompare's columns (without ``order_id``) for two sides of different device kinds.
 
     Returns:
@@ -80,7 +80,7 @@ def cross_device_columns(base: SideDetails, comp: SideDetails, pairs: list[OpPai
 
 # --- the four rules --------------------------------------------------------------------------
 
-def _op_rows(base: SideDetails, comp: SideDetails, pairs: list[OpPair], rows: _Rows) -> tuple[np.ndarray, np.ndarray]:
+def _op_rows(base: SideDetails, comp: SideDetails, pairs: Pairs, rows: _Rows) -> tuple[np.ndarray, np.ndarray]:
     """Rule 1: rows for the op keys of aligned pairs; per side, each compute kernel's row (-1:
     no such op owns it).
 
@@ -89,9 +89,8 @@ def _op_rows(base: SideDetails, comp: SideDetails, pairs: list[OpPair], rows: _R
     steps against 3 NPU steps only 3 steps' ops pair, but a row's totals must cover all steps
     of its side, as every other total does (per step, each side is divided by its own count).
     """
-    both = [p for p in pairs if p.base is not None and p.comp is not None]
-    b_ops = np.array([p.base for p in both], dtype=np.int64)
-    c_ops = np.array([p.comp for p in both], dtype=np.int64)
+    both = (pairs.base >= 0) & (pairs.comp >= 0)
+    b_ops, c_ops = pairs.base[both], pairs.comp[both]
     keys = base.ops["key"].to_numpy()[b_ops]  # aligned ops have equal keys
     b_shape = shape_texts(base.ops["input_shapes"].to_numpy()[b_ops])
     c_shape = shape_texts(comp.ops["input_shapes"].to_numpy()[c_ops])

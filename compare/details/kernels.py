@@ -28,7 +28,7 @@ import pandas as pd
 from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernel_groups import cross_device_columns
-from perfcmp.details.operators import OpPair, align_ops
+from perfcmp.details.operators import Pairs, align_ops
 from perfcmp.options import DetailOptions
 
 STATS = ("total", "avg", "max", "min", "calls")
@@ -41,7 +41,7 @@ MATCH_COLUMNS = ["match", "base_kernels", "comp_kernels"]  # filled for sides of
 
 
 def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
-                  pairs: Callable[[], list[OpPair]] | None = None) -> dict[str, Table]:
+                  pairs: Callable[[], Pairs] | None = None) -> dict[str, Table]:
     """{"KernelCompare": ...}, or {"KernelTypeCompare": ...} with ``opts.use_kernel_type``;
     {} when neither side has compute kernels. ``pairs``: the op alignment, when the caller has
     it (asked for only when the sides are of different device kinds)."""

@@ -32,7 +32,7 @@ vectorised or a constant amount of Python work per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,28 +77,90 @@ class OpPair:
     phase: str
 
 
-def align_ops(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> list[OpPair]:
+class Pairs(Sequence):
+    """The op pairs in row order, stored by column (a million pairs as ``OpPair`` objects would
+    cost ~120 MB): ``base`` / ``comp`` (op rows, -1 for a missing side), ``how`` and ``phase``
+    (object arrays of shared strings), ``step`` (int64). Indexing and iteration give ``OpPair``;
+    a ``Pairs`` equals the list of the same ``OpPair``."""
+
+    __slots__ = ("base", "comp", "how", "step", "phase")
+
+    def __init__(self, base: np.ndarray, comp: np.ndarray, how: np.ndarray, step: np.ndarray, phase: np.ndarray) -> None:
+        self.base, self.comp, self.how, self.step, self.phase = base, comp, how, step, phase
+
+    @classmethod
+    def of(cls, pairs: list[OpPair]) -> "Pairs":
+        return cls(np.array([-1 if p.base is None else p.base for p in pairs], dtype=np.int64),
+                   np.array([-1 if p.comp is None else p.comp for p in pairs], dtype=np.int64),
+                   _texts([p.how for p in pairs]), np.array([p.step for p in pairs], dtype=np.int64),
+                   _texts([p.phase for p in pairs]))
+
+    @classmethod
+    def joined(cls, parts: list["Pairs"]) -> "Pairs":
+        if not parts:
+            return cls.of([])
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__slots__))
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getitem__(self, i: int) -> OpPair:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        b, c = int(self.base[i]), int(self.comp[i])
+        return OpPair(b if b >= 0 else None, c if c >= 0 else None, self.how[i], int(self.step[i]), self.phase[i])
+
+    def __iter__(self) -> Iterator[OpPair]:
+        for b, c, how, step, phase in zip(self.base.tolist(), self.comp.tolist(), self.how.tolist(), self.step.tolist(),
+                                          self.phase.tolist()):
+            yield OpPair(b if b >= 0 else None, c if c >= 0 else None, how, step, phase)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Pairs, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # mutable arrays: not hashable, as a list
+
+    def __repr__(self) -> str:
+        return f"Pairs({len(self)} pairs)"
+
+
+def _texts(values: list) -> np.ndarray:
+    """Strings (a few distinct, shared) as an object array."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def align_ops(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> Pairs:
     """Pair the two sides' top-level ops (see the module docstring), in row order."""
     groups_b, groups_c = _step_groups(base.ops), _step_groups(comp.ops)
-    phase_b, phase_c = base.ops["phase"].tolist(), comp.ops["phase"].tolist()
+    phase_b, phase_c = base.ops["phase"].to_numpy(dtype=object), comp.ops["phase"].to_numpy(dtype=object)
     if not opts.details:  # --disable_details: no alignment, as the peer
-        return ([OpPair(i, None, BASE_ONLY, g, phase_b[i]) for g, idx in groups_b.items() for i in idx.tolist()]
-                + [OpPair(None, j, COMP_ONLY, g, phase_c[j]) for g, idx in groups_c.items() for j in idx.tolist()])
+        return Pairs.joined([_one_sided(idx, g, phase_b, True) for g, idx in groups_b.items()]
+                            + [_one_sided(idx, g, phase_c, False) for g, idx in groups_c.items()])
     aligner = _Aligner(base, comp, opts)
     steps = sorted((set(groups_b) | set(groups_c)) - {OUTSIDE})
     if OUTSIDE in groups_b or OUTSIDE in groups_c:
         steps.append(OUTSIDE)
     empty = np.empty(0, np.int64)
-    pairs: list[OpPair] = []
-    for g in steps:
-        pairs.extend(aligner.align(groups_b.get(g, empty), groups_c.get(g, empty), g))
+    # each step group's pairs stored by column at once: one group's OpPair objects at a time
+    pairs = Pairs.joined([Pairs.of(aligner.align(groups_b.get(g, empty), groups_c.get(g, empty), g)) for g in steps])
     if opts.max_kernel_num is not None:
-        pairs = aligner.drill(pairs, opts.max_kernel_num)
+        pairs = Pairs.of(aligner.drill(list(pairs), opts.max_kernel_num))
     return pairs
 
 
+def _one_sided(rows: np.ndarray, step: int, phase: np.ndarray, base: bool) -> Pairs:
+    """The ops ``rows`` of one side as pairs without a partner (``--disable_details``)."""
+    none = np.full(len(rows), -1, dtype=np.int64)
+    return Pairs(rows if base else none, none if base else rows, _texts([BASE_ONLY if base else COMP_ONLY] * len(rows)),
+                 np.full(len(rows), step, dtype=np.int64), phase[rows])
+
+
 def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
-                    pairs: list[OpPair]) -> dict[str, Table]:
+                    pairs: Pairs) -> dict[str, Table]:
     """OperatorCompareStatistic, and OperatorCompare unless ``--disable_details``; {} when
     neither side has ops.
 
@@ -128,13 +190,13 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
             "comp_kernels": c_n,
             "comp_device_us": c_us,
             "diff_us": c_us - b_us, "ratio": ratios(c_us, b_us),
-            "match": [p.how for p in pairs], "step": rows.steps(), "phase": [p.phase for p in pairs],
+            "match": pairs.how, "step": rows.steps(), "phase": pairs.phase,
         }, children={"base_kernels": b_kernels, "comp_kernels": c_kernels})
     return sheets
 
 
 def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
-                  pairs: list[OpPair]) -> dict[str, Table]:
+                  pairs: Pairs) -> dict[str, Table]:
     """MemoryCompareStatistic, and MemoryCompare unless ``--disable_details``; {} when neither
     side has per-op memory blocks.
 
@@ -166,7 +228,7 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
             "comp_allocations": c_n,
             "comp_size_bytes": c_bytes,
             "diff_bytes": c_bytes - b_bytes, "ratio": ratios(c_bytes, b_bytes),
-            "match": [p.how for p in pairs], "step": rows.steps(),
+            "match": pairs.how, "step": rows.steps(),
         }, children={"base_allocations": b_blocks, "comp_allocations": c_blocks})
     return sheets
 
@@ -271,21 +333,26 @@ def _children(ops: pd.DataFrame) -> Callable[[int], np.ndarray]:
 class _PairRows:
     """Per-row columns of the detail sheets, gathered from each side by op row (-1: absent)."""
 
-    def __init__(self, base: SideDetails, comp: SideDetails, pairs: list[OpPair]) -> None:
+    def __init__(self, base: SideDetails, comp: SideDetails, pairs: Pairs) -> None:
         self.sides = {True: base, False: comp}
         self.pairs = pairs
-        self.rows = {True: np.array([-1 if p.base is None else p.base for p in pairs], np.int64),
-                     False: np.array([-1 if p.comp is None else p.comp for p in pairs], np.int64)}
+        self.rows = {True: pairs.base, False: pairs.comp}
 
     def identity(self) -> dict[str, list]:
         out = {}
         for is_base, prefix in ((True, "base"), (False, "comp")):
             for field, column in (("name", "name"), ("input_shape", "input_shapes"), ("input_type", "input_types")):
-                out[f"{prefix}_{field}"] = self._gather(self.sides[is_base].ops[column].tolist(), is_base)
+                out[f"{prefix}_{field}"] = self._gather(self.sides[is_base].ops[column].to_numpy(dtype=object), is_base)
         return out
 
-    def _gather(self, values: list, is_base: bool) -> list:
-        return [values[r] if r >= 0 else None for r in self.rows[is_base].tolist()]
+    def _gather(self, values: np.ndarray, is_base: bool) -> np.ndarray:
+        """``values`` (an object column of ops) per row, None for a missing side: an object array,
+        as the table stores it, with no list of a million cells on the way."""
+        rows = self.rows[is_base]
+        out = np.full(len(rows), None, dtype=object)
+        present = rows >= 0
+        out[present] = values[rows[present]]
+        return out
 
     def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(base, comp) of a numeric op column per row, 0 for a missing side."""
@@ -316,7 +383,7 @@ class _PairRows:
                               side.ops[f"{prefix}_hi"].to_numpy())
 
     def steps(self) -> list[int | None]:
-        return [p.step + 1 if p.step >= 0 else None for p in self.pairs]
+        return [s + 1 if s >= 0 else None for s in self.pairs.step.tolist()]
 
 
 def _slice_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

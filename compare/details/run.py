@@ -14,7 +14,7 @@ from perfcmp.details.communication import communication_sheets
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernels import kernel_sheets
 from perfcmp.details.modules import module_sheets
-from perfcmp.details.operators import align_ops, memory_sheets, operator_sheets
+from perfcmp.details.operators import Pairs, align_ops, memory_sheets, operator_sheets
 from perfcmp.options import DetailOptions
 from perfcmp.result import Table, WarningRecord
 
@@ -29,7 +29,7 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions) -
              "neither profile has communication ops")
     # The op alignment feeds the per-pair rows of the operator and memory detail sheets only
     # (not the statistic sheets): made once, when one of those is built.
-    pairs = functools.cache(lambda: align_ops(base, comp, opts) if opts.details else [])
+    pairs = functools.cache(lambda: align_ops(base, comp, opts) if opts.details else Pairs.of([]))
     if "operator" in enabled:
         modules = {}
         if opts.modules and base.has_modules and comp.has_modules:
