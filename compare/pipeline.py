@@ -14,6 +14,8 @@ import gc
 import hashlib
 import multiprocessing
 import os
+import pickle
+import tempfile
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
@@ -58,12 +60,19 @@ def run(options: CompareOptions) -> ComparisonResult:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
         comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
         return _result(base, comp, options)
+    # The worker hands its side over through an unlinked temporary file, opened before the fork so
+    # that the worker inherits it: unpickled from the file as it is read, the side never exists
+    # here twice (once as one message of pickled bytes, once as objects), as a pipe would have it.
+    handoff = tempfile.TemporaryFile()
     pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
                                initializer=_start_worker, initargs=(os.getpid(),))
     try:
-        later = pool.submit(_Side.read, options.comp_path, options.comp_step, options, rules, names)
+        later = pool.submit(_read_into, handoff.fileno(), options.comp_path, options.comp_step, options, rules, names)
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
-        comp = later.result()
+        later.result()
+        handoff.seek(0)
+        comp = pickle.load(handoff)
+        handoff.close()
         # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
         # this process builds the detail sheets. Only the small sample sets travel.
         verdict = pool.submit(_judge_in_worker, base.samples,
@@ -76,6 +85,16 @@ def run(options: CompareOptions) -> ComparisonResult:
     finally:
         with held():  # quick (the worker is done or dead), and must not be cut short by a signal
             pool.shutdown()
+            handoff.close()
+
+
+def _read_into(handoff: int, path: str, step: int | None, options: CompareOptions, rules: Rules,
+               names: Normalizer | None) -> None:
+    """``_Side.read`` in the worker, the side pickled into the file ``handoff`` (a descriptor
+    shared with the parent, which reads it from the start once this returns)."""
+    side = _Side.read(path, step, options, rules, names)
+    with os.fdopen(os.dup(handoff), "wb") as out:
+        pickle.dump(side, out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _start_worker(parent: int) -> None:
