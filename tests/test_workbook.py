@@ -313,6 +313,38 @@ def test_two_writer_processes_give_the_bytes_of_one(demo, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.xlsx", "two.xlsx"]  # the loose sheets' files are gone
 
 
+def test_no_second_process_to_be_had_writes_all_here(demo, tmp_path, monkeypatch):
+    """fork failing (a process limit) is no error: the sheets are written in this process."""
+    import errno as errnos
+
+    result, _ = demo
+    xlsx._write(result, str(tmp_path / "one.xlsx"), processes=1)
+
+    def no_fork():
+        raise OSError(errnos.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    xlsx._write(result, str(tmp_path / "two.xlsx"), processes=2)
+    assert (tmp_path / "one.xlsx").read_bytes() == (tmp_path / "two.xlsx").read_bytes()
+
+
+def test_a_process_with_other_threads_writes_alone():
+    """Forking a process with other threads could leave a lock held forever in the child."""
+    import threading
+
+    planned = [xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=n)
+               for n in (3_000_000, 10)]
+    assert xlsx._worth_a_second_process(planned) is True
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert xlsx._worth_a_second_process(planned) is False
+    finally:
+        stop.set()
+        other.join()
+
+
 def test_the_split_gives_each_process_about_half_the_cells():
     planned = [xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=n)
                for n in (10, 500_000, 40, 300_000, 250_000, 0)]

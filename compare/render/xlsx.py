@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -108,8 +109,10 @@ PARALLEL_MIN_CELLS = 2_000_000  # below this, forking costs more than the second
 
 
 def _worth_a_second_process(planned: list[_Planned]) -> bool:
+    """A workbook large enough, a second core, and a process that may fork: one whose only
+    thread is this one (a lock another thread holds would stay held in the child forever)."""
     return (sum(p.cells for p in planned) >= PARALLEL_MIN_CELLS and len(planned) > 1
-            and (os.cpu_count() or 1) > 1 and hasattr(os, "fork"))
+            and (os.cpu_count() or 1) > 1 and hasattr(os, "fork") and threading.active_count() == 1)
 
 
 def _shares(planned: list[_Planned]) -> tuple[list[int], list[int]]:
@@ -135,7 +138,14 @@ def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -
         report_r, report_w = os.pipe()
         styles = len(book.styles)
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (a process limit, no memory for one): all here, as usual
+            os.close(report_r)
+            os.close(report_w)
+            for sheet in planned:
+                _emit(book, sheet)
+            return
         if pid == 0:  # the child: write its sheets, say how it went, and leave without clean-up of the parent's
             os.close(report_r)
             status = 0
