@@ -69,9 +69,10 @@ def run(options: CompareOptions) -> ComparisonResult:
     try:
         later = pool.submit(_read_into, handoff.fileno(), options.comp_path, options.comp_step, options, rules, names)
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
-        later.result()
-        handoff.seek(0)
-        comp = pickle.load(handoff)
+        comp = later.result()
+        if comp is None:  # handed over through the file
+            handoff.seek(0)
+            comp = pickle.load(handoff)
         handoff.close()
         # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
         # this process builds the detail sheets. Only the small sample sets travel.
@@ -89,12 +90,17 @@ def run(options: CompareOptions) -> ComparisonResult:
 
 
 def _read_into(handoff: int, path: str, step: int | None, options: CompareOptions, rules: Rules,
-               names: Normalizer | None) -> None:
+               names: Normalizer | None) -> "_Side | None":
     """``_Side.read`` in the worker, the side pickled into the file ``handoff`` (a descriptor
-    shared with the parent, which reads it from the start once this returns)."""
+    shared with the parent, which reads it from the start once this returns None); when the
+    temporary directory has no room for it, the side itself, through the pool's pipe."""
     side = _Side.read(path, step, options, rules, names)
-    with os.fdopen(os.dup(handoff), "wb") as out:
-        pickle.dump(side, out, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        with os.fdopen(os.dup(handoff), "wb") as out:
+            pickle.dump(side, out, protocol=pickle.HIGHEST_PROTOCOL)
+    except OSError:
+        return side
+    return None
 
 
 def _start_worker(parent: int) -> None:

@@ -21,6 +21,21 @@ def test_serial_and_parallel_give_the_same_result():
     assert serial.to_json() == parallel.to_json()
 
 
+def test_no_room_for_the_handoff_file_sends_the_side_through_the_pipe(monkeypatch):
+    """The worker pickles its side into a temporary file; a full temporary directory is no
+    error: the side comes through the pool's pipe instead (the fork inherits this patch)."""
+    import errno
+
+    from perfcmp import pipeline
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    serial = run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1))
+    monkeypatch.setattr(pipeline.pickle, "dump", full)
+    assert run(CompareOptions(GPU_BASE, NPU_COMP, jobs=2)).to_json() == serial.to_json()
+
+
 def test_an_error_in_the_worker_keeps_its_path(tmp_path):
     missing = str(tmp_path / "nope.json")
     with pytest.raises(InputError) as info:
