@@ -81,6 +81,13 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
     (starting in ``window``, the step's device window, as its samples are taken). ``rules``:
     the kernel categories (``--categories``; default the shipped ones)."""
     host = profile.host
+    host_span = None
+    if step is not None:
+        chosen = profile.steps[_step_position(profile, step)]
+        host_span = (chosen.start_us, chosen.end_us)
+    # first, while no other detail table exists yet: its transient columns of every host event
+    # are the largest of the extraction, and peaks add up
+    apis = _apis(profile, normalizer, host_span)
     is_op = (host["cat"] == "cpu_op").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
     op_rows = np.flatnonzero(is_op)
     op_of_host = np.full(len(host), -1, dtype=np.int64)
@@ -92,18 +99,16 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
     kernels = _kernels(profile, nearest_op, normalizer)
     allocations = _allocations(profile, nearest_op)
     _attach_subtree_totals(ops, kernels, allocations)
-    compute, comm, host_span = _compute(profile, normalizer), _comm(profile, normalizer), None
+    compute, comm = _compute(profile, normalizer), _comm(profile, normalizer)
     compute = _with_owner_and_category(compute, profile, nearest_op, rules or load_rules())
     if step is not None:
         keep = (ops["step"].to_numpy() == _step_position(profile, step))
         ops = ops.assign(top=ops["top"].to_numpy() & keep)
-        chosen = profile.steps[_step_position(profile, step)]
-        host_span = (chosen.start_us, chosen.end_us)
         if window is not None:
             compute, comm = (_starting_in(frame, window) for frame in (compute, comm))
     return SideDetails(
         device=profile.info.device.value, ops=ops, kernels=kernels, allocations=allocations,
-        apis=_apis(profile, normalizer, host_span), compute=compute,
+        apis=apis, compute=compute,
         comm=comm, comm_tasks=profile.comm_tasks.copy(), modules=modules,
     )
 
