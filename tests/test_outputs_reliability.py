@@ -318,29 +318,41 @@ def _wait_for(predicate, timeout: float) -> bool:
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the worker process")
 
 
-@needs_proc
-@pytest.mark.parametrize("signum, code, line", [
+# How a run with a child process is stopped: (signal, exit code, stderr line); Ctrl-C goes to
+# the whole process group, as a terminal sends it
+CHILD_STOPS = pytest.mark.parametrize("signum, code, line", [
     (signal.SIGTERM, 143, "perfcmp: terminated"),
-    (signal.SIGINT, 130, "perfcmp: interrupted"),  # Ctrl-C: to the whole process group
+    (signal.SIGINT, 130, "perfcmp: interrupted"),
     (signal.SIGKILL, -signal.SIGKILL, None),
 ], ids=["SIGTERM", "Ctrl-C", "SIGKILL"])
-def test_the_read_worker_dies_with_the_run(large_pair, tmp_path, signum, code, line):
-    process = _start(large_pair, tmp_path / "out", start_new_session=True)
+
+
+def _stop_with_a_child(process: subprocess.Popen, signum: int, what: str, settle: float = 0.0) -> tuple[str, str]:
+    """Wait for ``process`` to start a child (``what``), stop the run with ``signum`` once
+    ``settle`` seconds later, and return its stdout and stderr; the child must be gone within 1 s.
+    ``communicate()`` returns only when no process holds the pipes any more: the child too."""
     try:
-        assert _wait_for(lambda: _children(process.pid), 30), "no read worker started"
-        workers = _children(process.pid)
-        time.sleep(0.2)  # both sides are being read
+        assert _wait_for(lambda: _children(process.pid), 60), f"no {what} started"
+        children = _children(process.pid)
+        time.sleep(settle)
         if signum == signal.SIGINT:
             os.killpg(process.pid, signum)
         else:
             process.send_signal(signum)
-        # communicate() returns only when no process holds the pipes any more: the worker too
         out, err = process.communicate(timeout=20)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert _wait_for(lambda: not any(_alive(w) for w in workers), 1.0), f"worker {workers} outlived its parent"
+    assert _wait_for(lambda: not any(_alive(c) for c in children), 1.0), f"{what} {children} outlived its parent"
+    return out, err
+
+
+@needs_proc
+@CHILD_STOPS
+def test_the_read_worker_dies_with_the_run(large_pair, tmp_path, signum, code, line):
+    process = _start(large_pair, tmp_path / "out", start_new_session=True)
+    out, err = _stop_with_a_child(process, signum, "read worker", settle=0.2)  # both sides are being read
     assert process.returncode == code and out == ""
     assert (one_line(err) if line else err) == (line or "")
     if line:  # SIGKILL gives no chance to clean up; the others leave nothing
@@ -369,29 +381,14 @@ _TWO_WRITERS = ("import sys; from perfcmp.render import xlsx; xlsx.PARALLEL_MIN_
 
 
 @needs_proc
-@pytest.mark.parametrize("signum, code, line", [
-    (signal.SIGTERM, 143, "perfcmp: terminated"),
-    (signal.SIGINT, 130, "perfcmp: interrupted"),  # Ctrl-C: to the whole process group
-    (signal.SIGKILL, -signal.SIGKILL, None),
-], ids=["SIGTERM", "Ctrl-C", "SIGKILL"])
+@CHILD_STOPS
 def test_the_second_workbook_writer_dies_with_the_run(medium_trace, tmp_path, signum, code, line):
     out_dir = tmp_path / "out"
     process = subprocess.Popen([sys.executable, "-c", _TWO_WRITERS, "compare", "-d", str(medium_trace), "-bp",
                                 str(medium_trace), "-o", str(out_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
-    try:  # a 6 MB pair is read in this process: its only child is the workbook's second writer
-        assert _wait_for(lambda: _children(process.pid), 60), "no second writer started"
-        writers = _children(process.pid)
-        if signum == signal.SIGINT:
-            os.killpg(process.pid, signum)
-        else:
-            process.send_signal(signum)
-        out, err = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert _wait_for(lambda: not any(_alive(w) for w in writers), 1.0), f"writer {writers} outlived its parent"
+    # a 6 MB pair is read in this process: its only child is the workbook's second writer
+    out, err = _stop_with_a_child(process, signum, "second writer")
     assert process.returncode == code and out == ""
     assert (one_line(err) if line else err) == (line or "")
     if line:
