@@ -294,9 +294,8 @@ def publish_outputs(result: ComparisonResult, formats: tuple[str, ...], output: 
 
     def writer(name: str):
         module = renderer(name)
-        extra = {"jobs": jobs} if name == "xlsx" else {}  # only the workbook's writing is split across processes
         return module.SUFFIX, lambda tmp: notes.extend((module.SUFFIX, note)
-                                                       for note in module.render_file(result, tmp, top, **extra))
+                                                       for note in module.render_file(result, tmp, top, jobs))
 
     chosen = [writer(name) for name in FILE_FORMATS if name in formats]
     written = publish(output, chosen) if chosen else []

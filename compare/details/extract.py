@@ -191,17 +191,18 @@ def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -
     linked = launch >= 0
     owner[linked] = nearest_op[launch[linked]]
     keep = owner >= 0
+    names = device["name"].to_numpy()[keep]
     kernels = frame({
         "owner": owner[keep],
-        "name": device["name"].to_numpy()[keep],
+        "name": names,
         "kind": device["kind"].to_numpy()[keep],
         "dur_us": device["dur_us"].to_numpy()[keep],
         "start_us": device["start_us"].to_numpy()[keep],
         "task_type": device["task_type"].to_numpy()[keep],
         "op_type": device["op_type"].to_numpy()[keep],
         "input_shapes": device["input_shapes"].to_numpy()[keep],
+        "key": normalizer.keys(names),
     })
-    kernels["key"] = pd.Series(normalizer.keys(kernels["name"].to_numpy()), dtype=object)
     return kernels.sort_values(["owner", "start_us"], kind="stable").reset_index(drop=True)
 
 
@@ -298,7 +299,8 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     uniques = np.asarray(uniques, dtype=object)
     code_of_host = np.full(len(host), -1, dtype=np.int64)
     code_of_host[rows] = code
-    outer = ~nested_in_same(parent, code_of_host)[rows]
+    outer_of_host = ~nested_in_same(parent, code_of_host)
+    outer = outer_of_host[rows]
     # float sums by pandas' grouped sum (compensated, row order as above), the rest exact in numpy
     sums = (pd.DataFrame({"total_us": np.where(outer, dur[rows], 0.0),
                           "self_us": np.clip(dur[rows] - children[rows], 0.0, None)}, copy=False)
@@ -307,7 +309,7 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     np.minimum.at(first, code, np.arange(len(rows)))  # each key's first row: its earliest start (NaN sort last)
     keys = np.full(len(host), None, dtype=object)
     keys[rows] = uniques[code]
-    inside = _inside_runtime_calls(parent, keep & runtime, _outer_of_host(outer, rows, len(host)), keys, dur)
+    inside = _inside_runtime_calls(parent, keep & runtime, outer_of_host, keys, dur)
     return pd.DataFrame({
         "key": pd.Series(uniques, dtype=object),
         "name": pd.Series(names[first], dtype=object),
@@ -317,13 +319,6 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
         "runtime": np.bincount(code, weights=~runtime[rows], minlength=len(uniques)) == 0,
         "nested": pd.Series([inside.get(k, ()) for k in uniques], dtype=object),
     })
-
-
-def _outer_of_host(outer: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """``outer`` (given for ``rows``) for every host row, False elsewhere."""
-    out = np.zeros(n, dtype=bool)
-    out[rows] = outer
-    return out
 
 
 def _inside_runtime_calls(parent: np.ndarray, runtime: np.ndarray, outer: np.ndarray, keys: np.ndarray,

@@ -92,8 +92,8 @@ class Pairs(Sequence):
     def of(cls, pairs: list[OpPair]) -> "Pairs":
         return cls(np.array([-1 if p.base is None else p.base for p in pairs], dtype=np.int64),
                    np.array([-1 if p.comp is None else p.comp for p in pairs], dtype=np.int64),
-                   _texts([p.how for p in pairs]), np.array([p.step for p in pairs], dtype=np.int64),
-                   _texts([p.phase for p in pairs]))
+                   np.array([p.how for p in pairs], dtype=object), np.array([p.step for p in pairs], dtype=np.int64),
+                   np.array([p.phase for p in pairs], dtype=object))
 
     @classmethod
     def joined(cls, parts: list["Pairs"]) -> "Pairs":
@@ -126,13 +126,6 @@ class Pairs(Sequence):
         return f"Pairs({len(self)} pairs)"
 
 
-def _texts(values: list) -> np.ndarray:
-    """Strings (a few distinct, shared) as an object array."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
-
-
 def align_ops(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> Pairs:
     """Pair the two sides' top-level ops (see the module docstring), in row order."""
     groups_b, groups_c = _step_groups(base.ops), _step_groups(comp.ops)
@@ -155,7 +148,8 @@ def align_ops(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> Pair
 def _one_sided(rows: np.ndarray, step: int, phase: np.ndarray, base: bool) -> Pairs:
     """The ops ``rows`` of one side as pairs without a partner (``--disable_details``)."""
     none = np.full(len(rows), -1, dtype=np.int64)
-    return Pairs(rows if base else none, none if base else rows, _texts([BASE_ONLY if base else COMP_ONLY] * len(rows)),
+    how = np.full(len(rows), BASE_ONLY if base else COMP_ONLY, dtype=object)
+    return Pairs(rows if base else none, none if base else rows, how,
                  np.full(len(rows), step, dtype=np.int64), phase[rows])
 
 

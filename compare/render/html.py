@@ -76,7 +76,7 @@ def page(title: str, sections: list[str]) -> str:
             + f"\n</main>\n<script>\n{js}</script>\n</body>\n</html>\n")
 
 
-def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
+def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | None = None) -> list[str]:
     """The renderer protocol (``perfcmp.render``): the HTML report at ``out``."""
     Path(out).write_text(render(result, top), encoding="utf-8")
     return []

@@ -41,7 +41,7 @@ def render(result: ComparisonResult) -> bytes:
 SUFFIX = ".json"
 
 
-def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
+def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | None = None) -> list[str]:
     """The renderer protocol (``perfcmp.render``): the JSON document at ``out``."""
     Path(out).write_bytes(render(result))
     return []

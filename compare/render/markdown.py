@@ -52,7 +52,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
 SUFFIX = ".md"
 
 
-def render_file(result: ComparisonResult, out: str, top: int = 10) -> list[str]:
+def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | None = None) -> list[str]:
     """The renderer protocol (``perfcmp.render``): the Markdown summary at ``out``."""
     Path(out).write_text(render(result, top), encoding="utf-8")
     return []

@@ -79,9 +79,8 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None,
     book = Workbook(path, [spec.name for spec, _ in sheets], layout.style["font_name"], layout.style["font_size"],
                     filters=filters)
     planned = [_plan(book, spec, table, result, layout) for spec, table in sheets]
-    if processes == 2 or (processes is None and _worth_a_second_process(planned)):
-        _emit_in_two_processes(book, planned, path)
-    else:
+    two = processes == 2 or (processes is None and _worth_a_second_process(planned))
+    if not (two and _emit_in_two_processes(book, planned, path)):
         for sheet in planned:
             _emit(book, sheet)
     book.close()
@@ -128,10 +127,11 @@ def _shares(planned: list[_Planned]) -> tuple[list[int], list[int]]:
     return sorted(mine), sorted(theirs)
 
 
-def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -> None:
-    """Write ``planned`` with a forked child (see above). The loose sheets' zips are unlinked
-    temporary files beside ``path``, so nothing is left behind whatever happens; the child dies
-    with this process and is killed if this one fails or is stopped."""
+def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -> bool:
+    """Write ``planned`` with a forked child (see above); False, having written nothing, when no
+    process is to be had (a process limit, no memory for one). The loose sheets' zips are
+    unlinked temporary files beside ``path``, so nothing is left behind whatever happens; the
+    child dies with this process and is killed if this one fails or is stopped."""
     mine, theirs = _shares(planned)
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.TemporaryFile(dir=folder) as own_file, tempfile.TemporaryFile(dir=folder) as child_file:
@@ -140,12 +140,10 @@ def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -
         parent = os.getpid()
         try:
             pid = os.fork()
-        except OSError:  # no process to be had (a process limit, no memory for one): all here, as usual
+        except OSError:
             os.close(report_r)
             os.close(report_w)
-            for sheet in planned:
-                _emit(book, sheet)
-            return
+            return False
         if pid == 0:  # the child: write its sheets, say how it went, and leave without clean-up of the parent's
             os.close(report_r)
             status = 0
@@ -172,6 +170,7 @@ def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -
         with zipfile.ZipFile(own_file) as own, zipfile.ZipFile(child_file) as child:
             for i, sheet in enumerate(planned):
                 book.copy_sheet(sheet.spec.name, own if i in mine else child)
+    return True
 
 
 def _emit_loose(book: Workbook, planned: list[_Planned], file, styles: int) -> None:
