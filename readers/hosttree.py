@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perfcmp.readers.textmatch import factorize
+
 
 def thread_label(pid: object, tid: object) -> str:
     """One string naming a (pid, tid) track; pids and tids may be ints or strings."""
@@ -20,8 +22,8 @@ def thread_labels(host: pd.DataFrame) -> np.ndarray:
     """``thread_label`` of every row, formatted once per distinct (pid, tid)."""
     if len(host) == 0:
         return np.empty(0, dtype=object)
-    pid_code, pids = pd.factorize(host["pid"].to_numpy(dtype=object))
-    tid_code, tids = pd.factorize(host["tid"].to_numpy(dtype=object))
+    pid_code, pids = factorize(host["pid"].to_numpy(dtype=object))  # ints and strings, never missing
+    tid_code, tids = factorize(host["tid"].to_numpy(dtype=object))
     codes, pairs = pd.factorize(pid_code.astype(np.int64) * len(tids) + tid_code)
     labels = np.array([thread_label(pids[p // len(tids)], tids[p % len(tids)]) for p in pairs], dtype=object)
     return labels[codes]
@@ -29,8 +31,10 @@ def thread_labels(host: pd.DataFrame) -> np.ndarray:
 
 def order_host(host: pd.DataFrame) -> np.ndarray:
     """The row order that puts parents before children: thread, start, then longer first."""
-    thread = pd.factorize(thread_labels(host), sort=True)[0]
-    return np.lexsort((-host["dur_us"].to_numpy(), host["start_us"].to_numpy(), thread))
+    codes, labels = factorize(thread_labels(host))
+    rank = np.empty(len(labels), dtype=np.intp)
+    rank[np.argsort(labels, kind="stable")] = np.arange(len(labels))  # threads in label order
+    return np.lexsort((-host["dur_us"].to_numpy(), host["start_us"].to_numpy(), rank[codes]))
 
 
 def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -105,7 +109,7 @@ def busy_us(host: pd.DataFrame) -> float:
     without nesting."""
     if host.empty:
         return 0.0
-    thread = pd.factorize(thread_labels(host))[0]
+    thread = factorize(thread_labels(host))[0]
     start = host["start_us"].to_numpy()
     end = start + host["dur_us"].to_numpy()
     order = np.lexsort((start, thread))

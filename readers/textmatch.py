@@ -1,12 +1,13 @@
 """String tests on columns of repeated names, done once per distinct value.
 
 A trace has hundreds of thousands of events but only hundreds of distinct names, so a regex
-per distinct name, mapped back through ``pandas.factorize`` codes, is ~1000x less work than a
-regex per row.
+per distinct name, mapped back through ``factorize`` codes, is ~1000x less work than a regex
+per row.
 """
 
 from __future__ import annotations
 
+import ctypes
 import re
 from collections.abc import Callable
 
@@ -16,9 +17,50 @@ import pandas as pd
 CUT_MARK = "…"  # ends a string cut to a limit (``shared``), so that it is one character longer
 
 
+def factorize(values) -> tuple[np.ndarray, np.ndarray]:
+    """``pandas.factorize(values, use_na_sentinel=False)`` for objects, faster: (codes, the
+    distinct values in first-seen order, each the first object seen).
+
+    A column of names read from a trace holds each distinct name as one shared object
+    (``shared``), so the rows are first grouped by object identity, hashing the pointers as
+    integers (~10x faster than hashing and comparing strings), and only the distinct objects
+    are then grouped by equality. A list of fresh objects (a chunk of decoded events) is
+    grouped by a dict instead. Both give pandas' codes and uniques exactly.
+    """
+    if isinstance(values, list):
+        first = dict.fromkeys(values)  # each equal group's first object, in first-seen order
+        if len(first) == len(values) or any(u is None or u != u for u in first):  # nothing to share; missing values
+            return pd.factorize(_objects(values), use_na_sentinel=False)
+        index = {u: i for i, u in enumerate(first)}
+        codes = np.fromiter(map(index.__getitem__, values), dtype=np.intp, count=len(values))
+        return codes, np.fromiter(first, dtype=object, count=len(first))
+    numeric = isinstance(values, np.ndarray) and values.dtype != object  # its objects would all be new ones
+    objects = np.ascontiguousarray(_objects(values))
+    if numeric or len(objects) < IDENTITY_MIN_ROWS:
+        return pd.factorize(objects, use_na_sentinel=False)
+    by_object, _ = pd.factorize(_addresses(objects))
+    # codes come in first-seen order, so each object's first row is where their running maximum rises
+    running = np.maximum.accumulate(by_object)
+    firsts = np.concatenate(([0], np.flatnonzero(running[1:] != running[:-1]) + 1))
+    by_value, uniques = pd.factorize(objects[firsts], use_na_sentinel=False)
+    if pd.isna(uniques).any():  # which missing value pandas shows for None and NaN together is its own affair
+        return pd.factorize(objects, use_na_sentinel=False)
+    return by_value[by_object], np.asarray(uniques, dtype=object)
+
+
+IDENTITY_MIN_ROWS = 1024  # below this, pandas' own factorize costs less than the two steps
+
+
+def _addresses(objects: np.ndarray) -> np.ndarray:
+    """The object pointers a contiguous object array holds, as uint64 (a view: valid while
+    ``objects`` lives, which the caller's reference guarantees)."""
+    cells = (ctypes.c_uint64 * len(objects)).from_address(objects.ctypes.data)
+    return np.frombuffer(cells, dtype=np.uint64)
+
+
 def per_unique(values, fn: Callable[[str], object], dtype=object) -> np.ndarray:
     """``fn`` applied to each distinct string of ``values``, spread back to every row."""
-    codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
+    codes, uniques = factorize(values)
     mapped = np.array([fn(u) for u in uniques], dtype=dtype)
     return mapped[codes] if len(mapped) else np.empty(0, dtype=dtype)
 
@@ -46,7 +88,7 @@ def shared(values, limit: int | None = None) -> np.ndarray:
     hundred names costs megabytes that sharing gives back. With ``limit``, a string longer than
     that is cut to its first ``limit`` characters plus "…" (checked once per distinct string).
     """
-    codes, uniques = pd.factorize(_objects(values), use_na_sentinel=False)
+    codes, uniques = factorize(values)
     if not len(uniques):
         return np.empty(0, dtype=object)
     uniques = np.asarray(uniques, dtype=object)

@@ -1,0 +1,63 @@
+"""``textmatch.factorize`` gives pandas' codes and uniques exactly, however the values come."""
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfcmp.readers.textmatch import IDENTITY_MIN_ROWS, factorize, per_unique, shared
+
+# Values a reader's column can hold, with the ones pandas treats specially: None and NaN (one
+# missing group), 1 / 1.0 / True (equal), -0.0 / 0.0 (equal), tuples and bytes.
+VALUE = st.one_of(st.sampled_from(["a", "b", "", None, float("nan"), 1, 1.0, True, -0.0, 0.0, ("x", 1), b"z"]),
+                  st.integers(0, 40).map(lambda i: f"name{i}"))
+
+
+def _fresh(values: list) -> list:
+    """Each string a new object, as a decoder makes them."""
+    return ["".join(list(v)) if isinstance(v, str) else v for v in values]
+
+
+def _interned(values: list) -> np.ndarray:
+    """Equal strings one object, as a reader's column holds them."""
+    seen: dict = {}
+    out = np.empty(len(values), dtype=object)
+    out[:] = [seen.setdefault(v, v) if isinstance(v, str) else v for v in values]
+    return out
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(VALUE, max_size=60), st.integers(1, 60))
+def test_factorize_is_pandas_factorize(values, repeat):
+    values = _fresh(values * repeat)  # long enough, often, for the pointer path (IDENTITY_MIN_ROWS)
+    want_codes, want_uniques = pd.factorize(_objects(values), use_na_sentinel=False)
+    for form in (values, _objects(values), _interned(values), pd.Series(_objects(values), dtype=object)):
+        codes, uniques = factorize(form)
+        assert np.array_equal(codes, want_codes)
+        assert len(uniques) == len(want_uniques)
+        for got, want in zip(uniques, want_uniques):
+            assert type(got) is type(want)
+            assert got is want or got == want or (got != got and want != want)
+
+
+def test_pointer_path_keeps_first_object_and_order():
+    a, b = "".join(["op", "1"]), "".join(["op", "2"])
+    again = "".join(["op", "1"])  # equal to a, another object
+    column = np.array([b, a, again, b] * IDENTITY_MIN_ROWS, dtype=object)
+    codes, uniques = factorize(column)
+    assert codes[:4].tolist() == [0, 1, 1, 0] and len(codes) == 4 * IDENTITY_MIN_ROWS
+    assert uniques[0] is b and uniques[1] is a
+
+
+def test_per_unique_and_shared_on_both_paths():
+    names = _fresh(["aten::mm", "aten::add", "aten::mm"] * 1000)
+    assert per_unique(names, len, dtype=np.int64).tolist() == [8, 9, 8] * 1000
+    column = shared(names, limit=8)
+    assert column[0] is column[2] and column[1] == "aten::ad…"
+    assert per_unique(column, str.upper)[:3].tolist() == ["ATEN::MM", "ATEN::AD…", "ATEN::MM"]
