@@ -120,6 +120,8 @@ class Analyzer:
                                                nan=1.0), 0.0, 1.0)
         self._steps: dict[int, tuple[float, float]] | None = None  # step windows, computed once
         self._spans: dict[int, tuple[float, float]] = {}  # each step's own work span, with the windows
+        self._by_start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _rows_near
+        self._samples: tuple[np.ndarray, ...] | None = None  # memory samples in time order (_memory_peaks)
 
     # --- windows --------------------------------------------------------------------------
 
@@ -177,26 +179,30 @@ class Analyzer:
 
     def breakdown(self, window: tuple[float, float] | None = None) -> Breakdown:
         lo, hi = window if window is not None else self.whole_window()
-        s, e = iv.clip(self.start, self.end, lo, hi)
+        # A step's window holds a sliver of the profile's tasks: only those near it are looked at,
+        # in table order, so every sum below adds the same values in the same order as over all.
+        near = self._rows_near(lo, hi) if window is not None else slice(None)
+        s, e = iv.clip(self.start[near], self.end[near], lo, hi)
         live = e > s
+        is_compute = self.is_compute[near]
         no_kernels = not self.is_compute.any()
-        compute_iv = (self._lane("compute", lo, hi) if no_kernels else None) or iv.union(s[live & self.is_compute], e[live & self.is_compute])
-        comm_mask = live & self.is_comm
+        compute_iv = (self._lane("compute", lo, hi) if no_kernels else None) or iv.union(s[live & is_compute], e[live & is_compute])
+        comm_mask = live & self.is_comm[near]
         comm_iv = iv.union(s[comm_mask], e[comm_mask]) if comm_mask.any() else (self._lane("comm", lo, hi) or iv.EMPTY)
         uncovered_iv = iv.subtract(comm_iv, compute_iv)
         busy = iv.merge(compute_iv, comm_iv)
-        sdma_mask = live & self.is_sdma
+        sdma_mask = live & self.is_sdma[near]
         sdma_iv = iv.subtract(iv.union(s[sdma_mask], e[sdma_mask]), busy)
 
         e2e = hi - lo
         computing, uncovered = iv.length(compute_iv), iv.length(uncovered_iv)
         free = e2e - computing - uncovered
         sdma = iv.length(sdma_iv)
-        category_rows = self._compute_rows(s, e, live, compute_iv, computing)
-        kernels = int((live & self.is_compute).sum())
+        category_rows = self._compute_rows(s, e, live & is_compute, near, compute_iv, computing)
+        kernels = int((live & is_compute).sum())
         rows = [MetricRow("computing", "Computing Time", 0, computing, kernels)] + category_rows
         rows.append(MetricRow("comm", "Uncovered Communication Time", 0, uncovered))
-        rows += self._comm_rows(s, e, comm_mask, uncovered_iv)
+        rows += self._comm_rows(s, e, comm_mask, self.group[near], uncovered_iv)
         rows += [MetricRow("free", "Free Time", 0, free),
                  MetricRow("free.sdma", "SDMA", 1, sdma, int(sdma_mask.sum())),
                  MetricRow("free.free", "Free", 1, free - sdma),
@@ -205,22 +211,35 @@ class Analyzer:
         return Breakdown((lo, hi), e2e, computing, uncovered, free, rows, allocated, reserved,
                          "host" if self.host_mode else "device", process)
 
+    def _rows_near(self, lo: float, hi: float) -> np.ndarray:
+        """Positions, ascending, of the tasks that may overlap ``[lo, hi)``: every one that does,
+        and few that do not (a long task early on widens the range; never wrongly narrows it)."""
+        if self._by_start is None:
+            order = np.argsort(self.start, kind="stable")
+            # reach[i]: the latest end of the first i + 1 tasks by start; before the first task
+            # whose reach passes lo, every task ends at or before lo
+            self._by_start = (order, self.start[order], np.maximum.accumulate(self.end[order]))
+        order, starts, reach = self._by_start
+        first = int(np.searchsorted(reach, lo, side="right"))
+        last = int(np.searchsorted(starts, hi, side="left"))  # from here on, every task starts at or after hi
+        return np.sort(order[first:max(first, last)])
+
     def _lane(self, lane: str, lo: float, hi: float):
         if lane not in self.lanes:
             return None
         s, e = iv.clip(*self.lanes[lane], lo, hi)
         return iv.union(s, e)
 
-    def _compute_rows(self, s, e, live, compute_iv, computing) -> list[MetricRow]:
+    def _compute_rows(self, s, e, mask, near, compute_iv, computing) -> list[MetricRow]:
         """Category rows (summed kernel time in the window, kernel counts), ``Other`` and
-        ``Concurrent Kernels``, so that Σ categories + Other − Concurrent = Computing."""
-        mask = live & self.is_compute
+        ``Concurrent Kernels``, so that Σ categories + Other − Concurrent = Computing.
+        ``mask``: the live compute kernels among the tasks ``near`` the window (``s``, ``e``)."""
         dur_in = e[mask] - s[mask]
         kernel_iv = iv.union(s[mask], e[mask])
-        frame = pd.DataFrame({"cat": self.category[mask], "dur": dur_in, "pmu": self.pmu_share[mask]})
-        per = frame.groupby("cat", sort=True).agg(dur=("dur", "sum"), n=("dur", "size"))
-        dur = per["dur"].to_dict()
-        count = per["n"].to_dict()
+        frame = pd.DataFrame({"cat": self.category[near][mask], "dur": dur_in, "pmu": self.pmu_share[near][mask]})
+        per = frame.groupby("cat", sort=True)["dur"]
+        dur = per.sum().to_dict()
+        count = per.size().to_dict()
         rows: list[MetricRow] = []
         for key in sorted(k for k in dur if k.startswith(MC2_PREFIX)):
             sub = frame[frame["cat"] == key]
@@ -245,12 +264,12 @@ class Analyzer:
         rows.append(MetricRow(CONCURRENT, "Concurrent Kernels (counted twice above)", 1, max(listed - computing, 0.0)))
         return rows
 
-    def _comm_rows(self, s, e, comm_mask, uncovered_iv) -> list[MetricRow]:
-        groups = sorted(g for g in pd.unique(self.group[comm_mask]) if g)
+    def _comm_rows(self, s, e, comm_mask, group, uncovered_iv) -> list[MetricRow]:
+        groups = sorted(g for g in pd.unique(group[comm_mask]) if g)
         rows: list[MetricRow] = []
         group_uncovered = {}
         for g in groups:
-            m = comm_mask & (self.group == g)
+            m = comm_mask & (group == g)
             g_unc = iv.intersect(iv.union(s[m], e[m]), uncovered_iv)
             group_uncovered[g] = g_unc
             if g not in self._transfers:
@@ -279,14 +298,18 @@ class Analyzer:
         mem = self.profile.memory
         if mem.empty:
             return None, None, None
+        if self._samples is None:  # in time order, once: a window's samples are then one slice (a peak is order-free)
+            order = np.argsort(mem["ts_us"].to_numpy(), kind="stable")
+            self._samples = (mem["ts_us"].to_numpy()[order], mem["component"].to_numpy()[order],
+                             mem["allocated_bytes"].to_numpy()[order], mem["reserved_bytes"].to_numpy()[order])
+        ts, component, allocated, reserved = self._samples
         if not whole:
-            ts = mem["ts_us"].to_numpy()
-            mem = mem[(ts >= lo) & (ts < hi)]
-        component = mem["component"].to_numpy()
+            # NaN times sort last and lie in no window, as the comparisons they fail say
+            inside = slice(int(np.searchsorted(ts, lo, side="left")), int(np.searchsorted(ts, hi, side="left")))
+            component, allocated, reserved = component[inside], allocated[inside], reserved[inside]
         app = component == "APP"
         allocator = component == "PTA" if (component == "PTA").any() else ~app
-        peaks = [_peak(mem[col].to_numpy()[allocator]) for col in ("allocated_bytes", "reserved_bytes")]
-        return peaks[0], peaks[1], _peak(mem["reserved_bytes"].to_numpy()[app])
+        return _peak(allocated[allocator]), _peak(reserved[allocator]), _peak(reserved[app])
 
 
 def _peak(values: np.ndarray) -> float | None:

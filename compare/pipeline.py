@@ -215,6 +215,7 @@ class _Side:
     @classmethod
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
         profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
+        give_back_free_memory()  # the reader's transients: freed, but held by the allocator below the tables
         profile.check()
         side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
         del profile

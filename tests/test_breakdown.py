@@ -241,3 +241,34 @@ def test_invariants_on_random_profiles(seed):
     assert b.computing_us == pytest.approx(iv.length(iv.union(start[compute], start[compute] + dur[compute])))
     work = kinds != SDMA if (kinds != SDMA).any() else np.ones(n, dtype=bool)
     assert b.e2e_us == pytest.approx((start + dur)[work].max() - start[work].min())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_window_looks_only_at_nearby_tasks_and_gets_what_all_tasks_give(seed, monkeypatch):
+    """A window's breakdown reads only the tasks that may overlap it (``_rows_near``); with
+    every task instead, each row and peak is the same to the last bit. Cases: a long task
+    spanning many windows, tasks ending exactly at a window's start or starting at its end,
+    zero-length tasks, equal starts."""
+    rng = np.random.default_rng(seed)
+    n = 80
+    kinds = rng.choice([COMPUTE, COMPUTE, COMM, SDMA], n)
+    start = np.round(rng.uniform(0, 1000, n), 1)
+    dur = np.round(rng.exponential(15, n), 1)
+    dur[rng.random(n) < 0.1] = 0.0
+    start[:5] = start[5:10]  # equal starts
+    kinds[0], start[0], dur[0] = COMM, 5.0, 900.0  # spans nearly everything
+    groups = np.where(kinds == COMM, rng.choice(["g1", "g2"], n), "")
+    device = [(f"k{i}_gemm" if i % 3 else f"k{i}_add", kinds[i], int(rng.integers(0, 3)), start[i], dur[i], -1, groups[i])
+              for i in range(n)]
+    ts = np.round(rng.uniform(0, 1000, 40), 1)
+    memory = table("memory", ts_us=ts, allocated_bytes=rng.uniform(0, 1e6, 40), reserved_bytes=rng.uniform(0, 2e6, 40),
+                   component=rng.choice(["PTA", "APP", "GE"], 40))
+    profile = make_profile([], device, memory=memory)
+    ends = start + dur
+    windows = [(float(lo), float(hi)) for lo, hi in zip(np.sort(rng.uniform(0, 900, 10)), np.sort(rng.uniform(0, 900, 10)) + 100)]
+    windows += [(float(ends[7]), float(start[8])), (float(start[9]), float(start[9]) + 50.0), (float(ts[3]), float(ts[4]) + 1.0)]
+    windows = [(lo, hi) for lo, hi in windows if hi > lo]
+    near = [Analyzer(profile, RULES).breakdown(w) for w in windows]
+    monkeypatch.setattr(Analyzer, "_rows_near", lambda self, lo, hi: np.arange(len(self.start)))
+    everything = [Analyzer(profile, RULES).breakdown(w) for w in windows]
+    assert near == everything
