@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import pickle
 import tempfile
+import zlib
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.procs import die_with_parent
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
+from perfcmp.readers.chrome import GZIP_MAGIC, SQLITE_MAGIC
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.model import Profile, ReadWarning
@@ -58,7 +60,14 @@ def run(options: CompareOptions) -> ComparisonResult:
     parallel = options.jobs == 2 if options.jobs else _worth_a_worker(options.base_path, options.comp_path)
     if not parallel:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
+        # A large side's tables wait on disk while the other side is read: the run's peak is then
+        # one side's read, not one side's read on top of the other side's tables.
+        parked = _park(base) if _size(options.base_path) + _size(options.comp_path) >= PARK_MIN_BYTES else None
+        if parked is not None:
+            base = None
         comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
+        if parked is not None:
+            base = _unpark(parked)
         return _result(base, comp, options)
     # The worker hands its side over through an unlinked temporary file, opened before the fork so
     # that the worker inherits it: unpickled from the file as it is read, the side never exists
@@ -71,8 +80,7 @@ def run(options: CompareOptions) -> ComparisonResult:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
         comp = later.result()
         if comp is None:  # handed over through the file
-            handoff.seek(0)
-            comp = pickle.load(handoff)
+            comp = _unpark(handoff)
         handoff.close()
         # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
         # this process builds the detail sheets. Only the small sample sets travel.
@@ -101,6 +109,30 @@ def _read_into(handoff: int, path: str, step: int | None, options: CompareOption
     except OSError:
         return side
     return None
+
+
+PARK_MIN_BYTES = 16 * 1024 * 1024  # inputs together at least this large: the first side waits on disk
+
+
+def _park(side: "_Side"):
+    """``side`` pickled into an unlinked temporary file (returned, to ``_unpark``), so that its
+    memory is free while the other side is read; None when the temporary directory has no
+    room for it (the side then simply stays in memory)."""
+    spill = tempfile.TemporaryFile()
+    try:
+        pickle.dump(side, spill, protocol=pickle.HIGHEST_PROTOCOL)
+        spill.flush()
+    except OSError:
+        spill.close()
+        return None
+    return spill
+
+
+def _unpark(spill) -> "_Side":
+    """The side ``_park`` (or the read worker) wrote to ``spill``, read back; the file is closed."""
+    with spill:
+        spill.seek(0)
+        return pickle.load(spill)
 
 
 def _start_worker(parent: int) -> None:
@@ -155,22 +187,67 @@ def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Ve
 
 
 def _worth_a_worker(*paths: str) -> bool:
-    """Read in parallel when a second core saves time and the memory allows both reads at once:
-    the two sides then peak together, so large inputs on a machine short of free memory are
-    read one after the other (slower, but within the memory a single side needs)."""
+    """Read in parallel when a second core saves time and both reads fit at once in the memory
+    budget (``MEMORY_BUDGET``, and half the free memory): the two sides then peak together, so
+    larger inputs are read one after the other, slower but within one side's peak."""
     if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return False
     if sum(_size(p) for p in paths) < PARALLEL_MIN_BYTES:
         return False
     available = _available_memory()
-    return available is None or PEAK_PER_INPUT_BYTE * sum(_size(p, unpacked=True) for p in paths) <= available / 2
+    budget = MEMORY_BUDGET if available is None else min(MEMORY_BUDGET, available / 2)
+    return sum(read_peak_estimate(p) for p in paths) <= budget
 
 
-# Whole-tree peak memory per byte of uncompressed input while a side is read and analysed
-# (measured: 1.5x for generated GPU traces with long kernel names, 3.4x for 5 M compact events);
-# a gzip input counts as GZIP_RATIO times its size.
+MEMORY_BUDGET = 2 << 30  # bytes: both sides' reads at once must fit in this to run in parallel
+# A side's peak while it is read and analysed, whole process: the interpreter and its libraries,
+# plus, for a JSON trace, PEAK_PER_EVENT bytes a trace event (measured: 274 B for 5 M compact
+# events, the worst case; ~210 B for the generated GPU traces), and for other inputs (NPU
+# export folders, databases) PEAK_PER_INPUT_BYTE a byte of input.
+PROCESS_BYTES = 100 << 20
+PEAK_PER_EVENT = 280
 PEAK_PER_INPUT_BYTE = 3.5
-GZIP_RATIO = 8
+GZIP_RATIO = 8  # unpacked / packed size of a gzip input when no sample says better
+SAMPLE_BYTES = 1 << 20
+EVENT_KEY = b'"ph"'  # every Chrome trace event has one
+
+
+def read_peak_estimate(path: str) -> float:
+    """Bytes one side's read and analysis of ``path`` peaks at, roughly (see PEAK_PER_EVENT)."""
+    events = _events_estimate(Path(path))
+    if events is None:
+        return PEAK_PER_INPUT_BYTE * _size(path, unpacked=True)
+    return PROCESS_BYTES + PEAK_PER_EVENT * events
+
+
+def _events_estimate(path: Path) -> float | None:
+    """How many events a JSON trace file holds, from the event keys in samples of its bytes:
+    its start, middle and end (a gzip file: the start of its unpacked stream, scaled by the
+    packing ratio seen there). None for a folder, a database or a file that cannot be read."""
+    try:
+        if not path.is_file():
+            return None
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+            if head.startswith(SQLITE_MAGIC):
+                return None
+            if head.startswith(GZIP_MAGIC):
+                handle.seek(0)
+                packed = handle.read(SAMPLE_BYTES)
+                inflater = zlib.decompressobj(wbits=31)
+                sample = inflater.decompress(packed, 4 * SAMPLE_BYTES)
+                used = len(packed) - len(inflater.unconsumed_tail) - len(inflater.unused_data)
+                unpacked = size * (len(sample) / used if used else GZIP_RATIO)
+                return sample.count(EVENT_KEY) / max(len(sample), 1) * unpacked
+            count = sampled = 0
+            for offset in sorted({0, max(0, size // 2 - SAMPLE_BYTES // 2), max(0, size - SAMPLE_BYTES)}):
+                handle.seek(offset)
+                sample = handle.read(SAMPLE_BYTES)
+                count, sampled = count + sample.count(EVENT_KEY), sampled + len(sample)
+            return count / max(sampled, 1) * size
+    except (OSError, zlib.error):
+        return None
 
 
 def _available_memory() -> int | None:

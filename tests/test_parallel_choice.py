@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import os
+from pathlib import Path
 
 import pytest
 
@@ -26,18 +28,58 @@ def test_small_inputs_are_read_in_one_process(tmp_path, two_cores, monkeypatch):
     assert not pipeline._worth_a_worker(a, b)  # 15 MiB < 16 MiB
 
 
-def test_large_inputs_are_read_in_parallel_when_both_reads_fit(tmp_path, two_cores, monkeypatch):
-    a, b = _sized(tmp_path / "a.json", 500 << 20), _sized(tmp_path / "b.json", 500 << 20)
-    # 3.5 bytes a byte of input: 3500 MiB for both sides, at most half of what is available
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: 7000 << 20)
+def _trace(path, events: int, unit: bytes = b'{"ph":"X","name":"aten::mm","ts":1.0,"dur":2.0},\n') -> str:
+    """A file of ``events`` copies of one event line (the estimate only counts event keys)."""
+    path.write_bytes(b'{"traceEvents":[\n' + unit * events + b'{}]}')
+    return str(path)
+
+
+def test_events_are_estimated_from_samples_of_the_file(tmp_path):
+    path = _trace(tmp_path / "t.json", 300_000)  # ~16 MB, sampled at its start, middle and end
+    assert pipeline._events_estimate(Path(path)) == pytest.approx(300_000, rel=0.01)
+    assert pipeline.read_peak_estimate(path) == pytest.approx(pipeline.PROCESS_BYTES + pipeline.PEAK_PER_EVENT * 300_000,
+                                                              rel=0.01)
+
+
+def test_gzip_events_are_estimated_from_the_unpacked_start(tmp_path):
+    plain = _trace(tmp_path / "t.json", 300_000)
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(Path(plain).read_bytes()))
+    assert pipeline._events_estimate(packed) == pytest.approx(300_000, rel=0.05)
+
+
+def test_folders_and_databases_are_estimated_by_their_size(tmp_path):
+    folder = tmp_path / "run_ascend_pt"
+    folder.mkdir()
+    _sized(folder / "trace_view.json", 10 << 20)
+    assert pipeline._events_estimate(folder) is None
+    assert pipeline.read_peak_estimate(str(folder)) == pipeline.PEAK_PER_INPUT_BYTE * (10 << 20)
+    db = tmp_path / "ascend_pytorch_profiler_0.db"
+    db.write_bytes(b"SQLite format 3\x00" + bytes(4096))
+    assert pipeline._events_estimate(db) is None
+
+
+def test_large_inputs_are_read_in_parallel_when_both_reads_fit_the_budget(tmp_path, two_cores, monkeypatch):
+    a, b = _trace(tmp_path / "a.json", 300_000), _trace(tmp_path / "b.json", 300_000)
+    both = pipeline.read_peak_estimate(a) + pipeline.read_peak_estimate(b)
+    monkeypatch.setattr(pipeline, "_available_memory", lambda: 64 << 30)
     assert pipeline._worth_a_worker(a, b)
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: (7000 << 20) - 1)
+    monkeypatch.setattr(pipeline, "MEMORY_BUDGET", both)  # exactly fits
+    assert pipeline._worth_a_worker(a, b)
+    monkeypatch.setattr(pipeline, "MEMORY_BUDGET", both - 1)
     assert not pipeline._worth_a_worker(a, b)
+    monkeypatch.setattr(pipeline, "MEMORY_BUDGET", 64 << 30)  # then half the free memory bounds it
+    monkeypatch.setattr(pipeline, "_available_memory", lambda: 2 * both - 2)
+    assert not pipeline._worth_a_worker(a, b)
+    monkeypatch.setattr(pipeline, "_available_memory", lambda: None)  # unknown: the budget alone
+    assert pipeline._worth_a_worker(a, b)
 
 
-def test_gzip_inputs_count_as_their_unpacked_size(tmp_path, two_cores, monkeypatch):
-    a, b = _sized(tmp_path / "a.json.gz", 100 << 20), _sized(tmp_path / "b.json.gz", 100 << 20)
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: 5000 << 20)  # 2 x 800 MiB x 3.5 = 5600 MiB > 2500
+def test_five_million_events_a_side_are_read_one_after_the_other(tmp_path, two_cores, monkeypatch):
+    """At ~280 B an event a side's read peaks near 1.5 GB: two at once would not fit 2 GiB."""
+    monkeypatch.setattr(pipeline, "_available_memory", lambda: 64 << 30)
+    monkeypatch.setattr(pipeline, "_events_estimate", lambda path: 5e6)
+    a, b = _sized(tmp_path / "a.json", 600 << 20), _sized(tmp_path / "b.json", 600 << 20)
     assert not pipeline._worth_a_worker(a, b)
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: None)  # unknown: as before, parallel
+    monkeypatch.setattr(pipeline, "_events_estimate", lambda path: 2e6)
     assert pipeline._worth_a_worker(a, b)

@@ -36,6 +36,30 @@ def test_no_room_for_the_handoff_file_sends_the_side_through_the_pipe(monkeypatc
     assert run(CompareOptions(GPU_BASE, NPU_COMP, jobs=2)).to_json() == serial.to_json()
 
 
+def test_one_process_parks_the_first_side_on_disk_and_gets_the_same_result(monkeypatch):
+    """Read one after the other, large inputs' first side waits in a temporary file while the
+    second is read; with no room there it stays in memory. The result is the same each way."""
+    import errno
+
+    from perfcmp import pipeline
+
+    kept = run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1)).to_json()  # the demo pair is below PARK_MIN_BYTES
+    parked = []
+    park = pipeline._park
+    monkeypatch.setattr(pipeline, "PARK_MIN_BYTES", 0)
+    monkeypatch.setattr(pipeline, "_park", lambda side: parked.append(park(side)) or parked[-1])
+    assert run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1)).to_json() == kept
+    assert len(parked) == 1 and parked[0].closed  # parked, read back, and the file closed
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    parked.clear()
+    monkeypatch.setattr(pipeline.pickle, "dump", full)
+    assert run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1)).to_json() == kept
+    assert parked == [None]
+
+
 def test_an_error_in_the_worker_keeps_its_path(tmp_path):
     missing = str(tmp_path / "nope.json")
     with pytest.raises(InputError) as info:
