@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Event, RawJson, event_chunks
-from perfcmp.readers.columns import NO_ARGS, common_columns, concat, flow_columns, host_columns, ints, thread_key, warn_cut
+from perfcmp.readers.columns import NO_ARGS, Memo, common_columns, concat, flow_columns, host_columns, ints, thread_key, warn_cut
 from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, merge_warnings,
                                     steps_from_host, valid_durations)
 from perfcmp.readers.errors import InputError
@@ -50,6 +50,7 @@ class AscendTrace:
         self.process_role: dict[object, str] = {}
         self.thread_names: dict[tuple, str] = {}
         self.sort_index: dict[tuple, float] = {}
+        self.memo = Memo()
         parts: dict[str, list] = {"host": [], "other": [], "flow": [], "fwdbwd": []}
         _, chunks = event_chunks(raw, warnings)
         seen = 0
@@ -94,16 +95,17 @@ class AscendTrace:
             elif ph in ("s", "f") and e.cat == "fwdbwd":
                 fwdbwd.append(e)
         args = [e.args or NO_ARGS for e in other]
-        parts["host"].append(host_columns(host, HOST_CATS))
+        memo = self.memo
+        parts["host"].append(host_columns(host, HOST_CATS, memo))
         parts["other"].append({
-            **common_columns(other),
-            "task_type": shared([a.task_type or "" for a in args]),
+            **common_columns(other, memo),
+            "task_type": shared([a.task_type or "" for a in args], memo=memo["task_type"]),
             "stream": ints([a.stream_id if a.stream_id is not None else e.tid for a, e in zip(args, other)]),
-            "transport": shared([a.transport or "" for a in args]),
+            "transport": shared([a.transport or "" for a in args], memo=memo["transport"]),
             "connection": ints([a.connection_id for a in args]),
         })
-        parts["flow"].append(flow_columns(flow))
-        parts["fwdbwd"].append(flow_columns(fwdbwd))
+        parts["flow"].append(flow_columns(flow, memo))
+        parts["fwdbwd"].append(flow_columns(fwdbwd, memo))
 
     def _metadata(self, e: Event) -> None:
         if e.args is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import math
+from collections import defaultdict
 
 import msgspec
 import numpy as np
@@ -20,12 +21,20 @@ from perfcmp.readers.textmatch import CUT_MARK, per_unique, shared
 NO_ARGS = Args()
 
 
-def common_columns(events: list[Event], with_dur: bool = True) -> dict[str, np.ndarray]:
+class Memo(defaultdict):
+    """Per column, value -> the one object every chunk of a trace uses for it (``textmatch.shared``)."""
+
+    def __init__(self) -> None:
+        super().__init__(dict)
+
+
+def common_columns(events: list[Event], memo: Memo, with_dur: bool = True) -> dict[str, np.ndarray]:
     """name, pid, tid, ts_ns (and dur_us) of every event."""
     cols = {
-        "name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events], NAME_LIMIT),
-        "pid": per_unique([e.pid for e in events], thread_key),
-        "tid": per_unique([e.tid for e in events], thread_key),
+        "name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events], NAME_LIMIT,
+                       memo["name"]),
+        "pid": per_unique([e.pid for e in events], thread_key, memo=memo["pid"]),
+        "tid": per_unique([e.tid for e in events], thread_key, memo=memo["tid"]),
         "ts_ns": times_ns([e.ts for e in events]),
     }
     if with_dur:
@@ -33,24 +42,24 @@ def common_columns(events: list[Event], with_dur: bool = True) -> dict[str, np.n
     return cols
 
 
-def host_columns(events: list[Event], categories: dict[str, str]) -> dict[str, np.ndarray]:
+def host_columns(events: list[Event], categories: dict[str, str], memo: Memo) -> dict[str, np.ndarray]:
     """Framework-op columns: the common ones plus cat, shapes, types and call stack."""
     args = [e.args or NO_ARGS for e in events]
     return {
-        **common_columns(events),
-        "cat": shared([categories[(e.cat or "").lower()] for e in events]),
-        "input_shapes": raw_texts([a.input_dims for a in args]),
-        "input_types": raw_texts([a.input_type for a in args]),
-        "call_stack": shared([a.call_stack or "" for a in args], TEXT_LIMIT),
+        **common_columns(events, memo),
+        "cat": shared([categories[(e.cat or "").lower()] for e in events], memo=memo["cat"]),
+        "input_shapes": raw_texts([a.input_dims for a in args], memo["input_shapes"]),
+        "input_types": raw_texts([a.input_type for a in args], memo["input_types"]),
+        "call_stack": shared([a.call_stack or "" for a in args], TEXT_LIMIT, memo["call_stack"]),
     }
 
 
-def flow_columns(events: list[Event]) -> dict[str, np.ndarray]:
+def flow_columns(events: list[Event], memo: Memo) -> dict[str, np.ndarray]:
     """Flow endpoints: ph ("s"/"f"/"t"), id as text, and where they sit."""
     return {
-        **common_columns(events, with_dur=False),
-        "ph": shared([e.ph for e in events]),
-        "id": shared(["" if e.id is None else str(e.id) for e in events]),
+        **common_columns(events, memo, with_dur=False),
+        "ph": shared([e.ph for e in events], memo=memo["ph"]),
+        "id": shared(["" if e.id is None else str(e.id) for e in events]),  # one per flow: nothing to share across chunks
     }
 
 
@@ -62,9 +71,9 @@ def concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {key: np.concatenate([p.pop(key) for p in parts]) for key in list(parts[0])}
 
 
-def raw_texts(raws: list[msgspec.Raw]) -> np.ndarray:
-    """msgspec.Raw values as compact text, converted once per distinct value."""
-    return per_unique([bytes(r) for r in raws], raw_text)
+def raw_texts(raws: list[msgspec.Raw], memo: dict | None = None) -> np.ndarray:
+    """msgspec.Raw values as compact text, converted once per distinct value (see ``per_unique``)."""
+    return per_unique([bytes(r) for r in raws], raw_text, memo=memo)
 
 
 # A timestamp that is not a finite number of µs in range: its event is dropped (``drop_bad_times``).

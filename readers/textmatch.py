@@ -58,10 +58,17 @@ def _addresses(objects: np.ndarray) -> np.ndarray:
     return np.frombuffer(cells, dtype=np.uint64)
 
 
-def per_unique(values, fn: Callable[[str], object], dtype=object) -> np.ndarray:
-    """``fn`` applied to each distinct string of ``values``, spread back to every row."""
+def per_unique(values, fn: Callable[[str], object], dtype=object, memo: dict | None = None) -> np.ndarray:
+    """``fn`` applied to each distinct string of ``values``, spread back to every row.
+
+    ``memo`` (value -> result) carries results from call to call: a reader passes one per column,
+    so that every chunk of a trace maps a value to one and the same result object.
+    """
     codes, uniques = factorize(values)
-    mapped = np.array([fn(u) for u in uniques], dtype=dtype)
+    if memo is None:
+        mapped = np.array([fn(u) for u in uniques], dtype=dtype)
+    else:
+        mapped = np.array([memo[u] if u in memo else memo.setdefault(u, fn(u)) for u in uniques], dtype=dtype)
     return mapped[codes] if len(mapped) else np.empty(0, dtype=dtype)
 
 
@@ -81,13 +88,18 @@ def contains(values, pattern: re.Pattern | str) -> np.ndarray:
     return per_unique(values, lambda s: pattern.search(str(s)) is not None, dtype=bool)
 
 
-def shared(values, limit: int | None = None) -> np.ndarray:
+def shared(values, limit: int | None = None, memo: dict | None = None) -> np.ndarray:
     """The same strings as one object array in which equal strings are one object.
 
     Trace decoders create a new string per event; a table column of 100k copies of a few
     hundred names costs megabytes that sharing gives back. With ``limit``, a string longer than
     that is cut to its first ``limit`` characters plus "…" (checked once per distinct string).
+    With ``memo`` (see ``per_unique``), equal strings are one object across calls too: a
+    trace's chunks then keep no string of their own, and the decoder's memory they were made
+    in is freed whole, not pinned by a few strings in each chunk's share of it.
     """
+    if memo is not None:
+        return per_unique(values, lambda u: _cut(u, limit), memo=memo)
     codes, uniques = factorize(values)
     if not len(uniques):
         return np.empty(0, dtype=object)
@@ -96,6 +108,13 @@ def shared(values, limit: int | None = None) -> np.ndarray:
         for i in np.flatnonzero(_lengths(uniques) > limit):
             uniques[i] = uniques[i][:limit] + CUT_MARK
     return uniques[codes]
+
+
+def _cut(value, limit: int | None):
+    """``value`` cut to ``limit`` characters plus "…" when it is a longer string."""
+    if limit is not None and isinstance(value, str) and len(value) > limit:
+        return value[:limit] + CUT_MARK
+    return value
 
 
 def _lengths(uniques: np.ndarray) -> np.ndarray:

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, event_chunks
-from perfcmp.readers.columns import (NO_ARGS, common_columns, concat, flow_columns, floats, host_columns, ints, thread_key,
-                                     warn_cut)
+from perfcmp.readers.columns import (NO_ARGS, Memo, common_columns, concat, flow_columns, floats, host_columns, ints,
+                                     thread_key, warn_cut)
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
                                     merge_warnings, steps_from_host, valid_durations)
 from perfcmp.readers.errors import InputError
@@ -86,6 +86,7 @@ class _Columns:
         self.parts: dict[str, list[dict[str, np.ndarray]]] = {"host": [], "device": [], "memory": [], "flow": [], "fwdbwd": []}
         self.fwdbwd_tids: set = set()
         self.untimed = 0
+        self.memo = Memo()
 
     def add(self, events: list[Event]) -> None:
         host, device, memory, flow, fwdbwd = [], [], [], [], []
@@ -112,29 +113,29 @@ class _Columns:
                 memory.append(e)
         args = [e.args or NO_ARGS for e in host]
         self.parts["host"].append({
-            **host_columns(host, HOST_CATS),
+            **host_columns(host, HOST_CATS, self.memo),
             "correlation": ints([a.correlation for a in args]),
-            "process_group": shared([_process_group(a) for a in args]),
+            "process_group": shared([_process_group(a) for a in args], memo=self.memo["process_group"]),
             "comm_bytes": _message_bytes(args),
         })
         args = [e.args or NO_ARGS for e in device]
         self.parts["device"].append({
-            **common_columns(device),
-            "task_type": shared([DEVICE_CATS[(e.cat or "").lower()] for e in device]),
+            **common_columns(device, self.memo),
+            "task_type": shared([DEVICE_CATS[(e.cat or "").lower()] for e in device], memo=self.memo["task_type"]),
             "stream": ints([a.stream if a.stream is not None else e.tid for a, e in zip(args, device)]),
             "correlation": ints([a.correlation for a in args]),
         })
         args = [e.args or NO_ARGS for e in memory]
         self.parts["memory"].append({
-            **common_columns(memory, with_dur=False),
+            **common_columns(memory, self.memo, with_dur=False),
             "device_id": ints([a.device_id for a in args]),
             "addr": ints([a.addr for a in args]),
             "bytes": byte_sizes(floats([a.bytes for a in args]), self.source, "[memory] sizes", self.warnings),
             "allocated": byte_sizes(floats([a.total_allocated for a in args]), self.source, "[memory] totals", self.warnings),
             "reserved": byte_sizes(floats([a.total_reserved for a in args]), self.source, "[memory] totals", self.warnings),
         })
-        self.parts["flow"].append(flow_columns(flow))
-        self.parts["fwdbwd"].append(flow_columns(fwdbwd))
+        self.parts["flow"].append(flow_columns(flow, self.memo))
+        self.parts["fwdbwd"].append(flow_columns(fwdbwd, self.memo))
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         out = {role: concat(parts) for role, parts in self.parts.items()}

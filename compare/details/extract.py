@@ -154,15 +154,24 @@ def _ops(profile: Profile, op_rows: np.ndarray, nearest_op: np.ndarray, module_o
         "call_stack": sub["call_stack"].to_numpy(),
         "start_us": start,
         "dur_us": sub["dur_us"].to_numpy(),
-        "parent": parent,
+        "parent": _rows(parent),
         "top": parent < 0,
-        "step": _step_of(profile, start),
+        "step": _rows(_step_of(profile, start)),
         "phase": _phases(sub["backward"].to_numpy()),
-        "module": module_of_host[op_rows],
-        "forward": forward,
+        "module": _rows(module_of_host[op_rows]),
+        "forward": _rows(forward),
     })
-    ops["end"] = _subtree_end(parent)
+    ops["end"] = _rows(_subtree_end(parent))
     return ops
+
+
+def _rows(positions: np.ndarray) -> np.ndarray:
+    """Row numbers (of ops, kernels, modules, steps; -1 for none) as int32, half the bytes of
+    the int64 they are computed in: a side has far fewer than 2**31 of any."""
+    return positions.astype(ROW)
+
+
+ROW = np.int32
 
 
 _PHASE_TEXT = np.array(["fwd", "bwd"], dtype=object)
@@ -193,7 +202,7 @@ def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -
     keep = owner >= 0
     names = device["name"].to_numpy()[keep]
     kernels = frame({
-        "owner": owner[keep],
+        "owner": _rows(owner[keep]),
         "name": names,
         "kind": device["kind"].to_numpy()[keep],
         "dur_us": device["dur_us"].to_numpy()[keep],
@@ -211,7 +220,7 @@ def _allocations(profile: Profile, nearest_op: np.ndarray) -> pd.DataFrame:
     op = blocks["op"].to_numpy()
     owner = np.full(len(blocks), -1, dtype=np.int64)
     owner[op >= 0] = nearest_op[op[op >= 0]]
-    frame = blocks.drop(columns=["op"]).assign(owner=owner)
+    frame = blocks.drop(columns=["op"]).assign(owner=_rows(owner))
     return frame[owner >= 0].sort_values(["owner", "alloc_us"], kind="stable").reset_index(drop=True)
 
 
@@ -220,8 +229,8 @@ def _attach_subtree_totals(ops: pd.DataFrame, kernels: pd.DataFrame, allocations
     first, end = np.arange(len(ops)), ops["end"].to_numpy()
     for table, prefix in ((kernels, "kernel"), (allocations, "alloc")):
         owners = table["owner"].to_numpy()
-        ops[f"{prefix}_lo"] = np.searchsorted(owners, first, side="left")
-        ops[f"{prefix}_hi"] = np.searchsorted(owners, end, side="left")
+        ops[f"{prefix}_lo"] = _rows(np.searchsorted(owners, first, side="left"))
+        ops[f"{prefix}_hi"] = _rows(np.searchsorted(owners, end, side="left"))
     # integer nanoseconds: a difference of float running sums would show noise like 1.4470000000000027
     dur_ns = np.rint(kernels["dur_us"].to_numpy() * 1000.0).astype(np.int64)
     cum = np.concatenate([[0], np.cumsum(dur_ns)])
@@ -381,7 +390,9 @@ def _with_owner_and_category(compute: pd.DataFrame, profile: Profile, nearest_op
     sub = device[(device["kind"] == COMPUTE).to_numpy()]
     launch = sub["launch"].to_numpy()
     owner = np.where(launch >= 0, nearest_op[np.clip(launch, 0, None)] if len(nearest_op) else -1, -1)
-    return compute.assign(owner=owner.astype(np.int64), category=categorise(sub, profile.host, rules))
+    compute["owner"] = _rows(owner)  # added in place: a copy of the table (assign) would double it for a moment
+    compute["category"] = categorise(sub, profile.host, rules)
+    return compute
 
 
 def _comm(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
