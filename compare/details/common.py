@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from perfcmp.readers.textmatch import factorize
 from perfcmp.result import Table, ratio
 from perfcmp.rows import Rows
 
@@ -54,14 +55,36 @@ def side_stats(frame: pd.DataFrame, by: list[str], value: str, label: str | None
         if label is not None:
             cols["label"] = pd.Series([], dtype=object)
         return pd.DataFrame(cols, index=index)
-    ordered = frame.sort_values(start, kind="stable")
+    order = np.argsort(frame[start].to_numpy(), kind="stable")  # sort_values(start, kind="stable"): NaN last
+    group, firsts = _groups([frame[c].to_numpy(dtype=object)[order] for c in by])
     spec = {"calls": (value, "size"), "total": (value, "sum"), "max": (value, "max"), "min": (value, "min"),
             "first": (start, "first")}
     if label is not None:
         spec["label"] = (label, "first")
-    stats = ordered.groupby(by, sort=False, dropna=False).agg(**spec)
+    used = list(dict.fromkeys([value, start, *([label] if label is not None else [])]))
+    # grouped by one integer per group, as pandas would group the key columns (first-appearance
+    # order, missing values a group of their own): the same sums of the same values in the same
+    # order, without pandas' per-row hash tables of the key objects
+    ordered = pd.DataFrame({c: frame[c].iloc[order].reset_index(drop=True) for c in used})
+    stats = ordered.groupby(group, sort=False).agg(**spec)
+    keys = [frame[c].iloc[order[firsts]] for c in by]
+    stats.index = (pd.MultiIndex.from_arrays(keys, names=by) if len(by) > 1
+                   else pd.Index(keys[0].to_numpy(), dtype=keys[0].dtype, name=by[0]))
     stats["avg"] = stats["total"] / stats["calls"]
     return stats
+
+
+def _groups(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, its group's number among the rows' distinct value combinations (first-seen
+    order), and each group's first row."""
+    combined = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        codes, uniques = factorize(column)
+        combined = combined * max(len(uniques), 1) + codes
+    group, _ = pd.factorize(combined)
+    running = np.maximum.accumulate(group)
+    firsts = np.concatenate(([0], np.flatnonzero(running[1:] != running[:-1]) + 1)) if len(group) else group
+    return group, firsts
 
 
 def union_order(base: pd.DataFrame, comp: pd.DataFrame) -> pd.Index:
