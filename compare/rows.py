@@ -24,10 +24,20 @@ Column kinds, fixed when the table is built (``Rows.of``):
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 BLOCK = 8192  # rows made at once when iterating
+
+
+class Typed(NamedTuple):
+    """A column handed to ``Rows.of`` already in its stored form: ``array`` read as ``kind``
+    ("float": NaN reads as None; "count": integers, NaN as None), so that a column of a million
+    cells never exists as a list of Python values on the way."""
+
+    array: np.ndarray
+    kind: str
 
 
 class Rows(Sequence):
@@ -53,7 +63,7 @@ class Rows(Sequence):
             if nan_is_missing and kind == "raw":
                 kind = "float"
             elif nan_is_missing and kind == "object":
-                array = _objects([None if isinstance(v, float) and v != v else v for v in array.tolist()])
+                array = _nan_as_none(array)
             data.append(array)
             kinds.append(kind)
         return cls(data, kinds)
@@ -127,6 +137,8 @@ LAZY = "lazy"
 
 def _typed(values) -> tuple[np.ndarray, str]:
     """A column as a typed array and its kind; every value reads back as it was given."""
+    if isinstance(values, Typed):
+        return values.array, values.kind
     if isinstance(values, np.ndarray):
         kind = values.dtype.kind
         if kind == "f":
@@ -153,6 +165,18 @@ def _typed(values) -> tuple[np.ndarray, str]:
 
 
 EXACT_INT = 2**53  # integers a float64 holds exactly
+
+
+def _nan_as_none(array: np.ndarray) -> np.ndarray:
+    """An object column with its float NaN cells as None; the column itself when it has none
+    (most: names and shapes), rather than a copy of a million cells to change none."""
+    maybe = np.flatnonzero(array != array)  # NaN is the one value unequal to itself
+    nan = [i for i in maybe.tolist() if isinstance(array[i], float)]
+    if not nan:
+        return array
+    out = array.copy()
+    out[nan] = None
+    return out
 
 
 def _objects(values) -> np.ndarray:

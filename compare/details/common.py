@@ -9,9 +9,9 @@ import pandas as pd
 
 from perfcmp.readers.textmatch import factorize
 from perfcmp.result import Table, ratio
-from perfcmp.rows import Rows
+from perfcmp.rows import Rows, Typed
 
-__all__ = ["Table", "ratio", "ratios", "cells", "side_stats", "union_order", "slice_children", "KERNEL_CHILD",
+__all__ = ["Table", "ratio", "ratios", "ratio_column", "cells", "cell_column", "side_stats", "union_order", "slice_children", "KERNEL_CHILD",
            "ALLOC_CHILD", "GROUP_CHILD"]
 
 
@@ -26,8 +26,8 @@ def slice_children(frame: pd.DataFrame, fields: list[str], items: np.ndarray, lo
     (``items[i]`` -1: the side is absent there).
 
     Returns:
-        Per parent row the number of its child rows (None where absent), and the child table
-        with columns ``row`` (the parent's index) and ``fields``.
+        Per parent row the number of its child rows (None where absent; a column for
+        ``Rows.of``), and the child table with columns ``row`` (the parent's index) and ``fields``.
     """
     items = np.asarray(items, dtype=np.int64)
     present = items >= 0
@@ -38,7 +38,7 @@ def slice_children(frame: pd.DataFrame, fields: list[str], items: np.ndarray, lo
     before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     index = np.arange(len(parent)) + np.repeat(starts - before, counts)
     data = [parent] + [frame[f].to_numpy()[index] for f in fields]
-    shown = [int(n) if p else None for n, p in zip(counts.tolist(), present.tolist())]
+    shown = Typed(np.where(present, counts, np.nan), "count")
     return shown, Table(columns=["row", *fields], rows=Rows.of(data, nan_is_missing=True))
 
 
@@ -95,12 +95,22 @@ def union_order(base: pd.DataFrame, comp: pd.DataFrame) -> pd.Index:
 
 def ratios(comp: np.ndarray, base: np.ndarray) -> list[float | None]:
     """comparison / base per element, with 0/0 = 1 and x/0 = None (infinite), as ``common.ratio``."""
+    return cells(ratio_column(comp, base).array)
+
+
+def ratio_column(comp: np.ndarray, base: np.ndarray) -> Typed:
+    """``ratios`` as a column for ``Rows.of`` (NaN for None)."""
     comp = np.asarray(comp, dtype=np.float64)
     base = np.asarray(base, dtype=np.float64)
     zero = base == 0
     out = np.divide(comp, np.where(zero, 1.0, base))
-    out = np.where(zero, np.where(comp == 0, 1.0, np.nan), out)
-    return cells(out)
+    return Typed(np.where(zero, np.where(comp == 0, 1.0, np.nan), out), "float")
+
+
+def cell_column(values: np.ndarray, integer: bool = False) -> Typed:
+    """``cells`` of a float array as a column for ``Rows.of``: NaN reads as None (and, with
+    ``integer``, a number as an int), with no list of Python values made."""
+    return Typed(np.asarray(values, dtype=np.float64), "count" if integer else "float")
 
 
 def cells(values: np.ndarray, integer: bool = False) -> list:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cells, ratio, ratios, slice_children
+from perfcmp.details.common import (GROUP_CHILD, KERNEL_CHILD, Table, cell_column, ratio, ratio_column, slice_children)
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions
@@ -146,7 +146,7 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         oc.extend(ct[j] if j is not None else -1 for _, j in steps)
     rb_a, rc_a, ob_a, oc_a = (np.asarray(v, dtype=np.int64) for v in (rb, rc, ob, oc))
     is_total = np.asarray(total, dtype=bool)
-    cols: dict[str, list] = {"order_id": list(range(1, len(rb) + 1))}
+    cols: dict[str, object] = {"order_id": np.arange(1, len(rb) + 1)}  # columns for Rows.of: arrays, not lists
     _module_columns(cols, b, c, rb_a, rc_a)
 
     side_cols, children = {}, {}
@@ -155,28 +155,28 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         self_us = np.where(is_total, _take(tree.self_us, inst), _take(tree.op_us, op))
         total_us = np.where(is_total, _take(tree.total_us, inst), np.nan)
         names = np.where(is_total, np.where(inst >= 0, TOTAL, None), _take(tree.op_name, op, None))
-        cols[f"{prefix}_op_name"] = names.tolist()
+        cols[f"{prefix}_op_name"] = names
         cols[f"{prefix}_kernels"], children[f"{prefix}_kernels"] = slice_children(
             tree.kernels, KERNEL_CHILD[1:], op, tree.k_lo, tree.k_hi)  # the op's kernels within its instance
-        cols[f"{prefix}_self_us"] = cells(self_us)
-        cols[f"{prefix}_total_us"] = cells(total_us)
+        cols[f"{prefix}_self_us"] = cell_column(self_us)
+        cols[f"{prefix}_total_us"] = cell_column(total_us)
         side_cols[prefix] = (present, self_us, total_us, inst, op)
 
     b_present, b_self, b_total, _, _ = side_cols["base"]
     c_present, c_self, c_total, _, _ = side_cols["comp"]
     self_diff = np.nan_to_num(c_self) - np.nan_to_num(b_self)
     total_diff = np.where(is_total, np.nan_to_num(c_total) - np.nan_to_num(b_total), np.nan)
-    cols["total_diff_us"] = cells(total_diff)
-    cols["self_diff_us"] = cells(self_diff)
+    cols["total_diff_us"] = cell_column(total_diff)
+    cols["self_diff_us"] = cell_column(self_diff)
     num = np.where(is_total, np.nan_to_num(c_total), np.nan_to_num(c_self))
     den = np.where(is_total, np.nan_to_num(b_total), np.nan_to_num(b_self))
-    cols["total_ratio"] = ratios(num, den)
+    cols["total_ratio"] = ratio_column(num, den)
     slower = self_diff > 0
     for prefix, tree, present in (("base", b, b_present), ("comp", c, c_present)):
         _, _, _, inst, op = side_cols[prefix]
         stacks = np.where(is_total, _take(tree.call_stack, inst, None),
                           np.where(slower & present, _take(tree.op_call_stack, op, None), None))
-        cols[f"{prefix}_call_stack"] = stacks.tolist()
+        cols[f"{prefix}_call_stack"] = stacks
     return Table(columns=COMPARE_COLUMNS, rows=Rows.of([cols[k] for k in COMPARE_COLUMNS]),
                  children=children)
 
@@ -184,9 +184,9 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
 def _module_columns(cols: dict[str, list], b: ModuleTree, c: ModuleTree, rb: np.ndarray, rc: np.ndarray) -> None:
     """Module Class / Level / Name of each row's instance (the base's when it has one)."""
     use_b = rb >= 0
-    cols["module_class"] = np.where(use_b, _take(b.cls, rb, None), _take(c.cls, rc, None)).tolist()
-    cols["module_level"] = np.where(use_b, _take(b.level, rb, 0), _take(c.level, rc, 0)).astype(np.int64).tolist()
-    cols["module_name"] = np.where(use_b, _take(b.name, rb, None), _take(c.name, rc, None)).tolist()
+    cols["module_class"] = np.where(use_b, _take(b.cls, rb, None), _take(c.cls, rc, None))
+    cols["module_level"] = np.where(use_b, _take(b.level, rb, 0), _take(c.level, rc, 0)).astype(np.int64)
+    cols["module_name"] = np.where(use_b, _take(b.name, rb, None), _take(c.name, rc, None))
 
 
 def _take(values: np.ndarray, idx: np.ndarray, missing=np.nan) -> np.ndarray:

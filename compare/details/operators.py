@@ -39,12 +39,12 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, ratios, slice_children
+from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, ratio_column, ratios, slice_children
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.options import DetailOptions
-from perfcmp.rows import Rows
+from perfcmp.rows import Rows, Typed
 
 # Values of OpPair.how (the sheets' "match" column).
 NAME = "name"
@@ -183,7 +183,7 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
             "base_device_us": b_us,
             "comp_kernels": c_n,
             "comp_device_us": c_us,
-            "diff_us": c_us - b_us, "ratio": ratios(c_us, b_us),
+            "diff_us": c_us - b_us, "ratio": ratio_column(c_us, b_us),
             "match": pairs.how, "step": rows.steps(), "phase": pairs.phase,
         }, children={"base_kernels": b_kernels, "comp_kernels": c_kernels})
     return sheets
@@ -221,7 +221,7 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
             "base_size_bytes": b_bytes,
             "comp_allocations": c_n,
             "comp_size_bytes": c_bytes,
-            "diff_bytes": c_bytes - b_bytes, "ratio": ratios(c_bytes, b_bytes),
+            "diff_bytes": c_bytes - b_bytes, "ratio": ratio_column(c_bytes, b_bytes),
             "match": pairs.how, "step": rows.steps(),
         }, children={"base_allocations": b_blocks, "comp_allocations": c_blocks})
     return sheets
@@ -376,8 +376,10 @@ class _PairRows:
         return slice_children(getattr(side, table), columns[1:], self.rows[base], side.ops[f"{prefix}_lo"].to_numpy(),
                               side.ops[f"{prefix}_hi"].to_numpy())
 
-    def steps(self) -> list[int | None]:
-        return [s + 1 if s >= 0 else None for s in self.pairs.step.tolist()]
+    def steps(self) -> Typed:
+        """Each row's step, numbered from 1 (None outside any)."""
+        step = self.pairs.step
+        return Typed(np.where(step >= 0, step + 1.0, np.nan), "count")
 
 
 def _slice_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
