@@ -24,6 +24,7 @@ from perfcmp.history import FORMATS as HISTORY_FORMATS
 from perfcmp.options import DEFAULT_FORMATS, DIMENSIONS, FORMATS, CompareOptions, DetailOptions
 from perfcmp.output import STDOUT
 from perfcmp.readers.errors import InputError, PerfcmpError, UsageError
+from perfcmp.readers.heap import map_large_blocks_apart
 from perfcmp.signals import MESSAGES, Stopped, stop_on_signals
 INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Gates & verdict"
 
@@ -486,6 +487,7 @@ def history(
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
+    map_large_blocks_apart()
     try:
         with stop_on_signals():
             code = app(args=argv, prog_name="perfcmp", standalone_mode=False)

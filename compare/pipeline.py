@@ -336,9 +336,14 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     if base_side.basis != comp_side.basis:
         warnings.append(WarningRecord(side="", source="", message=(
             "one side has device activity and the other only host ops: their breakdowns measure different things")))
-    details = {}
+    counts = scope.covered(base_side, comp_side)
+    shown = scope.choose(options.scope, *counts)
+    details, moves = {}, []
     if base.details is not None and comp.details is not None:
-        details, notes = compare_details(base.details, comp.details, options.detail)
+        moves = migration.summarise(base.details, comp.details, options.detail.use_input_shape,
+                                    scope.divisors_of(shown, counts), (base_side.e2e_us, comp_side.e2e_us))
+        # the sides' details are this run's own: the sheets may drop what they have used
+        details, notes = compare_details(base.details, comp.details, options.detail, consume=True)
         warnings += notes
     if verdict_job is not None:
         verdict = verdict_job.result()
@@ -348,8 +353,6 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
     details = _with_verdicts(details, verdict)
-    counts = scope.covered(base_side, comp_side)
-    shown = scope.choose(options.scope, *counts)
     return ComparisonResult(
         tool_version=__version__,
         base=base_side,
@@ -361,9 +364,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         warnings=warnings,
         options=options.as_dict(),
         scope=shown,
-        migration=migration.summarise(base.details, comp.details, options.detail.use_input_shape,
-                                      scope.divisors_of(shown, counts), (base_side.e2e_us, comp_side.e2e_us))
-        if base.details is not None and comp.details is not None else [],
+        migration=moves,
     )
 
 

@@ -10,20 +10,24 @@ returns every free page of it. Elsewhere (macOS, musl, Windows) this is a no-op.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import sys
 
 
 @functools.cache
-def _trim():
+def _libc_function(name: str):
+    """A glibc function (malloc_trim, mallopt), or None elsewhere (musl, macOS, Windows)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim  # glibc only: musl has no such symbol
+        # glibc by its soname: ctypes.util.find_library would run ldconfig in a child process
+        return getattr(ctypes.CDLL("libc.so.6"), name)
     except (OSError, AttributeError):
         return None
+
+
+def _trim():
+    return _libc_function("malloc_trim")
 
 
 def give_back_free_memory() -> None:
@@ -31,3 +35,21 @@ def give_back_free_memory() -> None:
     trim = _trim()
     if trim is not None:
         trim(0)
+
+
+M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+LARGE_BLOCK = 1 << 20
+
+
+def map_large_blocks_apart() -> None:
+    """Serve every block of ``LARGE_BLOCK`` bytes or more (a column of 131k numbers) from a
+    mapping of its own, given back to the system the moment it is freed.
+
+    glibc starts at 128 KiB but raises that threshold to the size of each mapped block freed,
+    up to 32 MiB, after which a side's million-row columns come from the heap: the profile's
+    freed columns then sit between the kept detail tables and stay resident (about 250 MB at 5 M
+    events). Fixing the threshold keeps them out of the heap. No-op outside glibc.
+    """
+    mallopt = _libc_function("mallopt")
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK)

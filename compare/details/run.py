@@ -19,18 +19,32 @@ from perfcmp.options import DetailOptions
 from perfcmp.result import Table, WarningRecord
 
 
-def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> tuple[dict[str, Table], list[WarningRecord]]:
-    """All enabled detail sheets, by sheet name, and a warning per sheet left out."""
-    sheets: dict[str, Table] = {}
-    notes: list[str] = []
+def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
+                    consume: bool = False) -> tuple[dict[str, Table], list[WarningRecord]]:
+    """All enabled detail sheets, by sheet name, and a warning per sheet left out.
+
+    With ``consume``, a side's table is dropped (left empty) as soon as no sheet still to be
+    built needs it: the kernel sheets are built first, then each side's compute kernels go,
+    before the per-op sheets, the largest, are made. Sheets and warnings keep their order.
+    """
     enabled = opts.enabled
-    if "communication" in enabled:
-        _add(sheets, notes, communication_sheets(base, comp, opts), "CommunicationCompare",
-             "neither profile has communication ops")
+    built: dict[str, tuple[dict[str, Table], list[str]]] = {}  # per dimension, in the order they are built
     # The op alignment feeds the per-pair rows of the operator and memory detail sheets only
     # (not the statistic sheets): made once, when one of those is built.
     pairs = functools.cache(lambda: align_ops(base, comp, opts) if opts.details else Pairs.of([]))
+    if "communication" in enabled:
+        built["communication"] = _one(communication_sheets(base, comp, opts), "CommunicationCompare",
+                                      "neither profile has communication ops")
+    if "kernel" in enabled:
+        name = "KernelTypeCompare" if opts.use_kernel_type else "KernelCompare"
+        built["kernel"] = _one(kernel_sheets(base, comp, opts, pairs), name, "neither profile has compute kernels")
+    if consume:
+        for side in (base, comp):  # every sheet that reads them is built
+            side.compute = side.compute.iloc[:0].copy()  # a copy: a slice would keep the whole columns
+    if "api" in enabled:
+        built["api"] = _one(api_sheets(base, comp, opts), "ApiCompare", "one profile has no host API events")
     if "operator" in enabled:
+        sheets, notes = {}, []
         modules = {}
         if opts.modules and base.has_modules and comp.has_modules:
             modules = module_sheets(base, comp, opts)
@@ -44,15 +58,27 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions) -
         else:
             _add(sheets, notes, operator_sheets(base, comp, opts, pairs()), "OperatorCompareStatistic",
                  "neither profile has framework ops")
+        built["operator"] = (sheets, notes)
     if "memory" in enabled:
-        _add(sheets, notes, memory_sheets(base, comp, opts, pairs()) if (base.has_memory or comp.has_memory) else {},
-             "MemoryCompareStatistic", "neither profile has per-op memory data ([memory] events or operator_memory.csv)")
-    if "api" in enabled:
-        _add(sheets, notes, api_sheets(base, comp, opts), "ApiCompare", "one profile has no host API events")
-    if "kernel" in enabled:
-        name = "KernelTypeCompare" if opts.use_kernel_type else "KernelCompare"
-        _add(sheets, notes, kernel_sheets(base, comp, opts, pairs), name, "neither profile has compute kernels")
+        built["memory"] = _one(memory_sheets(base, comp, opts, pairs()) if (base.has_memory or comp.has_memory) else {},
+                               "MemoryCompareStatistic",
+                               "neither profile has per-op memory data ([memory] events or operator_memory.csv)")
+    sheets, notes = {}, []
+    for dimension in SHEET_ORDER:
+        if dimension in built:
+            sheets.update(built[dimension][0])
+            notes += built[dimension][1]
     return sheets, [WarningRecord(side="", source="", message=note) for note in notes]
+
+
+SHEET_ORDER = ("communication", "operator", "memory", "api", "kernel")  # as the workbook shows them
+
+
+def _one(built: dict[str, Table], name: str, why: str) -> tuple[dict[str, Table], list[str]]:
+    sheets: dict[str, Table] = {}
+    notes: list[str] = []
+    _add(sheets, notes, built, name, why)
+    return sheets, notes
 
 
 def _add(sheets: dict[str, Table], notes: list[str], built: dict[str, Table], name: str, why: str) -> None:

@@ -173,9 +173,19 @@ def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -
     return True
 
 
+class _LooseSheets(zipfile.ZipFile):
+    """A zip of loose sheets in a temporary file. Left open only when the run is stopped
+    mid-write, and its file is then closed before the collector comes to it: closing it there
+    must say nothing (``ZipFile.__del__`` would print a traceback about the closed file)."""
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
 def _emit_loose(book: Workbook, planned: list[_Planned], file, styles: int) -> None:
     """The ``planned`` sheets into a zip of loose sheets in ``file``."""
-    archive = zipfile.ZipFile(file, "w")
+    archive = _LooseSheets(file, "w")
     try:
         for sheet in planned:
             _emit(book, sheet, archive)
