@@ -76,7 +76,7 @@ def test_large_inputs_are_read_in_parallel_when_both_reads_fit_the_budget(tmp_pa
 
 
 def test_five_million_events_a_side_are_read_one_after_the_other(tmp_path, two_cores, monkeypatch):
-    """At ~280 B an event a side's read peaks near 1.5 GB: two at once would not fit 2 GiB."""
+    """At ~250 B an event a side's read peaks near 1.35 GB: two at once would not fit 2 GiB."""
     monkeypatch.setattr(pipeline, "_available_memory", lambda: 64 << 30)
     monkeypatch.setattr(pipeline, "_events_estimate", lambda path: 5e6)
     a, b = _sized(tmp_path / "a.json", 600 << 20), _sized(tmp_path / "b.json", 600 << 20)
