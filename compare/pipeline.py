@@ -16,7 +16,6 @@ import multiprocessing
 import os
 import pickle
 import tempfile
-import zlib
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
@@ -31,21 +30,19 @@ from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.procs import die_with_parent
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
-from perfcmp.readers.chrome import GZIP_MAGIC, SQLITE_MAGIC
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
-from perfcmp import migration, scope
+from perfcmp import budget, migration, scope
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.signals import held
 from perfcmp.keys import KEYED_SHEETS, OP, sheet_keys
 from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
 
-PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
 
 
 def run(options: CompareOptions) -> ComparisonResult:
@@ -57,12 +54,12 @@ def run(options: CompareOptions) -> ComparisonResult:
     """
     rules = load_rules(options.categories)
     names = _normalizer(options)
-    parallel = options.jobs == 2 if options.jobs else _worth_a_worker(options.base_path, options.comp_path)
+    parallel = options.jobs == 2 if options.jobs else budget.worth_a_worker(options.base_path, options.comp_path)
     if not parallel:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
         # A large side's tables wait on disk while the other side is read: the run's peak is then
         # one side's read, not one side's read on top of the other side's tables.
-        parked = _park(base) if _size(options.base_path) + _size(options.comp_path) >= PARK_MIN_BYTES else None
+        parked = _park(base) if budget.input_size(options.base_path) + budget.input_size(options.comp_path) >= PARK_MIN_BYTES else None
         if parked is not None:
             base = None
         comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
@@ -184,92 +181,6 @@ def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Ve
     verdict = judge(base, comp, Thresholds(**policy.thresholds), options.skip_steps, gated=selects(policy))
     gates = evaluate(policy, verdict)
     return msgspec.structs.replace(verdict, gates=gates, exit_code=exit_code(policy, verdict, gates))
-
-
-def _worth_a_worker(*paths: str) -> bool:
-    """Read in parallel when a second core saves time and both reads fit at once in the memory
-    budget (``MEMORY_BUDGET``, and half the free memory): the two sides then peak together, so
-    larger inputs are read one after the other, slower but within one side's peak."""
-    if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return False
-    if sum(_size(p) for p in paths) < PARALLEL_MIN_BYTES:
-        return False
-    available = _available_memory()
-    budget = MEMORY_BUDGET if available is None else min(MEMORY_BUDGET, available / 2)
-    return sum(read_peak_estimate(p) for p in paths) <= budget
-
-
-MEMORY_BUDGET = 2 << 30  # bytes: both sides' reads at once must fit in this to run in parallel
-# A side's peak while it is read and analysed, whole process: the interpreter and its libraries,
-# plus, for a JSON trace, PEAK_PER_EVENT bytes a trace event (measured 2026-11-26: 242 B for 5 M
-# compact events, the worst case; 215 B for the generated 1.1 GB GPU traces), and for other
-# inputs (NPU export folders, databases) PEAK_PER_INPUT_BYTE a byte of input.
-PROCESS_BYTES = 100 << 20
-PEAK_PER_EVENT = 250
-PEAK_PER_INPUT_BYTE = 3.5
-GZIP_RATIO = 8  # unpacked / packed size of a gzip input when no sample says better
-SAMPLE_BYTES = 1 << 20
-EVENT_KEY = b'"ph"'  # every Chrome trace event has one
-
-
-def read_peak_estimate(path: str) -> float:
-    """Bytes one side's read and analysis of ``path`` peaks at, roughly (see PEAK_PER_EVENT)."""
-    events = _events_estimate(Path(path))
-    if events is None:
-        return PEAK_PER_INPUT_BYTE * _size(path, unpacked=True)
-    return PROCESS_BYTES + PEAK_PER_EVENT * events
-
-
-def _events_estimate(path: Path) -> float | None:
-    """How many events a JSON trace file holds, from the event keys in samples of its bytes:
-    its start, middle and end (a gzip file: the start of its unpacked stream, scaled by the
-    packing ratio seen there). None for a folder, a database or a file that cannot be read."""
-    try:
-        if not path.is_file():
-            return None
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
-            if head.startswith(SQLITE_MAGIC):
-                return None
-            if head.startswith(GZIP_MAGIC):
-                handle.seek(0)
-                packed = handle.read(SAMPLE_BYTES)
-                inflater = zlib.decompressobj(wbits=31)
-                sample = inflater.decompress(packed, 4 * SAMPLE_BYTES)
-                used = len(packed) - len(inflater.unconsumed_tail) - len(inflater.unused_data)
-                unpacked = size * (len(sample) / used if used else GZIP_RATIO)
-                return sample.count(EVENT_KEY) / max(len(sample), 1) * unpacked
-            count = sampled = 0
-            for offset in sorted({0, max(0, size // 2 - SAMPLE_BYTES // 2), max(0, size - SAMPLE_BYTES)}):
-                handle.seek(offset)
-                sample = handle.read(SAMPLE_BYTES)
-                count, sampled = count + sample.count(EVENT_KEY), sampled + len(sample)
-            return count / max(sampled, 1) * size
-    except (OSError, zlib.error):
-        return None
-
-
-def _available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo, in bytes (None where there is no such file)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _size(path: str, unpacked: bool = False) -> int:
-    """The input's size in bytes (``unpacked``: a .gz counted as GZIP_RATIO times its size)."""
-    p = Path(path)
-    try:
-        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
-        return sum(f.stat().st_size * (GZIP_RATIO if unpacked and f.name.endswith(".gz") else 1) for f in files)
-    except OSError:
-        return 0  # the reader will report the problem
 
 
 def compare_profiles(base: Profile, comp: Profile, options: CompareOptions, rules: Rules | None = None) -> ComparisonResult:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfcmp import pipeline
+from perfcmp import budget
 
 
 def _sized(path, size: int) -> str:
@@ -23,9 +23,9 @@ def two_cores(monkeypatch):
 
 
 def test_small_inputs_are_read_in_one_process(tmp_path, two_cores, monkeypatch):
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: 64 << 30)
+    monkeypatch.setattr(budget, "available_memory", lambda: 64 << 30)
     a, b = _sized(tmp_path / "a.json", 7 << 20), _sized(tmp_path / "b.json", 8 << 20)
-    assert not pipeline._worth_a_worker(a, b)  # 15 MiB < 16 MiB
+    assert not budget.worth_a_worker(a, b)  # 15 MiB < 16 MiB
 
 
 def _trace(path, events: int, unit: bytes = b'{"ph":"X","name":"aten::mm","ts":1.0,"dur":2.0},\n') -> str:
@@ -36,8 +36,8 @@ def _trace(path, events: int, unit: bytes = b'{"ph":"X","name":"aten::mm","ts":1
 
 def test_events_are_estimated_from_samples_of_the_file(tmp_path):
     path = _trace(tmp_path / "t.json", 300_000)  # ~16 MB, sampled at its start, middle and end
-    assert pipeline._events_estimate(Path(path)) == pytest.approx(300_000, rel=0.01)
-    assert pipeline.read_peak_estimate(path) == pytest.approx(pipeline.PROCESS_BYTES + pipeline.PEAK_PER_EVENT * 300_000,
+    assert budget.events_estimate(Path(path)) == pytest.approx(300_000, rel=0.01)
+    assert budget.read_peak_estimate(path) == pytest.approx(budget.PROCESS_BYTES + budget.PEAK_PER_EVENT * 300_000,
                                                               rel=0.01)
 
 
@@ -45,41 +45,41 @@ def test_gzip_events_are_estimated_from_the_unpacked_start(tmp_path):
     plain = _trace(tmp_path / "t.json", 300_000)
     packed = tmp_path / "t.json.gz"
     packed.write_bytes(gzip.compress(Path(plain).read_bytes()))
-    assert pipeline._events_estimate(packed) == pytest.approx(300_000, rel=0.05)
+    assert budget.events_estimate(packed) == pytest.approx(300_000, rel=0.05)
 
 
 def test_folders_and_databases_are_estimated_by_their_size(tmp_path):
     folder = tmp_path / "run_ascend_pt"
     folder.mkdir()
     _sized(folder / "trace_view.json", 10 << 20)
-    assert pipeline._events_estimate(folder) is None
-    assert pipeline.read_peak_estimate(str(folder)) == pipeline.PEAK_PER_INPUT_BYTE * (10 << 20)
+    assert budget.events_estimate(folder) is None
+    assert budget.read_peak_estimate(str(folder)) == budget.PEAK_PER_INPUT_BYTE * (10 << 20)
     db = tmp_path / "ascend_pytorch_profiler_0.db"
     db.write_bytes(b"SQLite format 3\x00" + bytes(4096))
-    assert pipeline._events_estimate(db) is None
+    assert budget.events_estimate(db) is None
 
 
 def test_large_inputs_are_read_in_parallel_when_both_reads_fit_the_budget(tmp_path, two_cores, monkeypatch):
     a, b = _trace(tmp_path / "a.json", 300_000), _trace(tmp_path / "b.json", 300_000)
-    both = pipeline.read_peak_estimate(a) + pipeline.read_peak_estimate(b)
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: 64 << 30)
-    assert pipeline._worth_a_worker(a, b)
-    monkeypatch.setattr(pipeline, "MEMORY_BUDGET", both)  # exactly fits
-    assert pipeline._worth_a_worker(a, b)
-    monkeypatch.setattr(pipeline, "MEMORY_BUDGET", both - 1)
-    assert not pipeline._worth_a_worker(a, b)
-    monkeypatch.setattr(pipeline, "MEMORY_BUDGET", 64 << 30)  # then half the free memory bounds it
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: 2 * both - 2)
-    assert not pipeline._worth_a_worker(a, b)
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: None)  # unknown: the budget alone
-    assert pipeline._worth_a_worker(a, b)
+    both = budget.read_peak_estimate(a) + budget.read_peak_estimate(b)
+    monkeypatch.setattr(budget, "available_memory", lambda: 64 << 30)
+    assert budget.worth_a_worker(a, b)
+    monkeypatch.setattr(budget, "MEMORY_BUDGET", both)  # exactly fits
+    assert budget.worth_a_worker(a, b)
+    monkeypatch.setattr(budget, "MEMORY_BUDGET", both - 1)
+    assert not budget.worth_a_worker(a, b)
+    monkeypatch.setattr(budget, "MEMORY_BUDGET", 64 << 30)  # then half the free memory bounds it
+    monkeypatch.setattr(budget, "available_memory", lambda: 2 * both - 2)
+    assert not budget.worth_a_worker(a, b)
+    monkeypatch.setattr(budget, "available_memory", lambda: None)  # unknown: the budget alone
+    assert budget.worth_a_worker(a, b)
 
 
 def test_five_million_events_a_side_are_read_one_after_the_other(tmp_path, two_cores, monkeypatch):
     """At ~250 B an event a side's read peaks near 1.35 GB: two at once would not fit 2 GiB."""
-    monkeypatch.setattr(pipeline, "_available_memory", lambda: 64 << 30)
-    monkeypatch.setattr(pipeline, "_events_estimate", lambda path: 5e6)
+    monkeypatch.setattr(budget, "available_memory", lambda: 64 << 30)
+    monkeypatch.setattr(budget, "events_estimate", lambda path: 5e6)
     a, b = _sized(tmp_path / "a.json", 600 << 20), _sized(tmp_path / "b.json", 600 << 20)
-    assert not pipeline._worth_a_worker(a, b)
-    monkeypatch.setattr(pipeline, "_events_estimate", lambda path: 2e6)
-    assert pipeline._worth_a_worker(a, b)
+    assert not budget.worth_a_worker(a, b)
+    monkeypatch.setattr(budget, "events_estimate", lambda path: 2e6)
+    assert budget.worth_a_worker(a, b)
