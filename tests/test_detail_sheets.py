@@ -113,3 +113,23 @@ def test_a_sheet_without_data_is_left_out_with_a_warning():
 def test_enable_flags_select_sheets():
     result = run(CompareOptions(GPU_BASE, GPU_COMP, detail=DetailOptions(enabled=frozenset({"api"}))))
     assert set(result.details) == {"ApiCompare"}
+
+
+@pytest.mark.parametrize("pair", [(GPU_BASE, GPU_COMP), (GPU_BASE, NPU_COMP)], ids=["gpu-gpu", "gpu-npu"])
+def test_consuming_the_sides_changes_no_sheet_and_frees_the_kernels(pair):
+    """``compare_details(consume=True)`` builds the kernel sheets first and then empties each
+    side's compute table; the sheets and warnings are those built without consuming."""
+    from perfcmp.details.run import compare_details
+    from perfcmp.pipeline import read_side
+
+    options = CompareOptions(*pair, detail=DetailOptions(modules=False))
+    fresh = [read_side(path, None, options).details for path in pair]
+    kept = compare_details(*fresh, options.detail)
+    assert all(len(side.compute) for side in fresh)
+    consumed = compare_details(*[read_side(path, None, options).details for path in pair], options.detail, consume=True)
+    assert list(consumed[0]) == list(kept[0]) and consumed[1] == kept[1]
+    for name, table in kept[0].items():
+        assert consumed[0][name].columns == table.columns and list(consumed[0][name].rows) == list(table.rows), name
+    sides = [read_side(path, None, options).details for path in pair]
+    compare_details(*sides, options.detail, consume=True)
+    assert all(side.compute.empty and list(side.compute.columns) == list(f.compute.columns) for side, f in zip(sides, fresh))
