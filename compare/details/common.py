@@ -56,7 +56,7 @@ def side_stats(frame: pd.DataFrame, by: list[str], value: str, label: str | None
             cols["label"] = pd.Series([], dtype=object)
         return pd.DataFrame(cols, index=index)
     order = np.argsort(frame[start].to_numpy(), kind="stable")  # sort_values(start, kind="stable"): NaN last
-    group, firsts = _groups([frame[c].to_numpy(dtype=object)[order] for c in by])
+    group, firsts = group_codes([frame[c].to_numpy(dtype=object)[order] for c in by])
     spec = {"calls": (value, "size"), "total": (value, "sum"), "max": (value, "max"), "min": (value, "min"),
             "first": (start, "first")}
     if label is not None:
@@ -74,9 +74,10 @@ def side_stats(frame: pd.DataFrame, by: list[str], value: str, label: str | None
     return stats
 
 
-def _groups(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def group_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per row, its group's number among the rows' distinct value combinations (first-seen
-    order), and each group's first row."""
+    order, missing values a group of their own: pandas' ``groupby(sort=False, dropna=False)``
+    numbering), and each group's first row."""
     combined = np.zeros(len(columns[0]), dtype=np.int64)
     for column in columns:
         codes, uniques = factorize(column)

@@ -45,7 +45,7 @@ from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, Profile, frame
-from perfcmp.readers.textmatch import per_unique, texts
+from perfcmp.readers.textmatch import factorize, per_unique, texts
 
 MODULE_PREFIX = "nn.Module:"
 STEP_PREFIX = "ProfilerStep#"
@@ -304,8 +304,7 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     rows = np.flatnonzero(keep)
     rows = rows[np.argsort(start[rows], kind="stable")]
     names = host["name"].to_numpy()[rows]
-    code, uniques = pd.factorize(normalizer.keys(names))
-    uniques = np.asarray(uniques, dtype=object)
+    code, uniques = factorize(normalizer.keys(names))  # names are text: none missing
     code_of_host = np.full(len(host), -1, dtype=np.int64)
     code_of_host[rows] = code
     outer_of_host = ~nested_in_same(parent, code_of_host)

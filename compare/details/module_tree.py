@@ -29,7 +29,7 @@ import pandas as pd
 from perfcmp.details.extract import MODULE_PREFIX, SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import texts
+from perfcmp.readers.textmatch import factorize, texts
 
 BACKWARD = "[ BACKWARD ]"
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
@@ -38,7 +38,7 @@ _INSTANCE_SUFFIX = re.compile(r"_\d+$")
 def op_codes(b_ops: pd.DataFrame, c_ops: pd.DataFrame, use_shape: bool) -> tuple[np.ndarray, np.ndarray]:
     """Op comparison keys as small ints shared by both sides."""
     keys = [op_keys(ops, use_shape) for ops in (b_ops, c_ops)]  # the one op key rule (perfcmp.keys)
-    codes, _ = pd.factorize(np.concatenate(keys), use_na_sentinel=False)
+    codes, _ = factorize(np.concatenate(keys))
     return codes[: len(keys[0])], codes[len(keys[0]):]
 
 

@@ -26,10 +26,11 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import (GROUP_CHILD, KERNEL_CHILD, Table, cell_column, ratio, ratio_column, slice_children)
+from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cell_column, ratio, ratio_column, slice_children
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions
+from perfcmp.readers.textmatch import factorize
 from perfcmp.rows import Rows
 
 TOTAL = "TOTAL"
@@ -211,7 +212,7 @@ class _Groups:
 
 
 def _statistic(b: ModuleTree, c: ModuleTree) -> Table:
-    codes, _ = pd.factorize(np.concatenate([b.group, c.group]), use_na_sentinel=False)
+    codes, _ = factorize(np.concatenate([b.group, c.group]))
     n_groups = int(codes.max(initial=-1)) + 1
     bg, cg = _groups(b, codes[: b.n], n_groups), _groups(c, codes[b.n:], n_groups)
     b_order = _unique_in_order(codes[: b.n][b.order])

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.align import align
-from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, ratio_column, ratios, slice_children
+from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, group_codes, ratio_column, ratios, slice_children
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer
@@ -256,9 +256,10 @@ class _Aligner:
         self.op_name_map = opts.op_name_map
         # the one op key rule (perfcmp.keys): name, and with --use_input_shape shapes written the
         # same for either device
-        both = pd.DataFrame({"phase": np.concatenate([base.ops["phase"].to_numpy(), comp.ops["phase"].to_numpy()]),
-                             "key": np.concatenate([op_keys(base.ops, self.use_shape), op_keys(comp.ops, self.use_shape)])})
-        codes = both.groupby(["phase", "key"], sort=False, dropna=False).ngroup().to_numpy() if len(both) else np.empty(0, np.int64)
+        phase = np.concatenate([base.ops["phase"].to_numpy(dtype=object), comp.ops["phase"].to_numpy(dtype=object)])
+        key = np.concatenate([op_keys(base.ops, self.use_shape), op_keys(comp.ops, self.use_shape)]).astype(object)
+        # numbered in order of first appearance, as pandas' ngroup of (phase, key) would number them
+        codes = group_codes([phase, key])[0] if len(phase) else np.empty(0, np.int64)
         self.codes_b, self.codes_c = codes[: len(base.ops)], codes[len(base.ops):]
         self.names_b, self.names_c = base.ops["name"].tolist(), comp.ops["name"].tolist()
         self.phase_b, self.phase_c = base.ops["phase"].tolist(), comp.ops["phase"].tolist()
