@@ -157,7 +157,7 @@ class _Db:
             self._strings = self._strings[~self._strings.index.duplicated()]
         values = pd.Series(ids).reset_index(drop=True)
         number = pd.to_numeric(values, errors="coerce")
-        pos = self._strings.index.get_indexer(number.fillna(-1).to_numpy(dtype=np.int64))
+        pos = self._strings.index.get_indexer(_ints(number))  # NaN, inf, beyond int64: no id (-1)
         out = np.full(len(values), "", dtype=object)
         out[pos >= 0] = self._strings.to_numpy()[pos[pos >= 0]]
         inline = (number.isna() & values.notna()).to_numpy()

@@ -403,3 +403,19 @@ def test_real_db_export_has_the_text_exports_structure(samples_dir):
 def _shapes_and_types(profile, name: str) -> set[tuple[str, str]]:
     rows = profile.host[profile.host["name"] == name]
     return set(zip(rows["input_shapes"], rows["input_types"]))
+
+
+def test_string_ids_that_are_no_int64_name_nothing_and_warn_nothing(tmp_path):
+    """An id column holding inf, 1e300 or text: no string found for a number beyond int64 (and
+    no numpy cast warning on the way), text stored in place of an id kept as it is."""
+    import warnings
+
+    import pandas as pd
+
+    from perfcmp.readers.ascend_db import _Db
+
+    path = write_db(tmp_path / "x.db")
+    with _Db(path, "x.db", []) as db, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = db.text(pd.Series([2, float("inf"), 1e300, None, "inline name", 99], dtype=object))
+    assert got.tolist() == ["aten::mm", "", "", "", "inline name", ""]
