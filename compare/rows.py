@@ -19,6 +19,9 @@ Column kinds, fixed when the table is built (``Rows.of``):
            and ``slice(start, stop)`` (the values of those rows), such as the workbook's
            kernel-list texts (``render.detail_text.TextCells``); ``lazy(j)`` gives it for
            measuring without making the cells.
+
+A column may also be handed over already typed (``Typed(array, kind)``), so that no list of a
+million Python values is made on the way.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     return sheets, [WarningRecord(side="", source="", message=note) for note in notes]
 
 
-SHEET_ORDER = ("communication", "operator", "memory", "api", "kernel")  # as the workbook shows them
+SHEET_ORDER = ("communication", "operator", "memory", "api", "kernel")  # the result's order of sheets and warnings
 
 
 def _one(built: dict[str, Table], name: str, why: str) -> tuple[dict[str, Table], list[str]]:
