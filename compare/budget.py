@@ -14,7 +14,13 @@ from pathlib import Path
 
 from perfcmp.readers.chrome import GZIP_MAGIC, SQLITE_MAGIC
 
-PARALLEL_MIN_BYTES = 16 * 1024 * 1024  # below this, a second process costs more than it saves
+LARGE_INPUT_BYTES = 16 * 1024 * 1024  # below this, a second process or a side parked on disk costs more than it saves
+
+
+def large(*paths: str) -> bool:
+    """Whether the inputs together are large enough to read in two processes, or to park the
+    first side on disk while the second is read (``pipeline.run``)."""
+    return sum(input_size(p) for p in paths) >= LARGE_INPUT_BYTES
 
 
 def worth_a_worker(*paths: str) -> bool:
@@ -23,7 +29,7 @@ def worth_a_worker(*paths: str) -> bool:
     larger inputs are read one after the other, slower but within one side's peak."""
     if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return False
-    if sum(input_size(p) for p in paths) < PARALLEL_MIN_BYTES:
+    if not large(*paths):
         return False
     available = available_memory()
     budget = MEMORY_BUDGET if available is None else min(MEMORY_BUDGET, available / 2)

@@ -54,18 +54,16 @@ def run(options: CompareOptions) -> ComparisonResult:
     """
     rules = load_rules(options.categories)
     names = _normalizer(options)
-    parallel = options.jobs == 2 if options.jobs else budget.worth_a_worker(options.base_path, options.comp_path)
+    paths = (options.base_path, options.comp_path)
+    parallel = options.jobs == 2 if options.jobs else budget.worth_a_worker(*paths)
     if not parallel:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
         # A large side's tables wait on disk while the other side is read: the run's peak is then
         # one side's read, not one side's read on top of the other side's tables.
-        parked = _park(base) if budget.input_size(options.base_path) + budget.input_size(options.comp_path) >= PARK_MIN_BYTES else None
-        if parked is not None:
-            base = None
+        if budget.large(*paths):
+            base = _park(base) or base  # with no room on disk, it stays in memory
         comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
-        if parked is not None:
-            base = _unpark(parked)
-        return _result(base, comp, options)
+        return _result(_unpark(base), comp, options)
     # The worker hands its side over through an unlinked temporary file, opened before the fork so
     # that the worker inherits it: unpickled from the file as it is read, the side never exists
     # here twice (once as one message of pickled bytes, once as objects), as a pipe would have it.
@@ -108,13 +106,10 @@ def _read_into(handoff: int, path: str, step: int | None, options: CompareOption
     return None
 
 
-PARK_MIN_BYTES = 16 * 1024 * 1024  # inputs together at least this large: the first side waits on disk
-
-
 def _park(side: "_Side"):
-    """``side`` pickled into an unlinked temporary file (returned, to ``_unpark``), so that its
-    memory is free while the other side is read; None when the temporary directory has no
-    room for it (the side then simply stays in memory)."""
+    """``side`` pickled into an unlinked temporary file (returned, for ``_unpark``), so that its
+    memory is free while the other side is read; None when the temporary directory has no room
+    for it (the side then simply stays in memory)."""
     spill = tempfile.TemporaryFile()
     try:
         pickle.dump(side, spill, protocol=pickle.HIGHEST_PROTOCOL)
@@ -125,11 +120,14 @@ def _park(side: "_Side"):
     return spill
 
 
-def _unpark(spill) -> "_Side":
-    """The side ``_park`` (or the read worker) wrote to ``spill``, read back; the file is closed."""
-    with spill:
-        spill.seek(0)
-        return pickle.load(spill)
+def _unpark(parked) -> "_Side":
+    """The side ``_park`` (or the read worker) wrote to a file, read back and the file closed;
+    a side that was never written, as it is."""
+    if isinstance(parked, _Side):
+        return parked
+    with parked:
+        parked.seek(0)
+        return pickle.load(parked)
 
 
 def _start_worker(parent: int) -> None:
@@ -203,7 +201,6 @@ class _Side:
     @classmethod
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
         profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
-        give_back_free_memory()  # the reader's transients: freed, but held by the allocator below the tables
         profile.check()
         side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
         del profile

@@ -26,13 +26,9 @@ def _libc_function(name: str):
         return None
 
 
-def _trim():
-    return _libc_function("malloc_trim")
-
-
 def give_back_free_memory() -> None:
     """Return the allocator's free pages to the system (glibc ``malloc_trim(0)``)."""
-    trim = _trim()
+    trim = _libc_function("malloc_trim")
     if trim is not None:
         trim(0)
 

@@ -39,16 +39,22 @@ def factorize(values) -> tuple[np.ndarray, np.ndarray]:
     if numeric or len(objects) < IDENTITY_MIN_ROWS:
         return pd.factorize(objects, use_na_sentinel=False)
     by_object, _ = pd.factorize(_addresses(objects))
-    # codes come in first-seen order, so each object's first row is where their running maximum rises
-    running = np.maximum.accumulate(by_object)
-    firsts = np.concatenate(([0], np.flatnonzero(running[1:] != running[:-1]) + 1))
-    by_value, uniques = pd.factorize(objects[firsts], use_na_sentinel=False)
+    by_value, uniques = pd.factorize(objects[first_rows(by_object)], use_na_sentinel=False)
     if pd.isna(uniques).any():  # which missing value pandas shows for None and NaN together is its own affair
         return pd.factorize(objects, use_na_sentinel=False)
     return by_value[by_object], np.asarray(uniques, dtype=object)
 
 
 IDENTITY_MIN_ROWS = 1024  # below this, pandas' own factorize costs less than the two steps
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """Each code's first row, for codes numbered in first-seen order (as ``factorize`` numbers
+    them): the rows where their running maximum rises."""
+    if not len(codes):
+        return np.empty(0, dtype=np.intp)
+    running = np.maximum.accumulate(codes)
+    return np.concatenate(([0], np.flatnonzero(running[1:] != running[:-1]) + 1))
 
 
 def _addresses(objects: np.ndarray) -> np.ndarray:
@@ -94,20 +100,10 @@ def shared(values, limit: int | None = None, memo: dict | None = None) -> np.nda
     Trace decoders create a new string per event; a table column of 100k copies of a few
     hundred names costs megabytes that sharing gives back. With ``limit``, a string longer than
     that is cut to its first ``limit`` characters plus "…" (checked once per distinct string).
-    With ``memo`` (see ``per_unique``), equal strings are one object across calls too: a
-    trace's chunks then keep no string of their own, and the decoder's memory they were made
-    in is freed whole, not pinned by a few strings in each chunk's share of it.
+    With ``memo`` (see ``per_unique``), equal strings are one object across calls too, so every
+    chunk of a trace uses the same object for a name and later grouping by object finds few.
     """
-    if memo is not None:
-        return per_unique(values, lambda u: _cut(u, limit), memo=memo)
-    codes, uniques = factorize(values)
-    if not len(uniques):
-        return np.empty(0, dtype=object)
-    uniques = np.asarray(uniques, dtype=object)
-    if limit is not None:
-        for i in np.flatnonzero(_lengths(uniques) > limit):
-            uniques[i] = uniques[i][:limit] + CUT_MARK
-    return uniques[codes]
+    return per_unique(values, lambda u: _cut(u, limit), memo=memo)
 
 
 def _cut(value, limit: int | None):
@@ -115,11 +111,6 @@ def _cut(value, limit: int | None):
     if limit is not None and isinstance(value, str) and len(value) > limit:
         return value[:limit] + CUT_MARK
     return value
-
-
-def _lengths(uniques: np.ndarray) -> np.ndarray:
-    """Length of each distinct value (0 for a non-string)."""
-    return np.fromiter((len(u) if isinstance(u, str) else 0 for u in uniques), dtype=np.int64, count=len(uniques))
 
 
 def _objects(values) -> np.ndarray:

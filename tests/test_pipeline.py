@@ -43,10 +43,10 @@ def test_one_process_parks_the_first_side_on_disk_and_gets_the_same_result(monke
 
     from perfcmp import pipeline
 
-    kept = run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1)).to_json()  # the demo pair is below PARK_MIN_BYTES
+    kept = run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1)).to_json()  # the demo pair is below LARGE_INPUT_BYTES
     parked = []
     park = pipeline._park
-    monkeypatch.setattr(pipeline, "PARK_MIN_BYTES", 0)
+    monkeypatch.setattr(pipeline.budget, "LARGE_INPUT_BYTES", 0)
     monkeypatch.setattr(pipeline, "_park", lambda side: parked.append(park(side)) or parked[-1])
     assert run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1)).to_json() == kept
     assert len(parked) == 1 and parked[0].closed  # parked, read back, and the file closed

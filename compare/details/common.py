@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.textmatch import factorize
+from perfcmp.readers.textmatch import factorize, first_rows
 from perfcmp.result import Table, ratio
 from perfcmp.rows import Rows, Typed
 
@@ -83,9 +83,7 @@ def group_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         codes, uniques = factorize(column)
         combined = combined * max(len(uniques), 1) + codes
     group, _ = pd.factorize(combined)
-    running = np.maximum.accumulate(group)
-    firsts = np.concatenate(([0], np.flatnonzero(running[1:] != running[:-1]) + 1)) if len(group) else group
-    return group, firsts
+    return group, first_rows(group)
 
 
 def union_order(base: pd.DataFrame, comp: pd.DataFrame) -> pd.Index:
@@ -108,10 +106,10 @@ def ratio_column(comp: np.ndarray, base: np.ndarray) -> Typed:
     return Typed(np.where(zero, np.where(comp == 0, 1.0, np.nan), out), "float")
 
 
-def cell_column(values: np.ndarray, integer: bool = False) -> Typed:
-    """``cells`` of a float array as a column for ``Rows.of``: NaN reads as None (and, with
-    ``integer``, a number as an int), with no list of Python values made."""
-    return Typed(np.asarray(values, dtype=np.float64), "count" if integer else "float")
+def cell_column(values: np.ndarray) -> Typed:
+    """``cells`` of a float array as a column for ``Rows.of``: NaN reads as None, with no list
+    of Python values made."""
+    return Typed(np.asarray(values, dtype=np.float64), "float")
 
 
 def cells(values: np.ndarray, integer: bool = False) -> list:

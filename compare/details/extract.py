@@ -45,7 +45,7 @@ from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, Profile, frame
-from perfcmp.readers.textmatch import factorize, per_unique, texts
+from perfcmp.readers.textmatch import factorize, first_rows, per_unique, texts
 
 MODULE_PREFIX = "nn.Module:"
 STEP_PREFIX = "ProfilerStep#"
@@ -313,8 +313,7 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     sums = (pd.DataFrame({"total_us": np.where(outer, dur[rows], 0.0),
                           "self_us": np.clip(dur[rows] - children[rows], 0.0, None)}, copy=False)
             .groupby(code, sort=False).sum())
-    first = np.full(len(uniques), len(rows), dtype=np.int64)
-    np.minimum.at(first, code, np.arange(len(rows)))  # each key's first row: its earliest start (NaN sort last)
+    first = first_rows(code)  # each key's first row: its earliest start (NaN sort last)
     keys = np.full(len(host), None, dtype=object)
     keys[rows] = uniques[code]
     inside = _inside_runtime_calls(parent, keep & runtime, outer_of_host, keys, dur)
