@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -31,6 +32,18 @@ def _results_are_checked(monkeypatch):
             return result
 
         monkeypatch.setattr(module, name, checked)
+
+
+# --- Ctrl-C reaches the runs the tests start ------------------------------------------------------
+
+
+def pytest_configure(config):
+    """A pytest started with SIGINT ignored (in the background of a non-interactive shell, as some
+    CI runners start jobs) would pass that on to every perfcmp it starts, and a run that ignores
+    Ctrl-C, rightly, cannot be tested stopping on it: the signal is handled here, so that the
+    children start with its default."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # --- profile builders (reader and CLI tests) ---------------------------------------------------
