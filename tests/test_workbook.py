@@ -11,6 +11,7 @@ from hypothesis import given, strategies as st
 import hashlib
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 import openpyxl
@@ -313,6 +314,56 @@ def test_two_writer_processes_give_the_bytes_of_one(demo, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.xlsx", "two.xlsx"]  # the loose sheets' files are gone
 
 
+def test_sheets_in_pieces_read_as_whole_sheets_whoever_writes_them(demo, tmp_path, monkeypatch):
+    """A sheet of more than PIECE_CELLS cells is written in pieces, each compressed on its own
+    and joined (CRC-32s combined): lowered to 60 cells here, so the demo's detail sheets have
+    several pieces. Spreadsheet apps must read the sheets whole, the zip's checksums must hold,
+    and the bytes must not depend on which process wrote which piece."""
+    result, _ = demo
+    whole, one, two = tmp_path / "whole.xlsx", tmp_path / "one.xlsx", tmp_path / "two.xlsx"
+    xlsx._write(result, str(whole), processes=1)
+    monkeypatch.setattr(xlsx, "PIECE_CELLS", 60)
+    joined = []
+    real_join = Workbook.join_pieces
+    monkeypatch.setattr(Workbook, "join_pieces", lambda book, name, sources: joined.append(len(sources))
+                        or real_join(book, name, sources))
+    xlsx._write(result, str(one), processes=1)
+    assert joined and max(joined) > 1  # some sheet had more than one piece
+    xlsx._write(result, str(two), processes=2)
+    assert one.read_bytes() == two.read_bytes() != whole.read_bytes()
+    assert zipfile.ZipFile(one).testzip() is None  # every member's CRC-32 and length agree with its data
+    with zipfile.ZipFile(one) as pieced, zipfile.ZipFile(whole) as plain:
+        assert pieced.namelist() == plain.namelist()
+        assert all(pieced.read(name) == plain.read(name) for name in plain.namelist())  # the same XML, byte for byte
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.xlsx", "two.xlsx", "whole.xlsx"]
+
+
+def test_a_sheets_pieces_cover_its_rows_once():
+    planned = [xlsx._Planned(spec=None, widths=[10.0] * 4, merges=[], head=[], blocks=iter, heights=len, cells=4 * n,
+                             rows=n, pieceable=p) for n, p in ((10, True), (1000, True), (1000, False), (1001, True))]
+    units = xlsx._units(planned)
+    xlsx_pieces = {i: [(u.start, u.stop, u.piece) for u in units if u.sheet == i] for i in range(4)}
+    per_piece = xlsx.PIECE_CELLS // 4
+    assert per_piece == 250_000 and xlsx_pieces[1] == [(0, 1000, None)]  # few enough cells: one unit
+    xlsx.PIECE_CELLS, saved = 1000, xlsx.PIECE_CELLS  # 250 rows a piece
+    try:
+        units = xlsx._units(planned)
+    finally:
+        xlsx.PIECE_CELLS = saved
+    pieces = {i: [(u.start, u.stop, u.piece) for u in units if u.sheet == i] for i in range(4)}
+    assert pieces[0] == [(0, 10, None)] and pieces[2] == [(0, 1000, None)]  # small; a tree sheet is never cut
+    assert pieces[1] == [(0, 250, (0, 4, 0)), (250, 500, (1, 4, 253)), (500, 750, (2, 4, 503)), (750, 1000, (3, 4, 753))]
+    assert pieces[3][-1] == (1000, 1001, (4, 5, 1003))  # a last piece of one row
+    assert [u.cells for u in units if u.sheet == 3] == [1000, 1000, 1000, 1000, 4]
+
+
+def test_crc32_combine_gives_the_crc_of_the_joined_bytes():
+    from perfcmp.render.ooxml import crc32_combine
+
+    for a, b in ((b"", b""), (b"abc", b""), (b"", b"xyz"), (b"perf" * 1000, b"cmp" * 777), (bytes(range(256)), b"\0" * 5)):
+        assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+
+
 def test_no_second_process_to_be_had_writes_all_here(demo, tmp_path, monkeypatch):
     """fork failing (a process limit) is no error: the sheets are written in this process."""
     import errno as errnos
@@ -338,13 +389,11 @@ def test_a_process_with_other_threads_writes_alone(monkeypatch):
     assert xlsx._worth_a_second_process(planned) is False
 
 
-def test_the_split_gives_each_process_about_half_the_cells(monkeypatch):
+def test_the_writers_claim_the_largest_sheets_first(monkeypatch):
     monkeypatch.setattr(xlsx.threading, "active_count", lambda: 1)  # other tests may have left threads
     planned = [xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=n)
-               for n in (10, 500_000, 40, 300_000, 250_000, 0)]
-    mine, theirs = xlsx._shares(planned)
-    # largest first, each to the lighter side: 500k here; 300k, 250k there; then 40, 10 and 0 here
-    assert (mine, theirs) == ([0, 1, 2, 5], [3, 4])  # 500,050 cells here, 550,000 there
+               for n in (10, 500_000, 40, 300_000, 250_000, 0, 40)]
+    assert xlsx._largest_first(planned) == [1, 3, 4, 2, 6, 0, 5]  # ties in planned order
     assert xlsx._worth_a_second_process(planned) is False  # 1.05 M cells: one process
     planned[1] = xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=3_000_000)
     assert xlsx._worth_a_second_process(planned) is True

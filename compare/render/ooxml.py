@@ -25,8 +25,10 @@ import math
 import re
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from itertools import repeat
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
@@ -142,12 +144,15 @@ class Workbook:
         return index
 
     def add_sheet(self, name: str, widths: list[float], freeze: tuple[int, int] | None = None,
-                  merges: list[str] = (), archive: zipfile.ZipFile | None = None) -> "Sheet":
+                  merges: list[str] = (), archive: zipfile.ZipFile | None = None, piece: "Piece | None" = None) -> "Sheet":
         """The planned sheet ``name``: the next one, streaming into this workbook's zip; or with
         ``archive`` (a zip of loose sheets, written by another process) any one, streaming
-        there, to be brought in by ``copy_sheet`` in its turn."""
+        there, to be brought in by ``copy_sheet`` in its turn. With ``piece`` (and an archive),
+        one piece of the sheet, brought in with the others by ``join_pieces``."""
+        if piece is not None and archive is None:
+            raise ValueError("a sheet's piece is written into an archive of loose sheets")
         number = self.number(name) if archive is not None else self._next(name)
-        return Sheet(self, number, widths, freeze, list(merges), self.filters.get(name), archive)
+        return Sheet(self, number, widths, freeze, list(merges), self.filters.get(name), archive, piece)
 
     def number(self, name: str) -> int:
         """The planned sheet's number (1 for the first): its part is ``xl/worksheets/sheet<N>.xml``."""
@@ -185,6 +190,34 @@ class Workbook:
         target.NameToInfo[info.filename] = info
         target.start_dir = target.fp.tell()
 
+    def join_pieces(self, name: str, sources: list[zipfile.ZipFile]) -> None:
+        """Bring in the next planned sheet from the pieces ``add_sheet(name, archive=..., piece=...)``
+        wrote, piece ``i`` into ``sources[i]``: their deflate data joined into one member (each
+        piece but the last ends on a byte boundary, and none refers back to another's bytes),
+        its CRC-32 combined from theirs. The bytes are the same whoever wrote which piece."""
+        number = self._next(name)
+        member = f"xl/worksheets/sheet{number}.xml"
+        pieces = [source.getinfo(f"{member}.{i}") for i, source in enumerate(sources)]
+        crc = size = 0
+        for piece in pieces:
+            piece_crc, piece_size = map(int, piece.comment.split())
+            crc, size = crc32_combine(crc, piece_crc, piece_size), size + piece_size
+        info = zipfile.ZipInfo(member, ZIP_TIME)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o600 << 16  # as zipfile gives a streamed member
+        info.CRC, info.file_size, info.compress_size = crc, size, sum(p.file_size for p in pieces)
+        target = self.zip
+        target.fp.seek(target.start_dir)
+        info.header_offset = target.start_dir
+        target.fp.write(info.FileHeader(max(info.file_size, info.compress_size) > zipfile.ZIP64_LIMIT))
+        for source, piece in zip(sources, pieces):
+            with source.open(piece) as data:  # stored: its bytes are the piece's deflate data
+                while block := data.read(1 << 20):
+                    target.fp.write(block)
+        target.filelist.append(info)
+        target.NameToInfo[info.filename] = info
+        target.start_dir = target.fp.tell()
+
     def _next(self, name: str) -> int:
         expected = self.planned[len(self.sheet_names)] if len(self.sheet_names) < len(self.planned) else None
         if name != expected:
@@ -203,21 +236,42 @@ class Workbook:
                           compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
 
 
+class Piece(NamedTuple):
+    """One of the consecutive runs of rows a large sheet is written in, each compressed on its
+    own so that any writer process can write any piece (``Workbook.join_pieces``)."""
+
+    index: int  # 0 for the first
+    count: int
+    first_row: int  # the sheet's rows before the piece's first (the first piece: 0)
+
+
 class Sheet:
-    """Rows are added in order; cells are (value, style index) with value None for a styled blank."""
+    """Rows are added in order; cells are (value, style index) with value None for a styled blank.
+
+    A ``piece`` of a sheet holds its rows only, after the sheet's start (the first piece) and
+    before its end (the last piece)."""
 
     def __init__(self, book: Workbook, number: int, widths: list[float], freeze: tuple[int, int] | None,
-                 merges: list[str], autofilter: str | None = None, archive: zipfile.ZipFile | None = None) -> None:
-        self.book, self.merges, self.autofilter, self.row = book, merges, autofilter, 0
+                 merges: list[str], autofilter: str | None = None, archive: zipfile.ZipFile | None = None,
+                 piece: Piece | None = None) -> None:
+        self.book, self.merges, self.autofilter = book, merges, autofilter
         self.letters = [column_letter(i) for i in range(max(len(widths), 1))]
-        info = zipfile.ZipInfo(f"xl/worksheets/sheet{number}.xml", ZIP_TIME)
-        info.compress_type = zipfile.ZIP_DEFLATED
-        info._compresslevel = 1  # no public setter before Python 3.13; level 6 would triple the zip time
-        self.stream = (book.zip if archive is None else archive).open(info, "w")
+        self.starts = piece is None or piece.index == 0
+        self.ends = piece is None or piece.index == piece.count - 1
+        self.row = piece.first_row if piece else 0
+        member = f"xl/worksheets/sheet{number}.xml"
+        if piece is None:
+            info = zipfile.ZipInfo(member, ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info._compresslevel = 1  # no public setter before Python 3.13; level 6 would triple the zip time
+            self.stream = (book.zip if archive is None else archive).open(info, "w")
+        else:
+            self.stream = _DeflatedPiece(archive, f"{member}.{piece.index}", self.ends)
         self.buffer: list[str] = []
         self.buffered = 0  # characters in buffer
-        self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
-                    + _sheet_view(freeze) + '<sheetFormatPr defaultRowHeight="15"/>' + _cols(widths) + "<sheetData>")
+        if self.starts:
+            self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
+                        + _sheet_view(freeze) + '<sheetFormatPr defaultRowHeight="15"/>' + _cols(widths) + "<sheetData>")
 
     def add_row(self, cells: list[tuple[object, int]]) -> None:
         """Append the next row; ``cells`` hold (value, style) per column from column A."""
@@ -262,6 +316,10 @@ class Sheet:
         self.row += 1
 
     def close(self) -> None:
+        if not self.ends:
+            self._flush()
+            self.stream.close()
+            return
         tail = "</sheetData>"
         if self.autofilter:
             last = int(re.search(r"\d+$", self.autofilter).group())
@@ -291,6 +349,68 @@ class Sheet:
     def _flush(self) -> None:
         self.stream.write("".join(self.buffer).encode("utf-8"))
         self.buffer, self.buffered = [], 0
+
+
+class _DeflatedPiece:
+    """A piece of a sheet's XML as raw deflate data, stored as the member ``name`` of a zip of
+    loose sheets, with its CRC-32 and length (text) as that member's comment. A piece but the
+    last ends with a sync flush (an empty stored block that ends on a byte boundary), not the
+    final block: the next piece's data, from a compressor of its own, follows it directly."""
+
+    def __init__(self, archive: zipfile.ZipFile, name: str, last: bool) -> None:
+        self.info = zipfile.ZipInfo(name, ZIP_TIME)  # stored: the data is compressed already
+        self.out = archive.open(self.info, "w")
+        self.deflate = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS)  # level 1, as the other sheets
+        self.last = last
+        self.crc = self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        self.out.write(self.deflate.compress(data))
+
+    def close(self) -> None:
+        if self.out.closed:
+            return
+        self.out.write(self.deflate.flush(zlib.Z_FINISH if self.last else zlib.Z_SYNC_FLUSH))
+        self.out.close()
+        self.info.comment = f"{self.crc} {self.size}".encode("ascii")  # written with the zip's directory
+
+
+def crc32_combine(crc1: int, crc2: int, length2: int) -> int:
+    """The CRC-32 of ``a + b`` from ``crc1 = crc32(a)``, ``crc2 = crc32(b)`` and ``len(b)``.
+
+    Appending a zero bit to a message is a linear map of its CRC register, a 32x32 matrix over
+    GF(2); squaring it gives the map for 2, 4, 8 ... zero bits, so ``crc1`` is carried past the
+    ``8 * length2`` zero bits of ``b``'s length in O(log length2) steps. As the CRC of ``b``
+    started from zero, XOR-ing ``crc2`` in then gives the CRC of ``a + b``.
+    """
+    if length2 <= 0:
+        return crc1
+    # the map for one zero bit (reflected polynomial): column n is where bit n goes
+    one_bit = [0xEDB88320] + [1 << n for n in range(31)]
+    power = _gf2_square(_gf2_square(_gf2_square(one_bit)))  # 8 zero bits: one zero byte
+    while length2:
+        if length2 & 1:
+            crc1 = _gf2_times(power, crc1)
+        length2 >>= 1
+        if length2:
+            power = _gf2_square(power)
+    return crc1 ^ crc2
+
+
+def _gf2_times(matrix: list[int], vector: int) -> int:
+    total, column = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[column]
+        vector >>= 1
+        column += 1
+    return total
+
+
+def _gf2_square(matrix: list[int]) -> list[int]:
+    return [_gf2_times(matrix, column) for column in matrix]
 
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once

@@ -24,8 +24,8 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Style, Workbook, column_letter, over_limit,
-                                  shown_width)
+from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Piece, Style, Workbook, column_letter,
+                                  over_limit, shown_width)
 from perfcmp.procs import die_with_parent
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.rows import Rows, block_of, column_of
@@ -80,9 +80,13 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None,
                     filters=filters)
     planned = [_plan(book, spec, table, result, layout) for spec, table in sheets]
     two = processes == 2 or (processes is None and _worth_a_second_process(planned))
-    if not (two and _emit_in_two_processes(book, planned, path)):
-        for sheet in planned:
-            _emit(book, sheet)
+    units = _units(planned)
+    if not (two and _emit_loose_sheets(book, planned, units, path, two=True)):
+        if len(units) > len(planned):  # a sheet in pieces: they are joined from loose sheets as by two writers
+            _emit_loose_sheets(book, planned, units, path, two=False)
+        else:
+            for sheet in planned:
+                _emit(book, sheet)
     book.close()
     return cut, notes
 
@@ -97,14 +101,47 @@ def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | N
     return _write(result, out, processes=1 if jobs == 1 else None)[1]
 
 
-# --- two writers -------------------------------------------------------------------------------
+# --- two writers, and sheets in pieces --------------------------------------------------------
 #
 # A large workbook's sheets are independent once planned (widths and the style table fixed), so
 # a forked child writes some of them, compressed, into a zip of loose sheets while this process
 # writes the others into another; the workbook then takes each sheet's compressed bytes in
-# order (``Workbook.copy_sheet``). The bytes are those of a workbook written in one process.
+# order (``Workbook.copy_sheet``). A sheet of more than ``PIECE_CELLS`` cells is written in
+# pieces of that many cells, each compressed on its own, which either process may write
+# (``Workbook.join_pieces``): so the largest sheet does not leave the other process idle. The
+# bytes are those of a workbook written in one process, which writes the pieces the same way.
 
 PARALLEL_MIN_CELLS = 2_000_000  # below this, forking costs more than the second core saves
+PIECE_CELLS = 1_000_000  # a sheet with more cells is written in pieces of about this many
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """What one writer writes at a time: a planned sheet (``planned[sheet]``), whole or a piece."""
+
+    sheet: int
+    piece: Piece | None
+    start: int  # data rows
+    stop: int
+    cells: int
+
+
+def _units(planned: list[_Planned]) -> list[_Unit]:
+    """Each planned sheet as one unit, or a detail sheet of more than ``PIECE_CELLS`` cells as
+    pieces of consecutive rows of about that many cells."""
+    units = []
+    for i, sheet in enumerate(planned):
+        width = max(len(sheet.widths), 1)
+        per_piece = max(1, PIECE_CELLS // width)
+        if not sheet.pieceable or sheet.rows <= per_piece:
+            units.append(_Unit(i, None, 0, sheet.rows, sheet.cells))
+            continue
+        count = -(-sheet.rows // per_piece)
+        for k in range(count):
+            start, stop = k * per_piece, min((k + 1) * per_piece, sheet.rows)
+            first_row = 0 if k == 0 else HEAD_ROWS + start
+            units.append(_Unit(i, Piece(k, count, first_row), start, stop, (stop - start) * width))
+    return units
 
 
 def _worth_a_second_process(planned: list[_Planned]) -> bool:
@@ -114,62 +151,80 @@ def _worth_a_second_process(planned: list[_Planned]) -> bool:
             and (os.cpu_count() or 1) > 1 and hasattr(os, "fork") and threading.active_count() == 1)
 
 
-def _shares(planned: list[_Planned]) -> tuple[list[int], list[int]]:
-    """The sheets (indexes) this process and the child write: largest first, each to the one
-    with less to do so far."""
-    mine: list[int] = []
-    theirs: list[int] = []
-    load = [0, 0]
-    for i in sorted(range(len(planned)), key=lambda i: -planned[i].cells):
-        side = 0 if load[0] <= load[1] else 1
-        (mine if side == 0 else theirs).append(i)
-        load[side] += planned[i].cells
-    return sorted(mine), sorted(theirs)
+def _largest_first(units: list) -> list[int]:
+    """The order the units are claimed in: largest first (ties in planned order), so that the
+    last ones, claimed when the other writer may be nearly done, are small."""
+    return sorted(range(len(units)), key=lambda i: -units[i].cells)
 
 
-def _emit_in_two_processes(book: Workbook, planned: list[_Planned], path: str) -> bool:
-    """Write ``planned`` with a forked child (see above); False, having written nothing, when no
-    process is to be had (a process limit, no memory for one). The loose sheets' zips are
-    unlinked temporary files beside ``path``, so nothing is left behind whatever happens; the
-    child dies with this process and is killed if this one fails or is stopped."""
-    mine, theirs = _shares(planned)
+UNIT_BYTES = 4  # a unit's index in the claims pipe
+
+
+def _emit_loose_sheets(book: Workbook, planned: list[_Planned], units: list[_Unit], path: str, two: bool) -> bool:
+    """Write ``units`` into zips of loose sheets, then into the workbook in the planned order;
+    False, having written nothing, when ``two`` asks for a forked child (see above) and no
+    process is to be had (a process limit, no memory for one).
+
+    Each writer claims the next unit from a pipe filled beforehand (a read of a few bytes from
+    a pipe is never split between readers), so the work divides itself: whichever finishes a
+    unit first takes the next. The loose sheets' zips are unlinked temporary files beside
+    ``path``, so nothing is left behind whatever happens; the child dies with this process and
+    is killed if this one fails or is stopped."""
+    order = _largest_first(units)
+    claims_r, claims_w = os.pipe()
+    try:
+        os.write(claims_w, b"".join(i.to_bytes(UNIT_BYTES, "little") for i in order))  # 16k units fit a pipe's buffer
+    finally:
+        os.close(claims_w)
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.TemporaryFile(dir=folder) as own_file, tempfile.TemporaryFile(dir=folder) as child_file:
         report_r, report_w = os.pipe()
         styles = len(book.styles)
         parent = os.getpid()
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(report_r)
-            os.close(report_w)
-            return False
-        if pid == 0:  # the child: write its sheets, say how it went, and leave without clean-up of the parent's
-            os.close(report_r)
-            status = 0
+        pid = 0
+        if two:
             try:
-                die_with_parent(parent)
-                _emit_loose(book, [planned[i] for i in theirs], child_file, styles)
-            except BaseException as exc:  # anything at all goes back to the parent, as its message
-                status = 1
-                os.write(report_w, _failure_report(exc))
-            finally:
-                os._exit(status)
+                pid = os.fork()
+            except OSError:
+                for fd in (claims_r, report_r, report_w):
+                    os.close(fd)
+                return False
+            if pid == 0:  # the child: write what it claims, say how it went, and leave without clean-up of the parent's
+                os.close(report_r)
+                status = 0
+                try:
+                    die_with_parent(parent)
+                    _emit_loose(book, planned, units, claims_r, child_file, styles)
+                except BaseException as exc:  # anything at all goes back to the parent, as its message
+                    status = 1
+                    os.write(report_w, _failure_report(exc))
+                finally:
+                    os._exit(status)
         os.close(report_w)
         try:
-            _emit_loose(book, [planned[i] for i in mine], own_file, styles)
-            _wait_for(pid, report_r)
-            pid = 0
+            _emit_loose(book, planned, units, claims_r, own_file, styles)
+            if pid:
+                _wait_for(pid, report_r)
+                pid = 0
         finally:
             os.close(report_r)
+            os.close(claims_r)
             if pid:  # failed or stopped here: the child's work is moot
                 with held():
                     _kill(pid)
         own_file.seek(0)
         child_file.seek(0)
-        with zipfile.ZipFile(own_file) as own, zipfile.ZipFile(child_file) as child:
+        with zipfile.ZipFile(own_file) as own, contextlib.ExitStack() as stack:
+            child = stack.enter_context(zipfile.ZipFile(child_file)) if two else None
+            written_here = set(own.namelist())
             for i, sheet in enumerate(planned):
-                book.copy_sheet(sheet.spec.name, own if i in mine else child)
+                member = f"xl/worksheets/sheet{book.number(sheet.spec.name)}.xml"
+                pieces = [unit.piece for unit in units if unit.sheet == i]
+                if pieces[0] is None:
+                    book.copy_sheet(sheet.spec.name, own if member in written_here else child)
+                else:
+                    book.join_pieces(sheet.spec.name, [own if f"{member}.{p.index}" in written_here else child
+                                                       for p in pieces])
     return True
 
 
@@ -183,12 +238,17 @@ class _LooseSheets(zipfile.ZipFile):
             self.close()
 
 
-def _emit_loose(book: Workbook, planned: list[_Planned], file, styles: int) -> None:
-    """The ``planned`` sheets into a zip of loose sheets in ``file``."""
+def _emit_loose(book: Workbook, planned: list[_Planned], units: list[_Unit], claims: int, file, styles: int) -> None:
+    """The ``units`` claimed from the pipe ``claims``, until it is empty, into a zip of loose
+    sheets in ``file``."""
     archive = _LooseSheets(file, "w")
     try:
-        for sheet in planned:
-            _emit(book, sheet, archive)
+        while claimed := os.read(claims, UNIT_BYTES):
+            unit = units[int.from_bytes(claimed, "little")]
+            if unit.piece is None:
+                _emit(book, planned[unit.sheet], archive)
+            else:
+                _emit(book, planned[unit.sheet], archive, unit)
     except BaseException:
         with contextlib.suppress(OSError, ValueError):  # the file is thrown away: the first error is the one to tell
             archive.close()
@@ -289,15 +349,18 @@ def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: Comparis
 @dataclass
 class _Planned:
     """A sheet ready to stream: its widths, head rows and merged banners, and its rows' cells
-    (a generator of blocks of columns and cell styles, made when the sheet is written)."""
+    (``blocks(start, stop)``: a generator of blocks of columns and cell styles of the data rows
+    ``start:stop``, made when the sheet is written)."""
 
     spec: SheetSpec
     widths: list[float]
     merges: list[str]
     head: list[list[tuple[object, int]]]
-    blocks: Callable[[], Iterator[tuple[list[list], list[list[int]]]]]
+    blocks: Callable[[int, int], Iterator[tuple[list[list], list[list[int]]]]]
     heights: Callable[[list[list]], list[float | None] | None]
     cells: int  # rows x columns, what writing it costs
+    rows: int = 0  # data rows
+    pieceable: bool = False  # rows may be written in pieces (``blocks`` takes any start and stop)
 
 
 def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> _Planned:
@@ -315,30 +378,36 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
         widths = [_column_width(c, table.rows, j, styles, layout) for c, j in zip(spec.columns, where)]
         _number_styles(spec, table, where, styles, layout.style)
 
-        def blocks() -> Iterator[tuple[list[list], list[list[int]]]]:
-            return (_plain_cells(spec, block_of(table.rows, start, start + BLOCK_ROWS), where, styles, layout.style)
-                    for start in range(0, len(table.rows), BLOCK_ROWS))
+        def blocks(first: int, end: int) -> Iterator[tuple[list[list], list[list[int]]]]:
+            return (_plain_cells(spec, block_of(table.rows, start, min(start + BLOCK_ROWS, end)), where, styles,
+                                 layout.style)
+                    for start in range(first, end, BLOCK_ROWS))
     else:
         columns, cell_styles = _tree_cells(spec, table, where, styles, layout.style)
         widths = [_width(c, values, layout, c.field == spec.indent_field) for c, values in zip(spec.columns, columns)]
 
-        def blocks() -> Iterator[tuple[list[list], list[list[int]]]]:
+        def blocks(first: int, end: int) -> Iterator[tuple[list[list], list[list[int]]]]:
             return iter([(columns, cell_styles)])
     line_height = layout.style["line_height"]
     return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style),
                     blocks, lambda columns: _row_heights(spec, columns, widths, styles, line_height),
-                    len(table.rows) * len(spec.columns))
+                    len(table.rows) * len(spec.columns), len(table.rows), spec.indent_field is None)
 
 
-def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = None) -> None:
-    """Stream a planned sheet into the workbook (or into ``archive``: see ``Workbook.add_sheet``)."""
-    sheet = book.add_sheet(planned.spec.name, planned.widths, freeze=FREEZE, merges=planned.merges, archive=archive)
+def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = None, unit: "_Unit | None" = None) -> None:
+    """Stream a planned sheet into the workbook (or into ``archive``: see ``Workbook.add_sheet``);
+    with ``unit``, only the piece of it that the unit is."""
+    piece = unit.piece if unit is not None else None
+    sheet = book.add_sheet(planned.spec.name, planned.widths, freeze=FREEZE, merges=planned.merges, archive=archive,
+                           piece=piece)
+    start, stop = (unit.start, unit.stop) if unit is not None else (0, planned.rows)
     try:
-        for row in planned.head[:-1]:
-            sheet.add_row(row)
-        sheet.skip_row()
-        sheet.add_row(planned.head[-1])
-        for columns, cell_styles in planned.blocks():
+        if piece is None or piece.index == 0:
+            for row in planned.head[:-1]:
+                sheet.add_row(row)
+            sheet.skip_row()
+            sheet.add_row(planned.head[-1])
+        for columns, cell_styles in planned.blocks(start, stop):
             sheet.add_rows(columns, cell_styles, planned.heights(columns))
     except BaseException:
         sheet.abandon()
