@@ -261,7 +261,15 @@ def kineto_array(raw: RawJson) -> bool:
     return _KINETO_CATEGORY.search(data) is not None
 
 
-def event_chunks(raw: RawJson, warnings: list[ReadWarning]) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
+class Restart(Exception):
+    """Raised by the events of a quick read (``event_chunks(quick=True)``) that met what only a
+    whole-document check handles as the sure read does (malformed JSON, invalid UTF-8, a value
+    of the wrong type): the caller drops what it made of the chunks and reads again, the sure
+    way, which then gives the outcome it always gives."""
+
+
+def event_chunks(raw: RawJson, warnings: list[ReadWarning],
+                 quick: bool = False) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
     """The trace header, and its events decoded a few megabytes at a time.
 
     A first pass checks the whole document and finds the event array (its events skipped, not
@@ -269,7 +277,16 @@ def event_chunks(raw: RawJson, warnings: list[ReadWarning]) -> tuple[KinetoTrace
     decoded into typed structs on its own; the reader turns a chunk into columns before the next
     one is decoded, and the document's pages behind it are given back. So one chunk's Python
     objects and no per-event index exist at any time: memory is the columns, not the events.
+
+    ``quick`` skips the first pass where it can: a Kineto trace file (a JSON object, not gzip:
+    its pages can be read again) whose ``traceEvents`` array is found near its start and end
+    (``_event_span``). The chunks then check the events as they are decoded, and anything they
+    cannot read raises ``Restart``: the caller reads again with ``quick=False``.
     """
+    span = _event_span(raw) if quick else None
+    if span is not None:
+        header, begin, end = span
+        return header, _chunks(raw, begin, end, warnings, quick=True)
     decoder = _SKELETON_DECODER if raw.first == b"{" else _WHOLE_DECODER
     try:
         try:
@@ -303,7 +320,71 @@ def event_chunks(raw: RawJson, warnings: list[ReadWarning]) -> tuple[KinetoTrace
     return header, _chunks(raw, begin, end, warnings)
 
 
-def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning]) -> Iterator[list[Event]]:
+# Where a quick read looks for the event array: its key within the document's first bytes, its
+# last events within the last bytes (Kineto writes a small header before the array and a few
+# keys after it); and how many event boundaries from the end it tries.
+KEY_SEARCH_BYTES = 1 << 20
+TAIL_SEARCH_BYTES = 1 << 20
+BOUNDARIES_TRIED = 64
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
+_OPENING = b'{"traceEvents":['
+
+
+def _event_span(raw: RawJson) -> tuple[KinetoTrace, int, int] | None:
+    """The header and the event array's span (``[`` to past ``]``) of a Kineto trace file,
+    found without reading its events; None when not found so (the first pass then reads it).
+
+    * The start: the bytes up to the array's ``[``, closed by ``]}``, must decode as a trace
+      whose ``traceEvents`` is that empty array, at that place.
+    * The end: the bytes from an event boundary near the document's end, opened by
+      ``{"traceEvents":[``, must decode as a trace; its ``traceEvents`` ends where the array
+      does. A boundary inside an array written after the events (device properties, log lines)
+      decodes too, but gives an end past the first boundary's: so the end is taken when two
+      boundaries give the same one.
+
+    The document is then the header, the array and the tail, provided the array's contents
+    are valid events, which the chunks check (else ``Restart``).
+    """
+    data = raw.data
+    if raw.first != b"{" or not isinstance(data, FileMap):
+        return None
+    key = _EVENTS_KEY.search(data, raw.start, raw.start + KEY_SEARCH_BYTES)
+    if key is None:
+        return None
+    begin = key.end() - 1
+    head = _skeleton(bytes(memoryview(data)[raw.start:begin + 1]) + b"]}", begin - raw.start)
+    if head is None or len(head.traceEvents) != 2:
+        return None
+    boundaries = list(_BOUNDARY.finditer(data, max(begin + 1, len(data) - TAIL_SEARCH_BYTES)))[-BOUNDARIES_TRIED:]
+    found = None  # (end, tail) of the latest boundary that decoded
+    for boundary in reversed(boundaries):
+        start = boundary.end() - 1  # an event's "{"
+        document = _OPENING + bytes(memoryview(data)[start:])
+        tail = _skeleton(document, len(_OPENING) - 1)
+        if tail is None:
+            continue
+        end = start - len(_OPENING) + _address(tail.traceEvents) - _address(document) + len(tail.traceEvents)
+        if found is not None and found[0] == end:
+            header = KinetoTrace(**{field: getattr(tail, field) if getattr(tail, field) is not None else getattr(head, field)
+                                    for field in ("deviceProperties", "distributedInfo", "schemaVersion")})
+            return header, begin, end
+        found = end, tail
+    return None
+
+
+def _skeleton(document: bytes, opening: int) -> "_KinetoSkeleton | None":
+    """``document`` decoded as a trace whose ``traceEvents`` starts at offset ``opening``; None
+    when it does not decode so."""
+    try:
+        skeleton = _SKELETON_DECODER.decode(document)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    if not len(skeleton.traceEvents) or _address(skeleton.traceEvents) - _address(document) != opening:
+        return None
+    return skeleton
+
+
+def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning], quick: bool = False) -> Iterator[list[Event]]:
     """The events of the array ``raw.data[begin:end]`` (a checked JSON array), in chunks.
 
     A cut is placed at ``}``, ``,``, ``{`` found past the chunk size. Such bytes can also sit
@@ -311,6 +392,10 @@ def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning]) -> 
     a false one always ends inside an open string or object, so its decode fails: the next
     boundary is tried, and after ``FALSE_CUTS_TRIED`` false ones the rest of the array is read
     the slow, sure way (``_raw_chunks``).
+
+    ``quick``: the array was not checked. Chunks are decoded as they are (invalid UTF-8 is not
+    replaced), and a chunk that cannot be read, or no boundary that a chunk decodes up to,
+    raises ``Restart``.
     """
     data, last = raw.data, end - 1  # data[last] is the closing "]"
     pos = _LEADING_SPACE.match(data, begin + 1).end()
@@ -320,11 +405,17 @@ def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning]) -> 
         for match in _candidates(data, pos + CHUNK_BYTES, last):
             following = match.end() - 1 if match else last
             try:
-                events = _decode_chunk(_wrapped(raw, pos, match.start() + 1 if match else last), warnings, seen)
+                events = _decode_chunk(_wrapped(raw, pos, match.start() + 1 if match else last), warnings, seen, quick)
                 break
             except msgspec.DecodeError:  # a false boundary (or, at the end, a bug): the next one
                 continue
+            except (UnicodeDecodeError, InputError):
+                if quick:
+                    raise Restart from None
+                raise
         if events is None:
+            if quick:
+                raise Restart
             yield from _raw_chunks(_wrapped(raw, pos, last), warnings, seen)
             break
         seen += len(events)
@@ -377,15 +468,17 @@ def _raw_chunks(raw: RawJson, warnings: list[ReadWarning], seen: int) -> Iterato
                             seen + first)
 
 
-def _decode_chunk(chunk: RawJson, warnings: list[ReadWarning], seen: int) -> list[Event]:
-    """One chunk's events; ``seen`` events came before it (messages count from the trace's first)."""
+def _decode_chunk(chunk: RawJson, warnings: list[ReadWarning], seen: int, strict: bool = False) -> list[Event]:
+    """One chunk's events; ``seen`` events came before it (messages count from the trace's first).
+    ``strict``: invalid UTF-8 raises UnicodeDecodeError (else it is replaced, with a warning)."""
+    decode = _decode_bounded if strict else (lambda decoder, raw: _decode_utf8_tolerant(decoder, raw, warnings))
     try:
         try:
-            return _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
+            return decode(_ARRAY_DECODER, chunk)
         except msgspec.ValidationError as exc:
             if OUT_OF_RANGE not in str(exc) or not _quote_huge_numbers(chunk, warnings):
                 raise
-            return _decode_utf8_tolerant(_ARRAY_DECODER, chunk, warnings)
+            return decode(_ARRAY_DECODER, chunk)
     except msgspec.ValidationError as exc:
         index = _EVENT_INDEX.search(str(exc))
         where = f"in event {seen + int(index[1]) + 1:,}" if index else "in the trace events"

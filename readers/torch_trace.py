@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, event_chunks
+from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, Restart, event_chunks
 from perfcmp.readers.columns import (NO_ARGS, Memo, common_columns, concat, flow_columns, floats, host_columns, ints,
                                      thread_key, warn_cut)
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
@@ -42,13 +42,7 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     if raw.first == b"[":
         warnings.append(ReadWarning(shown_as, "a bare JSON array of Kineto events (no traceEvents object): read without the "
                                     "trace's header (device properties, distributed info)"))
-    header, chunks = event_chunks(raw, warnings)
-    columns = _Columns(flow_cats, shown_as, warnings)
-    try:
-        for chunk in chunks:
-            columns.add(chunk)
-    except ValueError as exc:  # a timestamp that is not a number
-        raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
+    header, columns = _read_columns(raw, shown_as, flow_cats, warnings)
     groups = drop_far_times(drop_bad_times(columns.finish(), shown_as, warnings), shown_as, warnings)
     give_back_free_memory()  # the decoded events' space, before the tables are built
     warn_cut(groups["host"], shown_as, warnings)
@@ -76,6 +70,27 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
         comm_tasks=table("comm_tasks"), memory=_memory_table(memory, origin, component), timeline=table("timeline"),
         warnings=merge_warnings(warnings), allocations=allocations, collectives=collectives,
     )
+
+
+def _read_columns(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...],
+                  warnings: list[ReadWarning]) -> tuple[KinetoTrace | None, "_Columns"]:
+    """The trace's header and its events as columns: read quickly first (no first pass over the
+    whole document, see ``chrome.event_chunks``); whatever stops that read (a chunk it cannot
+    read, a timestamp that is no number) starts the sure read over, whose outcome (the columns,
+    or the error a broken trace gets, the same with or without the quick read) stands."""
+    kept = len(warnings)
+    for quick in (True, False):
+        header, chunks = event_chunks(raw, warnings, quick=quick)
+        columns = _Columns(flow_cats, shown_as, warnings)
+        try:
+            for chunk in chunks:
+                columns.add(chunk)
+            return header, columns
+        except (Restart, ValueError) as exc:
+            del warnings[kept:]
+            if not quick:  # a timestamp that is not a number
+                raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
+    raise AssertionError("the sure read returns or raises")
 
 
 class _Columns:

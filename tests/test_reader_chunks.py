@@ -13,7 +13,7 @@ import zlib
 import pandas as pd
 import pytest
 
-from perfcmp.readers import chrome, load_profile
+from perfcmp.readers import chrome, load_profile, torch_trace
 from perfcmp.readers.errors import InputError
 
 
@@ -120,15 +120,105 @@ def test_zlib_error_is_an_input_error(tmp_path):
     assert zlib  # the module whose errors are translated
 
 
-def test_pages_behind_the_chunks_are_given_back(tmp_path, monkeypatch):
+@pytest.mark.parametrize("quick", [True, False])
+def test_pages_behind_the_chunks_are_given_back(tmp_path, monkeypatch, quick):
     path = tmp_path / "t.json"
     path.write_text(json.dumps(_trace(400, tricky=False)))
     released = []
     real = chrome._release
     monkeypatch.setattr(chrome, "_release", lambda data, a, b: released.append((a, b)) or real(data, a, b))
     monkeypatch.setattr(chrome, "CHUNK_BYTES", 8192)
+    if not quick:
+        monkeypatch.setattr(chrome, "_event_span", lambda raw: None)
     load_profile(str(path))
-    whole, *behind = released
-    assert whole[0] == 0 and whole[1] == path.stat().st_size  # after the check pass
+    if quick:  # no first pass over the whole document
+        behind = released
+    else:
+        whole, *behind = released
+        assert whole[0] == 0 and whole[1] == path.stat().st_size  # after the check pass
     assert len(behind) > 5 and all(b[0] < b[1] for b in behind)
     assert behind[-1][1] > path.stat().st_size - 8192 * 2
+
+
+# --- the quick read: no first pass over the whole document -------------------------------------
+
+
+def _outcome(path, monkeypatch, quick: bool):
+    """What reading ``path`` gives: its tables and warnings, or its error message."""
+    with monkeypatch.context() as patch:
+        if not quick:
+            patch.setattr(chrome, "_event_span", lambda raw: None)
+        try:
+            profile = load_profile(str(path))
+        except InputError as exc:
+            return exc.message
+    return profile.host, profile.device, [(w.message, w.count) for w in profile.warnings]
+
+
+def _same(a, b) -> None:
+    assert type(a) is type(b)
+    if isinstance(a, str):
+        assert a == b
+        return
+    for x, y in zip(a[:2], b[:2]):
+        pd.testing.assert_frame_equal(x, y)
+    assert a[2] == b[2]
+
+
+def _kineto_text(after: str = "") -> str:
+    """A trace as Kineto writes it: a header, the events, then more keys (``after``)."""
+    trace = _trace(60, tricky=True)
+    events = trace.pop("traceEvents")
+    head = json.dumps(trace)[:-1]
+    return head + ', "traceEvents": [\n' + ",\n".join(json.dumps(e) for e in events) + "\n  ]" + after + "}"
+
+
+@pytest.mark.parametrize("after", [
+    "",
+    ', "traceName": "a ] and }, { in a name", "displayTimeUnit": "ms"',
+    ', "deviceProperties": [{"name": "GPU0"}, {"name": "GPU1"}], "x": 1',  # an array of objects after the events
+    ', "logs": ["INFO: a", "INFO: b"], "traceName": "t"',  # as Kineto's log lines
+])
+def test_the_quick_read_finds_the_array_and_header_of_a_kineto_file(tmp_path, monkeypatch, after):
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(_kineto_text(after))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 512)
+    raw = chrome.sniff_json(chrome.read_document(path, "t"), "t")
+    header, begin, end = chrome._event_span(raw)
+    sure = chrome._SKELETON_DECODER.decode(path.read_bytes())
+    assert path.read_bytes()[begin:end] == bytes(sure.traceEvents)
+    assert header.deviceProperties == sure.deviceProperties and header.schemaVersion == sure.schemaVersion
+    _same(_outcome(path, monkeypatch, quick=True), _outcome(path, monkeypatch, quick=False))
+
+
+BROKEN = {
+    "NaN literal": lambda t: t.replace('"dur": 50', '"dur": NaN', 1),
+    "invalid UTF-8": lambda t: t.replace("aten::op1", "aten::op\udcff1", 1),
+    "a missing comma": lambda t: t.replace("},\n{", "}\n{", 1),
+    "a value of the wrong type": lambda t: t.replace('"dur": 100', '"dur": [1]', 1),
+    "a timestamp that is no number": lambda t: t.replace('"ts": 210', '"ts": "soon"', 1),
+    "no number, and broken later": lambda t: t.replace('"ts": 210', '"ts": "soon"', 1).replace('"dur": 10,', '"dur": 10,,', 3),
+    "cut short": lambda t: t[: len(t) * 2 // 3],
+    "text after the document": lambda t: t + " {}",
+    "a huge number": lambda t: t.replace('"dur": 50', '"dur": 1e400', 1),
+}
+
+
+@pytest.mark.parametrize("what", sorted(BROKEN))
+def test_a_broken_trace_reads_quickly_as_it_reads_surely(tmp_path, monkeypatch, what):
+    """Whatever the quick read cannot read makes it start over the sure way: same tables and
+    warnings, or the same error, as without it."""
+    text = BROKEN[what](_kineto_text(', "traceName": "t"'))
+    path = tmp_path / "t.pt.trace.json"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 512)
+    reads = []
+    real = torch_trace.event_chunks
+    monkeypatch.setattr(torch_trace, "event_chunks", lambda raw, warnings, quick=False: reads.append(quick)
+                        or real(raw, warnings, quick))
+    assert BROKEN[what]("x" + _kineto_text()) != "x" + _kineto_text()  # the change is made
+    quick = _outcome(path, monkeypatch, quick=True)
+    started_over = reads[1:] == [False]
+    _same(quick, _outcome(path, monkeypatch, quick=False))
+    # a huge number is quoted in its chunk, as the sure read does; the last two have no span to find
+    assert started_over is (what not in ("a huge number", "cut short", "text after the document"))
