@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from perfcmp.readers.textmatch import factorize
+
 BLOCK = 8192  # rows made at once when iterating
 
 
@@ -46,12 +48,13 @@ class Typed(NamedTuple):
 class Rows(Sequence):
     """Read-only rows over typed columns (see the module docstring)."""
 
-    __slots__ = ("_data", "_kinds", "_start", "_stop")
+    __slots__ = ("_data", "_kinds", "_start", "_stop", "_distinct")
 
     def __init__(self, data: list[np.ndarray], kinds: list[str], start: int = 0, stop: int | None = None) -> None:
         self._data, self._kinds = data, kinds
         length = len(data[0]) if data else 0
         self._start, self._stop = start, length if stop is None else stop
+        self._distinct: dict[tuple[int, int, int], list] = {}
 
     @classmethod
     def of(cls, columns: list, nan_is_missing: bool = False) -> "Rows":
@@ -114,6 +117,24 @@ class Rows(Sequence):
         """Rows ``start:stop`` by column: one list of plain values per column."""
         a, b = self._start + start, self._start + min(stop, len(self))
         return [_plain(array[a:b], kind) for array, kind in zip(self._data, self._kinds)]
+
+    def numbers(self, j: int) -> tuple[np.ndarray, str] | None:
+        """Column ``j`` when it holds numbers only ("float", "count", "int" or "raw"): its stored
+        array (these rows of it) and its kind; else None."""
+        kind = self._kinds[j]
+        if kind not in ("float", "count", "int", "raw"):
+            return None
+        return self._data[j][self._start : self._stop], kind
+
+    def distinct(self, j: int) -> list | None:
+        """The distinct values of column ``j`` (these rows of it), first seen first, when it is an
+        "object" column (text, mostly the same few names); else None."""
+        if self._kinds[j] != "object":
+            return None
+        key = (j, self._start, self._stop)
+        if key not in self._distinct:  # widths and the over-limit count both ask
+            self._distinct[key] = factorize(self._data[j][self._start : self._stop])[1].tolist()
+        return self._distinct[key]
 
     def lazy(self, j: int):
         """Column ``j`` (these rows of it) when it is a ``lazy`` one, else None."""

@@ -14,6 +14,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
+import numpy as np
 import openpyxl
 import pytest
 from openpyxl.utils import get_column_letter
@@ -455,3 +456,53 @@ def test_float_texts_at_the_notation_boundaries():
     values = [0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e16, 9999999999999998.0, 5e-324, 1.7976931348623157e308, 123.0]
     assert _float_texts(values) == ["0.0", "-0.0", "0.0001", "9.999999999999999e-05", "1e+16", "9999999999999998.0",
                                     "5e-324", "1.7976931348623157e+308", "123.0"]
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.just(0.0), st.just(-0.0),
+                          st.floats(min_value=-1e7, max_value=1e7)), max_size=40),
+       st.sampled_from(["General", "0.00", "#,##0", "#,##0.000", "0.00%", "0"]))
+def test_the_width_of_a_number_column_measured_on_its_array_is_shown_widths(floats, num_format):
+    """Widths of a large sheet's number columns are measured on the stored arrays (NaN as a
+    blank, as ``Rows`` reads it): the same as ``shown_width`` of the cells."""
+    from perfcmp.render.ooxml import shown_width_of_numbers
+
+    array = np.array(floats, dtype=np.float64)
+    cells = [None if v != v else v for v in floats]
+    assert shown_width_of_numbers(array, num_format) == shown_width(cells, num_format)
+    assert shown_width_of_numbers(array, num_format, nan_is_blank=False) == shown_width(floats, num_format)  # NaN kept
+    counts = np.array([v for v in floats if v == v and abs(v) < 2**53], dtype=np.float64).round()
+    assert shown_width_of_numbers(counts, num_format, integers=True) == shown_width([int(v) for v in counts], num_format)
+    ints = counts.astype(np.int64)
+    assert shown_width_of_numbers(ints, num_format, integers=True) == shown_width(ints.tolist(), num_format)
+
+
+@given(st.lists(st.lists(st.tuples(st.text(alphabet="ab<&x ", max_size=60), st.floats(0, 1e6)), max_size=5),
+                min_size=1, max_size=12),
+       st.integers(1, 40), st.sampled_from([None, 2, 5]))
+def test_wrapped_line_counts_from_the_measured_lengths_are_the_texts_counts(cells, width, absent):
+    """A kernel list's row height counts its lines from the lengths measured when its lines
+    were made (``TextCells.line_counts``): the same count as reading the text (``_lines``),
+    long lines folding into pieces."""
+    import re
+
+    from perfcmp.render.detail_text import TextCells
+    from perfcmp.result import Table
+
+    child = Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"],
+                  rows=[[i, name, "kernel", "", dur] for i, kernels in enumerate(cells) for name, dur in kernels])
+    counts = [len(k) if i != absent else None for i, k in enumerate(cells)]
+    text = TextCells(child, counts)
+    chars = max(1, int(width * xlsx.WRAP_FILL))
+    folds = re.compile(f"[^\n]{{{width + 1},}}").findall
+    by_text = [xlsx._lines(v, folds, chars) if isinstance(v, str) and (len(v) > width or "\n" in v) else 1
+               for v in text.slice(0, len(cells))]
+    assert text.line_counts(0, len(cells), width, chars).tolist() == by_text
+    assert text.line_counts(1, len(cells), width, chars).tolist() == by_text[1:]  # any run of rows
+
+
+def test_a_name_with_a_line_break_has_its_lines_counted_from_the_text():
+    from perfcmp.render.detail_text import TextCells
+    from perfcmp.result import Table
+
+    child = Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"], rows=[[0, "two\nlines", "kernel", "", 1.0]])
+    assert TextCells(child, [1]).line_counts(0, 1, 10, 9) is None

@@ -72,6 +72,9 @@ class TextCells:
             lengths[first:first + len(lines)] = list(map(len, lines))
             self.first_break[first:first + len(lines)] = list(map(str.find, lines, repeat("\n")))
         self.total = np.concatenate([[0], np.cumsum(lengths)])  # characters of the lines before each
+        # every line ends in its one line break (no name holds one): wrapped line counts follow
+        # from the lengths (``line_counts``)
+        self.plain_lines = bool(np.all(self.first_break == lengths - 1))
 
     def _lines(self, first: int, stop: int) -> list[str]:
         """The lines of child rows ``first:stop``."""
@@ -111,6 +114,22 @@ class TextCells:
         lo, hi = self.lo[start:stop], self.hi[start:stop]
         long = np.flatnonzero(self.present[start:stop] & (self.total[hi] - self.total[lo] > limit))
         return [self.slice(start + i, start + i + 1)[0] for i in long.tolist()]
+
+    def line_counts(self, start: int, stop: int, width: int, chars: int) -> np.ndarray | None:
+        """The lines each cell of rows ``start:stop`` shows wrapped in a column ``width``
+        characters wide, a longer line folding into pieces of ``chars`` (as ``render.xlsx``
+        counts them in a cell's text: its line breaks, plus ``(n - 1) // chars`` more for each
+        line of n > ``width`` characters); 1 for a blank or absent cell. Computed from the line
+        lengths measured when the cells were made, without making them; None when a line holds
+        a line break of its own (the text must then be read)."""
+        if not self.plain_lines:
+            return None
+        lo, hi = self.lo[start:stop], self.hi[start:stop]
+        shown = np.diff(self.total) - 1  # characters before each line's break
+        folds = np.where(shown > width, (shown - 1) // chars, 0)
+        before = np.concatenate([[0], np.cumsum(folds)])
+        counts = (hi - lo) + before[hi] - before[lo]
+        return np.where(self.present[start:stop] & (hi > lo), counts, 1)
 
     def filled(self, start: int, stop: int) -> bool:
         """Whether any cell of rows ``start:stop`` has text."""

@@ -525,6 +525,30 @@ def shown_width(values: list, num_format: str = "General") -> int:
 _NO_BREAK = 1 << 62
 
 
+def shown_width_of_numbers(values: np.ndarray, num_format: str = "General", integers: bool = False,
+                           nan_is_blank: bool = True) -> int:
+    """``shown_width`` of a column of numbers held in an array, without making a Python value per
+    cell; ``integers``: the cells are ints (as ``shown_width`` would get them), so the largest
+    and smallest are formatted as ints; ``nan_is_blank``: a NaN is a blank cell (None), else a
+    NaN cell (shown blank too, but not a blank to ``shown_width``)."""
+    values = np.asarray(values)
+    if values.dtype.kind != "f":  # integers: exact, whatever their size
+        present = values[values != 0]
+    elif nan_is_blank:
+        present = values[(values != 0) & ~np.isnan(values)]  # as filter(None, ...): blanks and zeros never widest
+    else:
+        present = values[values != 0]  # NaN is truthy
+    if not len(present):
+        return len(_shown_number(0, num_format)) if bool((values == 0).any()) else 0
+    if values.dtype.kind == "f":
+        present = present[np.isfinite(present)]  # infinities are shown blank
+    if not len(present):
+        return 0
+    kind = int if integers else float
+    high, low = kind(present.max()), kind(present.min())
+    return max(len(_shown_number(high, num_format)), len(_shown_number(low, num_format)))
+
+
 def _shown_number(value: float, num_format: str) -> str:
     match = _DECIMAL_FORMAT.fullmatch(num_format)
     if match is None:  # General: at most 11 characters, as Excel shows numbers in a column

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Piece, Style, Workbook, column_letter,
-                                  over_limit, shown_width)
+                                  over_limit, shown_width, shown_width_of_numbers)
 from perfcmp.procs import die_with_parent
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.rows import Rows, block_of, column_of
@@ -308,6 +308,11 @@ def _cells_over_limit(spec: SheetSpec, table: Table) -> int:
         if lazy is not None:
             cut += sum(map(over_limit, lazy.longer_than(TEXT_LIMIT // 2, 0, len(lazy))))
             continue
+        if isinstance(table.rows, Rows) and table.rows.numbers(i) is not None:  # no text in it
+            continue
+        distinct = table.rows.distinct(i) if isinstance(table.rows, Rows) else None
+        if distinct is not None and max((len(v) for v in distinct if type(v) is str), default=0) <= TEXT_LIMIT // 2:
+            continue  # no text long enough (the usual case): known from the distinct values
         texts = [v for v in column_of(table.rows, i) if type(v) is str]
         if texts and max(map(len, texts)) > TEXT_LIMIT // 2:  # only then can a text be over the limit
             cut += sum(map(over_limit, texts))
@@ -357,7 +362,7 @@ class _Planned:
     merges: list[str]
     head: list[list[tuple[object, int]]]
     blocks: Callable[[int, int], Iterator[tuple[list[list], list[list[int]]]]]
-    heights: Callable[[list[list]], list[float | None] | None]
+    heights: Callable[[list[list], int], list[float | None] | None]  # a block's columns and first data row
     cells: int  # rows x columns, what writing it costs
     rows: int = 0  # data rows
     pieceable: bool = False  # rows may be written in pieces (``blocks`` takes any start and stop)
@@ -377,6 +382,7 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
         # the cells a block of rows at a time, so only one block's values exist as Python objects
         widths = [_column_width(c, table.rows, j, styles, layout) for c, j in zip(spec.columns, where)]
         _number_styles(spec, table, where, styles, layout.style)
+        lazies = [_lazy(table.rows, j) for j in where]
 
         def blocks(first: int, end: int) -> Iterator[tuple[list[list], list[list[int]]]]:
             return (_plain_cells(spec, block_of(table.rows, start, min(start + BLOCK_ROWS, end)), where, styles,
@@ -388,9 +394,10 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
 
         def blocks(first: int, end: int) -> Iterator[tuple[list[list], list[list[int]]]]:
             return iter([(columns, cell_styles)])
+        lazies = [None] * len(spec.columns)
     line_height = layout.style["line_height"]
     return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style),
-                    blocks, lambda columns: _row_heights(spec, columns, widths, styles, line_height),
+                    blocks, lambda columns, start: _row_heights(spec, columns, widths, styles, line_height, lazies, start),
                     len(table.rows) * len(spec.columns), len(table.rows), spec.indent_field is None)
 
 
@@ -407,8 +414,8 @@ def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = N
                 sheet.add_row(row)
             sheet.skip_row()
             sheet.add_row(planned.head[-1])
-        for columns, cell_styles in planned.blocks(start, stop):
-            sheet.add_rows(columns, cell_styles, planned.heights(columns))
+        for k, (columns, cell_styles) in enumerate(planned.blocks(start, stop)):
+            sheet.add_rows(columns, cell_styles, planned.heights(columns, start + k * BLOCK_ROWS))
     except BaseException:
         sheet.abandon()
         raise
@@ -421,7 +428,18 @@ def _column_width(column: ColumnSpec, rows, j: int | None, styles: "_Styles", la
     lazy = _lazy(rows, j)
     if lazy is not None:
         return _clamp(max(len(column.header) + HEADER_ROOM, lazy.widest_first_line(0, len(lazy)) + 1), layout.style)
-    values = _scaled(column_of(rows, j), styles.scales[column.format]) if j is not None else [None]
+    scale = styles.scales[column.format]
+    numbers = rows.numbers(j) if j is not None and isinstance(rows, Rows) else None
+    if numbers is not None:  # measured on the array, as _scaled and shown_width would see its cells
+        array, kind = numbers
+        shown = shown_width_of_numbers(array * scale if scale != 1.0 else array,
+                                       layout.formats[column.format].get("num_format", "General"),
+                                       integers=kind in ("count", "int") and scale == 1.0, nan_is_blank=kind != "raw")
+        return _clamp(max(len(column.header) + HEADER_ROOM, shown + 1), layout.style)
+    distinct = rows.distinct(j) if j is not None and isinstance(rows, Rows) else None
+    if distinct is not None:  # a width depends on which values there are, not how often: each measured once
+        return _width(column, _scaled(distinct, scale), layout)
+    values = _scaled(column_of(rows, j), scale) if j is not None else [None]
     return _width(column, values, layout)
 
 
@@ -446,7 +464,7 @@ def _width(column: ColumnSpec, values: list, layout: Layout, indented: bool = Fa
 
 
 def _row_heights(spec: SheetSpec, columns: list[list], widths: list[float], styles: "_Styles",
-                 line_height: float) -> list[float | None] | None:
+                 line_height: float, lazies: list | None = None, start: int = 0) -> list[float | None] | None:
     """The height of each row whose wrapped cells need more than one line (None: the default).
 
     Kernel and allocation lists hold one line per kernel, and a kernel's name is often a long
@@ -456,14 +474,24 @@ def _row_heights(spec: SheetSpec, columns: list[list], widths: list[float], styl
     as tall as that (``line_height`` points a line, at most Excel's 409). A line as long as the
     column is wide fits it; a longer one folds into pieces of ``WRAP_FILL`` of the width. Rows
     without such text keep the default height, so the rest of the sheet stays compact.
+
+    ``columns`` are the cells of rows ``start:`` of the sheet's table; a column made from a
+    lazy text column (``lazies``, by spec column) is counted from its measured line lengths
+    (``TextCells.line_counts``) rather than by reading its text again.
     """
-    wrapped = [(values, int(width)) for c, values, width in zip(spec.columns, columns, widths) if c.format in styles.wraps]
+    wrapped = [(k, values, int(width)) for k, (c, values, width) in enumerate(zip(spec.columns, columns, widths))
+               if c.format in styles.wraps]
     if not wrapped:
         return None
     counts = []
-    for values, width in wrapped:
-        folds = re.compile(f"[^\n]{{{width + 1},}}").findall  # the lines too long for the column
+    for k, values, width in wrapped:
         chars = max(1, int(width * WRAP_FILL))  # what a folded line's pieces hold
+        lazy = lazies[k] if lazies else None
+        measured = lazy.line_counts(start, start + len(values), width, chars) if lazy is not None else None
+        if measured is not None:
+            counts.append(measured.tolist())
+            continue
+        folds = re.compile(f"[^\n]{{{width + 1},}}").findall  # the lines too long for the column
         known: dict[str, int] = {}  # the same kernel list recurs on many rows: measured once
 
         def lines(text: str, folds=folds, chars=chars, known=known) -> int:
