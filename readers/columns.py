@@ -55,11 +55,15 @@ def host_columns(events: list[Event], categories: dict[str, str], memo: Memo) ->
 
 
 def flow_columns(events: list[Event], memo: Memo) -> dict[str, np.ndarray]:
-    """Flow endpoints: ph ("s"/"f"/"t"), id as text, and where they sit."""
+    """Flow endpoints: ph ("s"/"f"/"t"), id as text, and where they sit (pid, tid, ts_ns; a
+    flow's name says nothing the linking uses, so it is not read)."""
     return {
-        **common_columns(events, memo, with_dur=False),
+        "pid": per_unique([e.pid for e in events], thread_key, memo=memo["pid"]),
+        "tid": per_unique([e.tid for e in events], thread_key, memo=memo["tid"]),
+        "ts_ns": times_ns([e.ts for e in events]),
         "ph": shared([e.ph for e in events], memo=memo["ph"]),
-        "id": shared(["" if e.id is None else str(e.id) for e in events]),  # one per flow: nothing to share across chunks
+        # one per flow (its two ends): nothing worth sharing
+        "id": np.fromiter(("" if e.id is None else str(e.id) for e in events), dtype=object, count=len(events)),
     }
 
 
