@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import msgspec
+from hypothesis import given, strategies as st
 import pytest
 
 from perfcmp.details.extract import extract
@@ -318,3 +319,42 @@ def test_demo_pair_end_to_end():
             assert r[f"total_diff_{unit}"] is not None and r[f"self_diff_{unit}"] is not None
         linear = [r for r in totals if r["module_class"] == "Linear" and r["base_total_" + unit]]
         assert linear and all(r["total_ratio"] > 1 for r in linear)
+
+
+def _naive_rows(b, c, pairs, aligner):
+    """ModuleCompare's rows by their definition, pair by pair (what ``modules._rows`` lays out
+    with array operations)."""
+    out = []
+    for x, y in pairs:
+        out.append((x, y, -1, -1, True))
+        bt = b.top_ops[b.top_ptr[x]:b.top_ptr[x + 1]].tolist() if x >= 0 else []
+        ct = c.top_ops[c.top_ptr[y]:c.top_ptr[y + 1]].tolist() if y >= 0 else []
+        for i, j in aligner(b.op_code[bt].tolist(), c.op_code[ct].tolist()):
+            out.append((x, y, bt[i] if i is not None else -1, ct[j] if j is not None else -1, False))
+    return out
+
+
+@given(st.lists(st.lists(st.integers(0, 3), max_size=5), min_size=1, max_size=6),
+       st.lists(st.lists(st.integers(0, 3), max_size=5), min_size=1, max_size=6),
+       st.data())
+def test_compare_rows_laid_out_by_arrays_are_the_pairwise_alignment(b_codes, c_codes, data):
+    """Pairs with equal key sequences, with one side empty, and the rest (aligned one by one)."""
+    import numpy as np
+    from types import SimpleNamespace
+
+    from perfcmp.details.modules import _Aligner, _rows
+
+    def tree(per_instance):
+        codes = [code for ops in per_instance for code in ops]
+        ptr = np.cumsum([0] + [len(ops) for ops in per_instance])
+        # top ops numbered out of order (as op indices are), each with its key
+        top_ops = np.arange(len(codes))[::-1].copy()
+        op_code = np.empty(len(codes), dtype=np.int64)
+        op_code[top_ops] = codes
+        return SimpleNamespace(top_ptr=ptr, top_ops=top_ops, op_code=op_code)
+
+    b, c = tree(b_codes), tree(c_codes)
+    pairs = data.draw(st.lists(st.tuples(st.integers(-1, len(b_codes) - 1), st.integers(-1, len(c_codes) - 1)),
+                               max_size=8))
+    rb, rc, ob, oc, total = _rows(b, c, pairs, _Aligner())
+    assert list(zip(rb.tolist(), rc.tolist(), ob.tolist(), oc.tolist(), total.tolist())) == _naive_rows(b, c, pairs, _Aligner())

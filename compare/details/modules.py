@@ -125,29 +125,8 @@ def _interleave(b_order: list[int], c_order: list[int], b_to_c: dict[int, int],
 def _compare(b: ModuleTree, c: ModuleTree) -> Table:
     aligner = _Aligner()
     pairs = _interleave(b.order.tolist(), c.order.tolist(), _match(b, c, aligner), c.rank)
-    # one entry per row: module instances (-1 none), ops (-1: the TOTAL row or a missing side)
-    rb: list[int] = []
-    rc: list[int] = []
-    ob: list[int] = []
-    oc: list[int] = []
-    total: list[bool] = []
-    for x, y in pairs:
-        rb.append(x)
-        rc.append(y)
-        ob.append(-1)
-        oc.append(-1)
-        total.append(True)
-        bt = b.tops(x).tolist() if x >= 0 else []
-        ct = c.tops(y).tolist() if y >= 0 else []
-        steps = aligner(b.op_code[bt].tolist(), c.op_code[ct].tolist())  # one-sided when a side is empty
-        rb.extend([x] * len(steps))
-        rc.extend([y] * len(steps))
-        total.extend([False] * len(steps))
-        ob.extend(bt[i] if i is not None else -1 for i, _ in steps)
-        oc.extend(ct[j] if j is not None else -1 for _, j in steps)
-    rb_a, rc_a, ob_a, oc_a = (np.asarray(v, dtype=np.int64) for v in (rb, rc, ob, oc))
-    is_total = np.asarray(total, dtype=bool)
-    cols: dict[str, object] = {"order_id": np.arange(1, len(rb) + 1)}  # columns for Rows.of: arrays, not lists
+    rb_a, rc_a, ob_a, oc_a, is_total = _rows(b, c, pairs, aligner)
+    cols: dict[str, object] = {"order_id": np.arange(1, len(rb_a) + 1)}  # columns for Rows.of: arrays, not lists
     _module_columns(cols, b, c, rb_a, rc_a)
 
     side_cols, children = {}, {}
@@ -180,6 +159,67 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         cols[f"{prefix}_call_stack"] = stacks
     return Table(columns=COMPARE_COLUMNS, rows=Rows.of([cols[k] for k in COMPARE_COLUMNS]),
                  children=children)
+
+
+def _rows(b: ModuleTree, c: ModuleTree, pairs: list[tuple[int, int]],
+          aligner: _Aligner) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """ModuleCompare's rows: per instance pair (-1: a missing side), its TOTAL row, then one row
+    per step of aligning the two instances' top-level ops by key. Returns per row the base and
+    comparison instance, op (-1: the TOTAL row or a missing side) and whether it is a TOTAL row.
+
+    Most pairs need no alignment: their key sequences are equal (the ops pair up in order) or
+    one side has none (each op on its own); those are laid out with array operations, and only
+    the others go through ``aligner``, pair by pair.
+    """
+    x = np.array([p[0] for p in pairs], dtype=np.int64)
+    y = np.array([p[1] for p in pairs], dtype=np.int64)
+    b_at, b_len = _spans(b, x)
+    c_at, c_len = _spans(c, y)
+    b_codes, c_codes = b.op_code[b.top_ops], c.op_code[c.top_ops]
+    same = b_len == c_len
+    candidates = np.flatnonzero(same & (b_len > 0))
+    if len(candidates):  # equal key sequences: no position where they differ
+        lengths = b_len[candidates]
+        within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        differ = b_codes[np.repeat(b_at[candidates], lengths) + within] != c_codes[np.repeat(c_at[candidates], lengths) + within]
+        same[candidates] = np.add.reduceat(differ, np.cumsum(lengths) - lengths) == 0
+    one_sided = ~same & ((b_len == 0) | (c_len == 0))
+    hard = np.flatnonzero(~same & ~one_sided)
+    steps = {}
+    for k in hard.tolist():
+        bt = b.top_ops[b_at[k]:b_at[k] + b_len[k]]
+        ct = c.top_ops[c_at[k]:c_at[k] + c_len[k]]
+        steps[k] = (bt, ct, aligner(b.op_code[bt].tolist(), c.op_code[ct].tolist()))
+    n_steps = np.where(same, b_len, b_len + c_len)  # one-sided: every op of the side that has some
+    for k, (_, _, found) in steps.items():
+        n_steps[k] = len(found)
+    sizes = 1 + n_steps
+    first = np.cumsum(sizes) - sizes  # each pair's TOTAL row
+    n_rows = int(sizes.sum())
+    rb, rc = np.repeat(x, sizes), np.repeat(y, sizes)
+    is_total = np.zeros(n_rows, dtype=bool)
+    is_total[first] = True
+    ob = np.full(n_rows, -1, dtype=np.int64)
+    oc = np.full(n_rows, -1, dtype=np.int64)
+    # equal sequences: op i with op i; one-sided: the base's ops, then the comparison's
+    for at, length, tops, out, offset in ((b_at, b_len, b.top_ops, ob, np.zeros_like(b_len)),
+                                         (c_at, c_len, c.top_ops, oc, np.where(same, 0, b_len))):
+        laid = np.flatnonzero((same | one_sided) & (length > 0))
+        lengths = length[laid]
+        within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        out[np.repeat(first[laid] + 1 + offset[laid], lengths) + within] = tops[np.repeat(at[laid], lengths) + within]
+    for k, (bt, ct, found) in steps.items():
+        start = first[k] + 1
+        ob[start:start + len(found)] = [bt[i] if i is not None else -1 for i, _ in found]
+        oc[start:start + len(found)] = [ct[j] if j is not None else -1 for _, j in found]
+    return rb, rc, ob, oc, is_total
+
+
+def _spans(tree: ModuleTree, inst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each instance's top-level ops start in ``tree.top_ops``, and how many (0 for -1)."""
+    safe = np.where(inst >= 0, inst, 0)
+    at = tree.top_ptr[safe]
+    return at, np.where(inst >= 0, tree.top_ptr[safe + 1] - at, 0)
 
 
 def _module_columns(cols: dict[str, list], b: ModuleTree, c: ModuleTree, rb: np.ndarray, rc: np.ndarray) -> None:
