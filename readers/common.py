@@ -285,29 +285,38 @@ def allocation_table(memory: dict[str, np.ndarray], host: pd.DataFrame, origin: 
         return table("allocations")
     order = np.argsort(memory["ts_ns"], kind="stable")
     ts, addr, size = memory["ts_ns"][order], memory["addr"][order], memory["bytes"][order]
-    open_block: dict[int, int] = {}
-    alloc_at, release, block_bytes = [], [], []
-    mismatched = 0
-    for i, (a, b) in enumerate(zip(addr.tolist(), size.tolist())):
-        if b > 0:
-            if a in open_block:
-                release[open_block[a]] = np.nan
-            open_block[a] = len(alloc_at)
-            alloc_at.append(i)
-            release.append(np.nan)
-            block_bytes.append(b)
-        elif b < 0 and a in open_block:
-            k = open_block.pop(a)
-            release[k] = (ts[i] - origin) / 1000.0
-            mismatched += -b != block_bytes[k]
+    alloc_at, release, mismatched = pair_frees(addr, size, ts, origin)
     if mismatched:
         warnings.append(ReadWarning(source, "memory frees whose size differs from the block allocated there", mismatched))
-    idx = order[np.array(alloc_at, dtype=np.int64)] if alloc_at else np.empty(0, dtype=np.int64)
+    block_bytes = size[alloc_at]
+    idx = order[alloc_at]
     when = (memory["ts_ns"][idx] - origin) / 1000.0
     keys = [thread_label(p, t) for p, t in zip(memory["pid"][idx].tolist(), memory["tid"][idx].tolist())]
     op = enclosing(host, host["parent"].to_numpy(), keys, when) if len(idx) else np.empty(0, dtype=np.int64)
     names = np.full(len(idx), "", dtype=object)
     owned = op >= 0  # no host op at all (every one dropped): no block has an owner to name
     names[owned] = host["name"].to_numpy()[op[owned]]
-    return table("allocations", op=op, name=names, bytes=np.array(block_bytes, dtype=np.float64),
-                 alloc_us=when, release_us=np.array(release, dtype=np.float64))
+    return table("allocations", op=op, name=names, bytes=np.asarray(block_bytes, dtype=np.float64),
+                 alloc_us=when, release_us=release)
+
+
+def pair_frees(addr: np.ndarray, size: np.ndarray, ts_ns: np.ndarray, origin: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Blocks from memory events in time order (``size`` > 0: allocated, < 0: freed, else
+    ignored): each allocation's event index, its release time in µs since ``origin`` (NaN:
+    never released), and how many frees had a size other than their block's.
+
+    A free releases the block open at its address; a second allocation there closes the first
+    unreleased; a free with no block open is ignored. So an allocation is released exactly when
+    the next event at its address (sizes 0 or NaN aside) is a free, at that free's time.
+    """
+    counted = np.flatnonzero((size > 0) | (size < 0))
+    by_addr = counted[np.argsort(addr[counted], kind="stable")]  # per address, in time order
+    a, b = addr[by_addr], size[by_addr]
+    freed_next = np.zeros(len(by_addr), dtype=bool)
+    freed_next[:-1] = (b[:-1] > 0) & (a[1:] == a[:-1]) & (b[1:] < 0)
+    release_of = np.full(len(size), np.nan)  # by event index: an allocation's release time
+    allocs, frees = by_addr[:-1][freed_next[:-1]], by_addr[1:][freed_next[:-1]]
+    release_of[allocs] = (ts_ns[frees] - origin) / 1000.0
+    mismatched = int(np.count_nonzero(-size[frees] != size[allocs]))
+    alloc_at = np.flatnonzero(size > 0)
+    return alloc_at, release_of[alloc_at], mismatched

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, strategies as st
 
 from reader_helpers import read, warning_count
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind
@@ -483,3 +484,35 @@ def test_collective_message_sizes(write_kineto, nelems, dtype, want):
     else:  # row 9 of the host table (see MAIN_EVENTS)
         assert sizes["op"].tolist() == [9] and sizes["bytes"].tolist() == [want]
         assert profile.host.loc[9, "name"] == "record_param_comms"
+
+
+def _pair_frees_by_walking(addr, size, ts, origin):
+    """The definition, event by event: what ``common.pair_frees`` computes with arrays."""
+    open_block, alloc_at, release, block_bytes, mismatched = {}, [], [], [], 0
+    for i, (a, b) in enumerate(zip(addr.tolist(), size.tolist())):
+        if b > 0:
+            if a in open_block:
+                release[open_block[a]] = np.nan
+            open_block[a] = len(alloc_at)
+            alloc_at.append(i)
+            release.append(np.nan)
+            block_bytes.append(b)
+        elif b < 0 and a in open_block:
+            k = open_block.pop(a)
+            release[k] = (ts[i] - origin) / 1000.0
+            mismatched += -b != block_bytes[k]
+    return alloc_at, release, mismatched
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 8.0, 16.0, -8.0, -16.0, float("nan")])),
+                max_size=40))
+def test_memory_blocks_paired_by_arrays_are_the_walked_ones(events):
+    from perfcmp.readers.common import pair_frees
+
+    addr = np.array([a for a, _ in events], dtype=np.int64)
+    size = np.array([b for _, b in events], dtype=np.float64)
+    ts = np.arange(len(events), dtype=np.int64) * 1000 + 5_000
+    alloc_at, release, mismatched = pair_frees(addr, size, ts, 2_000)
+    walked_at, walked_release, walked_mismatched = _pair_frees_by_walking(addr, size, ts, 2_000)
+    assert alloc_at.tolist() == walked_at and mismatched == walked_mismatched
+    np.testing.assert_array_equal(release, np.array(walked_release, dtype=np.float64))
