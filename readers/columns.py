@@ -42,12 +42,17 @@ def common_columns(events: list[Event], memo: Memo, with_dur: bool = True) -> di
     return cols
 
 
-def host_columns(events: list[Event], categories: dict[str, str], memo: Memo) -> dict[str, np.ndarray]:
-    """Framework-op columns: the common ones plus cat, shapes, types and call stack."""
+def host_columns(events: list[Event], categories: dict[str, str], memo: Memo,
+                 mapped: list[str] | None = None) -> dict[str, np.ndarray]:
+    """Framework-op columns: the common ones plus cat (each event's category through
+    ``categories``, or ``mapped`` when the caller has mapped them already), shapes, types and
+    call stack."""
     args = [e.args or NO_ARGS for e in events]
+    if mapped is None:
+        mapped = [categories[(e.cat or "").lower()] for e in events]
     return {
         **common_columns(events, memo),
-        "cat": shared([categories[(e.cat or "").lower()] for e in events], memo=memo["cat"]),
+        "cat": shared(mapped, memo=memo["cat"]),
         "input_shapes": raw_texts([a.input_dims for a in args], memo["input_shapes"]),
         "input_types": raw_texts([a.input_type for a in args], memo["input_types"]),
         "call_stack": shared([a.call_stack or "" for a in args], TEXT_LIMIT, memo["call_stack"]),

@@ -102,20 +102,25 @@ class _Columns:
         self.fwdbwd_tids: set = set()
         self.untimed = 0
         self.memo = Memo()
+        self.roles: dict[str | None, object] = {}  # category as written -> _role of it
 
     def add(self, events: list[Event]) -> None:
-        host, device, memory, flow, fwdbwd = [], [], [], [], []
+        host, host_cats, device, memory, flow, fwdbwd = [], [], [], [], [], []
+        roles = self.roles
         for e in events:
             ph = e.ph
             if e.ts is None:
                 self.untimed += ph in ("X", "i", "I")
                 continue
             if ph == "X":
-                cat = (e.cat or "").lower()
-                if cat in HOST_CATS:
-                    host.append(e)
-                elif cat in DEVICE_CATS:
+                role = roles.get(e.cat, _UNSEEN)  # a complete event's role, by its category as written
+                if role is _UNSEEN:
+                    role = roles[e.cat] = _role(e.cat)
+                if role is _DEVICE:
                     device.append(e)
+                elif role is not None:
+                    host.append(e)
+                    host_cats.append(role)
             elif ph in ("s", "f", "t"):
                 cat = (e.cat or "").lower()
                 if cat in self.flow_cats:
@@ -128,7 +133,7 @@ class _Columns:
                 memory.append(e)
         args = [e.args or NO_ARGS for e in host]
         self.parts["host"].append({
-            **host_columns(host, HOST_CATS, self.memo),
+            **host_columns(host, HOST_CATS, self.memo, host_cats),
             "correlation": ints([a.correlation for a in args]),
             "process_group": shared([_process_group(a) for a in args], memo=self.memo["process_group"]),
             "comm_bytes": _message_bytes(args),
@@ -156,6 +161,18 @@ class _Columns:
         out = {role: concat(parts) for role, parts in self.parts.items()}
         self.parts = {}
         return out
+
+
+_UNSEEN = object()
+_DEVICE = object()
+
+
+def _role(cat: str | None) -> object:
+    """What a complete event of category ``cat`` is: a host event (its host category, a
+    ``HOST_CATS`` value), a device task (``_DEVICE``), or neither (None). Categories are matched
+    without regard to case."""
+    key = (cat or "").lower()
+    return HOST_CATS.get(key) or (_DEVICE if key in DEVICE_CATS else None)
 
 
 def _host_table(cols: dict[str, np.ndarray], origin: int, backward_tids: set, source: str,
