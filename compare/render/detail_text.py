@@ -75,6 +75,7 @@ class TextCells:
         # every line ends in its one line break (no name holds one): wrapped line counts follow
         # from the lengths (``line_counts``)
         self.plain_lines = bool(np.all(self.first_break == lengths - 1))
+        self._folds_before: dict[tuple[int, int], np.ndarray] = {}  # (width, chars) -> folds of the lines before each
 
     def _lines(self, first: int, stop: int) -> list[str]:
         """The lines of child rows ``first:stop``."""
@@ -125,9 +126,11 @@ class TextCells:
         if not self.plain_lines:
             return None
         lo, hi = self.lo[start:stop], self.hi[start:stop]
-        shown = np.diff(self.total) - 1  # characters before each line's break
-        folds = np.where(shown > width, (shown - 1) // chars, 0)
-        before = np.concatenate([[0], np.cumsum(folds)])
+        before = self._folds_before.get((width, chars))
+        if before is None:  # once per column width, not per block of rows
+            shown = np.diff(self.total) - 1  # characters before each line's break
+            folds = np.where(shown > width, (shown - 1) // chars, 0)
+            before = self._folds_before[width, chars] = np.concatenate([[0], np.cumsum(folds)])
         counts = (hi - lo) + before[hi] - before[lo]
         return np.where(self.present[start:stop] & (hi > lo), counts, 1)
 
