@@ -16,7 +16,7 @@ import pandas as pd
 
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import contains, per_unique
+from perfcmp.readers.textmatch import contains, factorize, per_unique
 
 # (key, label, level) in sheet order; leaves roll up into the nearest level-1 row above them.
 COMPUTE_ROWS: tuple[tuple[str, str, int], ...] = (
@@ -140,7 +140,7 @@ def _combinations(columns: list[np.ndarray]) -> tuple[np.ndarray, list[tuple]]:
     key = np.zeros(len(columns[0]), dtype=np.int64)
     uniques = []
     for col in columns:
-        code, values = pd.factorize(col, use_na_sentinel=False)
+        code, values = factorize(col)  # pandas' codes; names by object first (a column repeats few)
         key = key * max(len(values), 1) + code
         uniques.append((code, values))
     row_codes, distinct = pd.factorize(key)

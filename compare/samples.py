@@ -31,6 +31,7 @@ from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import COMM, KERNEL, OP, op_keys, row_name
 from perfcmp.readers.model import Profile
+from perfcmp.readers.textmatch import factorize
 
 SAMPLES_VERSION = 1
 MEMORY_ROWS = ("peak_allocated", "peak_reserved")
@@ -122,17 +123,34 @@ def _in_steps(frame: pd.DataFrame, windows: list[tuple[float, float]]) -> pd.Dat
 
 def _instance_lists(occurrences: pd.DataFrame, n_steps: int) -> dict[str, list[list[float]]]:
     """key -> per step position, the occurrences' values in start order (at most MAX_INSTANCES,
-    evenly spaced), [] for a step without one."""
+    evenly spaced), [] for a step without one. A missing key has no row."""
     if occurrences.empty:
         return {}
-    frame = occurrences.sort_values(["key", "step", "start"], kind="stable")
-    counts = frame.groupby(["key", "step"], sort=False)["value"].transform("size").to_numpy()
-    rank = frame.groupby(["key", "step"], sort=False).cumcount().to_numpy()
+    keys = occurrences["key"].to_numpy(dtype=object)
+    named = ~pd.isna(keys)
+    codes, distinct = factorize(keys[named])
+    step = occurrences["step"].to_numpy(dtype=np.int64)[named]
+    start = occurrences["start"].to_numpy(dtype=np.float64)[named]
+    value = occurrences["value"].to_numpy(dtype=np.float64)[named]
+    order = np.lexsort((start, step, codes))  # by key, step, then start; stable: ties keep their order
+    codes, step, value = codes[order], step[order], value[order]
+    first, sizes = _runs(codes, step)
+    counts = np.repeat(sizes, sizes)
+    rank = np.arange(len(codes)) - np.repeat(first, sizes)
     # evenly spaced ranks: keep rank r where floor(r * M / n) advances (all of them when n <= M)
     thin = counts > MAX_INSTANCES
     keep = ~thin | (np.floor((rank + 1) * MAX_INSTANCES / counts) > np.floor(rank * MAX_INSTANCES / counts))
-    kept = frame[keep]
+    codes, step, value = codes[keep], step[keep], value[keep].tolist()
     out: dict[str, list[list[float]]] = {}
-    for (key, step), values in kept.groupby(["key", "step"], sort=True)["value"]:
-        out.setdefault(str(key), [[] for _ in range(n_steps)])[int(step)] = [float(v) for v in values.to_numpy()]
+    first, sizes = _runs(codes, step)
+    for at, size in zip(first.tolist(), sizes.tolist()):
+        out.setdefault(str(distinct[codes[at]]), [[] for _ in range(n_steps)])[int(step[at])] = value[at:at + size]
     return out
+
+
+def _runs(codes: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of equal (code, step) rows starts, and its length."""
+    if not len(codes):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], (codes[1:] != codes[:-1]) | (step[1:] != step[:-1])]))
+    return starts, np.diff(np.append(starts, len(codes)))

@@ -184,13 +184,13 @@ def _phases(backward: np.ndarray) -> np.ndarray:
 
 def _subtree_end(parent: np.ndarray) -> np.ndarray:
     """Exclusive end of each node's subtree, for nodes listed parents-first in depth-first order."""
-    n = len(parent)
-    end = np.arange(1, n + 1, dtype=np.int64)
-    for i in range(n - 1, -1, -1):  # children come after their parent: fold ends upwards
-        p = parent[i]
+    parents = parent.tolist()  # a walk over Python ints: numpy's per-element indexing costs 4x
+    end = list(range(1, len(parents) + 1))
+    for i in range(len(parents) - 1, -1, -1):  # children come after their parent: fold ends upwards
+        p = parents[i]
         if p >= 0 and end[i] > end[p]:
             end[p] = end[i]
-    return end
+    return np.array(end, dtype=np.int64)
 
 
 def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -> pd.DataFrame:
