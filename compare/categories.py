@@ -16,7 +16,7 @@ import pandas as pd
 
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import contains, factorize, per_unique
+from perfcmp.readers.textmatch import contains, equals, factorize, per_unique
 
 # (key, label, level) in sheet order; leaves roll up into the nearest level-1 row above them.
 COMPUTE_ROWS: tuple[tuple[str, str, int], ...] = (
@@ -105,7 +105,7 @@ def host_op_class(host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndar
     Returns (class name per row or "", row of that classifying op or -1).
     """
     own = per_unique(host["name"], lambda n: next((c for c in OP_CLASSES if rules.op_patterns[c].search(n)), ""))
-    own[(host["cat"] == "python_function").to_numpy()] = ""
+    own[equals(host["cat"], "python_function")] = ""
     parent = host["parent"].to_numpy()
     cls_row = propagate_down(parent, np.where(own != "", np.arange(len(host)) + 1, 0)) - 1
     cls = np.where(cls_row >= 0, own[np.clip(cls_row, 0, None)], "")

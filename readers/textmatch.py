@@ -87,6 +87,12 @@ def texts(values) -> np.ndarray:
     return per_unique(values, str)
 
 
+def equals(values, text: str) -> np.ndarray:
+    """Row mask: is the value ``text``? (``values == text``, tested once per distinct value: a
+    category column holds a few shared strings.)"""
+    return per_unique(values, lambda v: v == text, dtype=bool)
+
+
 def contains(values, pattern: re.Pattern | str) -> np.ndarray:
     """Row mask: does the string contain ``pattern`` (a compiled regex, or a plain substring)?"""
     if isinstance(pattern, str):

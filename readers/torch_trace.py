@@ -24,7 +24,7 @@ from perfcmp.readers.errors import InputError
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, table
-from perfcmp.readers.textmatch import per_unique, shared
+from perfcmp.readers.textmatch import equals, per_unique, shared
 
 HOST_CATS = {"cpu_op": "cpu_op", "operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime",
@@ -55,7 +55,7 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     origin = min((int(g["ts_ns"].min()) for g in groups.values() if len(g["ts_ns"])), default=0)
     host, links = _host_table(groups.pop("host"), origin, columns.fwdbwd_tids, shown_as, warnings)
     device = _device_table(groups["device"], groups["flow"], host, links, origin, shown_as, warnings)
-    steps = steps_from_host(host[host["cat"] != "python_function"], shown_as, warnings)
+    steps = steps_from_host(host[~equals(host["cat"], "python_function")], shown_as, warnings)
     device["step_id"] = assign_steps(device, host, steps)
     if device.empty:
         warnings.append(ReadWarning(shown_as, "trace has no device kernels (CPU-only recording): time breakdown comes from host ops"))
@@ -255,7 +255,7 @@ def _device_table(cols: dict[str, np.ndarray], flows: dict[str, np.ndarray], hos
 
 def _link_by_correlation(correlation: np.ndarray, host_corr: np.ndarray, host: pd.DataFrame) -> np.ndarray:
     """Row of the runtime call carrying the same correlation id, or -1."""
-    is_runtime = (host["cat"] == "runtime").to_numpy() & (host_corr >= 0)
+    is_runtime = equals(host["cat"], "runtime") & (host_corr >= 0)
     rows = np.flatnonzero(is_runtime)
     out = np.full(len(correlation), -1, dtype=np.int64)
     if rows.size == 0:

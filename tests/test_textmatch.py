@@ -61,3 +61,15 @@ def test_per_unique_and_shared_on_both_paths():
     column = shared(names, limit=8)
     assert column[0] is column[2] and column[1] == "aten::ad…"
     assert per_unique(column, str.upper)[:3].tolist() == ["ATEN::MM", "ATEN::AD…", "ATEN::MM"]
+
+
+def test_equals_is_the_elementwise_comparison():
+    import numpy as np
+    import pandas as pd
+
+    from perfcmp.readers.textmatch import equals
+
+    values = pd.Series(["cpu_op", "runtime", None, "cpu_op", float("nan"), "cpu_op "] * 400, dtype=object)
+    assert equals(values, "cpu_op").tolist() == (values == "cpu_op").tolist()
+    assert (~equals(values, "cpu_op")).tolist() == (values != "cpu_op").tolist()
+    assert equals(np.array([], dtype=object), "x").dtype == bool

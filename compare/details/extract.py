@@ -45,7 +45,7 @@ from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, Profile, frame
-from perfcmp.readers.textmatch import factorize, first_rows, per_unique, texts
+from perfcmp.readers.textmatch import equals, factorize, first_rows, per_unique, texts
 
 MODULE_PREFIX = "nn.Module:"
 STEP_PREFIX = "ProfilerStep#"
@@ -88,7 +88,7 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
     # first, while no other detail table exists yet: its transient columns of every host event
     # are the largest of the extraction, and peaks add up
     apis = _apis(profile, normalizer, host_span)
-    is_op = (host["cat"] == "cpu_op").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
+    is_op = equals(host["cat"], "cpu_op") & ~_starts_with(host["name"], STEP_PREFIX)
     op_rows = np.flatnonzero(is_op)
     op_of_host = np.full(len(host), -1, dtype=np.int64)
     op_of_host[op_rows] = np.arange(len(op_rows))
@@ -243,7 +243,7 @@ def _attach_subtree_totals(ops: pd.DataFrame, kernels: pd.DataFrame, allocations
 def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np.ndarray]:
     """``nn.Module`` python-function scopes as a tree; and per host row, its innermost module."""
     host = profile.host
-    is_module = ((host["cat"] == "python_function").to_numpy()
+    is_module = (equals(host["cat"], "python_function")
                  & _starts_with(host["name"], MODULE_PREFIX))
     rows = np.flatnonzero(is_module)
     index_of_host = np.full(len(host), -1, dtype=np.int64)
@@ -290,13 +290,13 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     when its members nest in each other, so that a group, too, counts each call once.
     """
     host = profile.host
-    keep = (host["cat"] != "python_function").to_numpy() & ~_starts_with(host["name"], STEP_PREFIX)
+    keep = ~equals(host["cat"], "python_function") & ~_starts_with(host["name"], STEP_PREFIX)
     if span is not None:  # one step: the events starting in its host span
         start = host["start_us"].to_numpy()
         keep &= (start >= span[0]) & (start < span[1])
     dur = host["dur_us"].to_numpy()
     parent = host["parent"].to_numpy()
-    runtime = (host["cat"] == "runtime").to_numpy()
+    runtime = equals(host["cat"], "runtime")
     children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]
     # the kept events in start order (stable: host order among equal starts); keys are numbered
     # in that order, which is the order of the table's rows (each key where it first starts)
