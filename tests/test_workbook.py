@@ -506,3 +506,42 @@ def test_a_name_with_a_line_break_has_its_lines_counted_from_the_text():
 
     child = Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"], rows=[[0, "two\nlines", "kernel", "", 1.0]])
     assert TextCells(child, [1]).line_counts(0, 1, 10, 9) is None
+
+
+_NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e6, 1e6), st.integers(-10**6, 10**18),
+                     st.sampled_from([9.9995, 0.9995, -0.0004, -0.0, 0.0, 99.99949999999, 999999.9996, 1e15 - 0.5,
+                                      0.995, 0.9949999999, 1e16, 123.4565]))
+
+
+@given(st.lists(_NUMBERS, max_size=30), st.sampled_from([2, 3]))
+def test_fixed_notation_lengths_without_formatting(values, decimals):
+    from perfcmp.render.detail_text import fixed_lengths
+
+    floats = [float(v) for v in values]
+    assert fixed_lengths(np.array(floats, dtype=np.float64), decimals).tolist() == [len(f"{v:.{decimals}f}") for v in floats]
+
+
+_NAMES = st.text(alphabet="ab<\n é", max_size=12)
+
+
+@given(st.lists(st.tuples(_NAMES, st.sampled_from(["kernel", "memcpy", "AI_CORE", ""]), st.sampled_from(["", "[[1,2]]"]),
+                          _NUMBERS), max_size=12),
+       st.lists(st.tuples(_NAMES, st.integers(0, 10**6), _NUMBERS), max_size=12),
+       st.lists(st.tuples(_NAMES, _NUMBERS, st.one_of(st.none(), _NUMBERS), _NUMBERS), max_size=12))
+def test_line_lengths_computed_from_the_values_are_the_made_lines(kernels, groups, blocks):
+    """Kernel, kernel-group and memory-block lines are measured from their values (names once
+    per distinct name): the lengths and first line breaks of the lines the workbook writes."""
+    from perfcmp.render import detail_text
+    from perfcmp.result import Table
+
+    tables = [Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"],
+                    rows=[[i, n, t, s, float(d)] for i, (n, t, s, d) in enumerate(kernels)]),
+              Table(columns=["row", "name", "number", "dur_us"], rows=[[i, n, k, d] for i, (n, k, d) in enumerate(groups)]),
+              Table(columns=["row", "name", "alloc_us", "release_us", "bytes"],
+                    rows=[[i, n, float(a), r, s] for i, (n, a, r, s) in enumerate(blocks)])]
+    for child in tables:
+        lines = [detail_text._formatter(child.columns)(row) for row in child.rows]
+        measured = detail_text._measured(child)
+        assert measured is not None
+        assert measured[0].tolist() == [len(line) for line in lines]
+        assert measured[1].tolist() == [line.find("\n") for line in lines]

@@ -17,6 +17,7 @@ from itertools import repeat
 
 import numpy as np
 
+from perfcmp.readers.textmatch import per_unique
 from perfcmp.result import Table
 from perfcmp.rows import block_of, column_of
 
@@ -65,12 +66,14 @@ class TextCells:
         self.lo = np.searchsorted(parents, np.arange(n), side="left")
         self.hi = np.searchsorted(parents, np.arange(n), side="right")
         self.present = np.array([c is not None for c in counts], dtype=bool)
-        lengths = np.zeros(len(parents), dtype=np.int64)
-        self.first_break = np.zeros(len(parents), dtype=np.int64)  # each line's first "\n" (every line ends in one)
-        for first in range(0, len(parents), LINE_BLOCK):
-            lines = self._lines(first, min(first + LINE_BLOCK, len(parents)))
-            lengths[first:first + len(lines)] = list(map(len, lines))
-            self.first_break[first:first + len(lines)] = list(map(str.find, lines, repeat("\n")))
+        measured = _measured(child)
+        if measured is None:  # made once to be measured
+            measured = np.zeros(len(parents), dtype=np.int64), np.zeros(len(parents), dtype=np.int64)
+            for first in range(0, len(parents), LINE_BLOCK):
+                lines = self._lines(first, min(first + LINE_BLOCK, len(parents)))
+                measured[0][first:first + len(lines)] = list(map(len, lines))
+                measured[1][first:first + len(lines)] = list(map(str.find, lines, repeat("\n")))
+        lengths, self.first_break = measured  # each line's length, and where its first "\n" is (each ends in one)
         self.total = np.concatenate([[0], np.cumsum(lengths)])  # characters of the lines before each
         # every line ends in its one line break (no name holds one): wrapped line counts follow
         # from the lengths (``line_counts``)
@@ -142,6 +145,77 @@ class TextCells:
 LINE_BLOCK = 65536  # child rows made into lines at once while measuring
 
 
+# --- measuring lines without making them ---------------------------------------------------------
+#
+# A line is its name, then text made of the row's other values (numbers in fixed notation, a
+# task type, shapes). Its length is the name's (once per distinct name) plus that text's, and
+# the length of a number written with ``.Nf`` follows from its magnitude: the sign, the digits
+# of its integer part once rounded, the point and N decimals. Rounding carries into the integer
+# part only for a fraction within half a unit of the last decimal below 1 (9.9996 -> "10.000");
+# a fraction too close to that edge to tell in binary, a magnitude past 1e15 (digits of float
+# powers of ten) and NaN / infinity are formatted by Python, as are the rare names with a line
+# break of their own. So the lengths are the made lines' lengths exactly (a hypothesis test).
+
+
+def _measured(child: Table) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each child row's line length and first line break, computed from the row's values
+    without making the line; None when a value is not of a kind its line format is measured
+    for (the lines are then made to be measured)."""
+    measure, kinds = _LAYOUTS[_formatter(child.columns)]
+    name, *values = (np.asarray(column_of(child.rows, j), dtype=object) for j in range(1, len(child.columns)))
+    if not all(set(map(type, column.tolist())) <= allowed for column, allowed in zip((name, *values), (TEXT, *kinds))):
+        return None
+    lengths = per_unique(name, len, dtype=np.int64) + measure(*values)
+    name_break = per_unique(name, lambda v: v.find("\n"), dtype=np.int64)
+    # a line's only break is its last character, unless its name holds one (the other values never do)
+    return lengths, np.where(name_break >= 0, name_break, lengths - 1)
+
+
+def _kernel_lengths(task_type: np.ndarray, shapes: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    detail = per_unique(task_type, lambda t: len(f", {t}") if t and t not in PLAIN_TASK_TYPES else 0, dtype=np.int64)
+    detail += per_unique(shapes, lambda s: len(f", [input shapes: {s}]") if s else 0, dtype=np.int64)
+    return detail + len(" [duration: ") + fixed_lengths(dur, 3) + len("]\n")
+
+
+def _group_lengths(number: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    digits = per_unique(number, lambda n: len(str(n)), dtype=np.int64)
+    return (len(", [number: ") + digits + len("], [duration_ms: ")
+            + fixed_lengths(np.asarray(dur, dtype=np.float64) / 1000.0, 3) + len("]\n"))
+
+
+def _alloc_lengths(alloc: np.ndarray, release: np.ndarray, size: np.ndarray) -> np.ndarray:
+    alloc = np.asarray(alloc, dtype=np.float64)
+    release = np.asarray([np.nan if r is None else r for r in release], dtype=np.float64)
+    released = np.isfinite(release)
+    held = np.where(released, release - alloc, 0.0)
+    end = np.where(released, fixed_lengths(np.where(released, release, 0.0), 3), len("N/A"))
+    return (len(", (") + fixed_lengths(alloc, 3) + len(", ") + end + len("), [duration: ") + fixed_lengths(held, 3)
+            + len("], [size: ") + fixed_lengths(np.asarray(size, dtype=np.float64) / KB, 2) + len("]\n"))
+
+
+TEXT, NUMBER, INTEGER = {str}, {int, float}, {int}  # the kinds of values a line format is measured for (bool is none)
+_POWERS = 10.0 ** np.arange(16)  # exact in float64
+_EDGE = 1e-9  # a fraction this close to the rounding edge is formatted by Python
+
+
+def fixed_lengths(values: np.ndarray, decimals: int) -> np.ndarray:
+    """``len(f"{v:.{decimals}f}")`` of each value, computed from its magnitude (see above)."""
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(x)
+        whole = np.floor(magnitude)
+        fraction = magnitude - whole
+        edge = 1.0 - 0.5 * 10.0 ** -decimals
+        carry = fraction >= edge
+        hard = ~(magnitude < 1e15) | (np.abs(fraction - edge) < _EDGE)
+        integer = np.where(hard, 0.0, whole + carry)
+    digits = np.maximum(np.searchsorted(_POWERS, integer, side="right"), 1)
+    out = np.signbit(x).astype(np.int64) + digits + (1 + decimals if decimals else 0)
+    for i in np.flatnonzero(hard).tolist():
+        out[i] = len(f"{float(x[i]):.{decimals}f}")
+    return out
+
+
 def _formatter(columns: list[str]):
     if "number" in columns:
         return _group_line
@@ -168,3 +242,10 @@ def _alloc_line(row: list) -> str:
     held = release - alloc if released else 0.0
     end = f"{release:.3f}" if released else "N/A"
     return f"{name}, ({alloc:.3f}, {end}), [duration: {held:.3f}], [size: {size / KB:.2f}]\n"
+
+
+_LAYOUTS = {  # line format -> how its lines' lengths but the name's are computed, and the kinds of the values after the name
+    _kernel_line: (_kernel_lengths, (TEXT, TEXT, NUMBER)),
+    _group_line: (_group_lengths, (INTEGER, NUMBER)),
+    _alloc_line: (_alloc_lengths, (NUMBER, NUMBER | {type(None)}, NUMBER)),
+}
