@@ -65,14 +65,20 @@ def lcs_pairs(base: Sequence[Hashable], comp: Sequence[Hashable]) -> list[tuple[
         Pairs strictly increasing in both ``i`` and ``j`` with ``base[i] == comp[j]``, as
         many as the LCS length. Deterministic; ties are resolved as the module docstring says.
     """
+    ii, jj = lcs_arrays(base, comp)
+    return list(zip(ii.tolist(), jj.tolist()))
+
+
+def lcs_arrays(base: Sequence[Hashable], comp: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """``lcs_pairs`` as two int64 index arrays (base indexes, comparison indexes)."""
     a, b = _encode(base, comp)
     # Items with no counterpart on the other side can never match.
     a_keep = np.flatnonzero(np.isin(a, b))
     b_keep = np.flatnonzero(np.isin(b, a))
     if a_keep.size == 0:
-        return []
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     ii, jj = _solve(a[a_keep], b[b_keep])
-    return list(zip(a_keep[ii].tolist(), b_keep[jj].tolist()))
+    return a_keep[ii], b_keep[jj]
 
 
 def align(
@@ -95,6 +101,32 @@ def align(
         next_i, next_j = i + 1, j + 1
     out.pop()  # the sentinel
     return out
+
+
+def align_arrays(base: Sequence[Hashable], comp: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`align` as two int64 arrays, one entry per diff row: the base index and the
+    comparison index, -1 for the side a row lacks. Built with array operations: between two
+    matched pairs (and before the first, after the last) lie the base-only rows, then the
+    comparison-only ones."""
+    ii, jj = lcs_arrays(base, comp)
+    starts_i, starts_j = np.concatenate([[0], ii + 1]), np.concatenate([[0], jj + 1])
+    ends_i, ends_j = np.append(ii, len(base)), np.append(jj, len(comp))  # the last: a sentinel past both ends
+    only_b, only_c = ends_i - starts_i, ends_j - starts_j  # unmatched rows before each pair
+    sizes = only_b + only_c + 1
+    sizes[-1] -= 1  # the sentinel is no row
+    at = np.cumsum(sizes) - sizes
+    rows_b = np.full(int(sizes.sum()), -1, dtype=np.int64)
+    rows_c = rows_b.copy()
+    rows_b[np.repeat(at, only_b) + _ramps(only_b)] = np.repeat(starts_i, only_b) + _ramps(only_b)
+    rows_c[np.repeat(at + only_b, only_c) + _ramps(only_c)] = np.repeat(starts_j, only_c) + _ramps(only_c)
+    matched = (at + only_b + only_c)[:-1]
+    rows_b[matched], rows_c[matched] = ii, jj
+    return rows_b, rows_c
+
+
+def _ramps(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ... lengths[0] - 1, 0, 1, ... lengths[1] - 1, ...: each run's positions."""
+    return np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 def _encode(base: Sequence[Hashable], comp: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:

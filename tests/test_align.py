@@ -16,6 +16,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from perfcmp import align as al
 
@@ -243,3 +244,10 @@ def test_long_inputs_use_no_quadratic_memory():
         assert_valid(pairs, a, other)
         assert peak < 25_000_000
     assert len(al.lcs_pairs(a, b)) >= 20_000 - 200
+
+
+@given(st.lists(st.integers(0, 4), max_size=30), st.lists(st.integers(0, 4), max_size=30))
+def test_align_arrays_are_align(base, comp):
+    rows_b, rows_c = al.align_arrays(base, comp)
+    assert [(None if i < 0 else i, None if j < 0 else j) for i, j in zip(rows_b.tolist(), rows_c.tolist())] \
+        == al.align(base, comp)

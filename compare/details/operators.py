@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfcmp.align import align
+from perfcmp.align import align_arrays
 from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, group_codes, ratio_column, ratios, slice_children
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
@@ -139,7 +139,7 @@ def align_ops(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> Pair
         steps.append(OUTSIDE)
     empty = np.empty(0, np.int64)
     # each step group's pairs stored by column at once: one group's OpPair objects at a time
-    pairs = Pairs.joined([Pairs.of(aligner.align(groups_b.get(g, empty), groups_c.get(g, empty), g)) for g in steps])
+    pairs = Pairs.joined([aligner.align(groups_b.get(g, empty), groups_c.get(g, empty), g) for g in steps])
     if opts.max_kernel_num is not None:
         pairs = Pairs.of(aligner.drill(list(pairs), opts.max_kernel_num))
     return pairs
@@ -261,25 +261,31 @@ class _Aligner:
         # numbered in order of first appearance, as pandas' ngroup of (phase, key) would number them
         codes = group_codes([phase, key])[0] if len(phase) else np.empty(0, np.int64)
         self.codes_b, self.codes_c = codes[: len(base.ops)], codes[len(base.ops):]
-        self.names_b, self.names_c = base.ops["name"].tolist(), comp.ops["name"].tolist()
-        self.phase_b, self.phase_c = base.ops["phase"].tolist(), comp.ops["phase"].tolist()
+        self.names_b, self.names_c = base.ops["name"].to_numpy(dtype=object), comp.ops["name"].to_numpy(dtype=object)
+        self.phase_b, self.phase_c = base.ops["phase"].to_numpy(dtype=object), comp.ops["phase"].to_numpy(dtype=object)
         self._normalizer: Normalizer | None = None
         self._how: dict[tuple[str, str], str] = {}
 
-    def align(self, b: np.ndarray, c: np.ndarray, step: int) -> list[OpPair]:
-        """The diff of two op-row sequences, as pairs."""
-        out = []
-        for x, y in align(self.codes_b[b].tolist(), self.codes_c[c].tolist()):
-            if y is None:
-                i = int(b[x])
-                out.append(OpPair(i, None, BASE_ONLY, step, self.phase_b[i]))
-            elif x is None:
-                j = int(c[y])
-                out.append(OpPair(None, j, COMP_ONLY, step, self.phase_c[j]))
-            else:
-                i, j = int(b[x]), int(c[y])
-                out.append(OpPair(i, j, self._label(self.names_b[i], self.names_c[j]), step, self.phase_b[i]))
-        return out
+    def align(self, b: np.ndarray, c: np.ndarray, step: int) -> Pairs:
+        """The diff of two op-row sequences, as pairs (made by column: a step has tens of
+        thousands of them)."""
+        x, y = align_arrays(self.codes_b[b].tolist(), self.codes_c[c].tolist())
+        base = np.where(x >= 0, b[np.clip(x, 0, None)] if len(b) else -1, -1)
+        comp = np.where(y >= 0, c[np.clip(y, 0, None)] if len(c) else -1, -1)
+        how = np.empty(len(x), dtype=object)  # shared label strings, not a string object per row
+        how[:] = BASE_ONLY
+        how[x < 0] = COMP_ONLY
+        matched = np.flatnonzero((x >= 0) & (y >= 0))
+        if len(matched):
+            name_b, name_c = self.names_b[base[matched]], self.names_c[comp[matched]]
+            same = name_b == name_c
+            how[matched[same]] = NAME_SHAPE if self.use_shape else NAME
+            for k, nb, nc in zip(matched[~same].tolist(), name_b[~same].tolist(), name_c[~same].tolist()):
+                how[k] = self._label(nb, nc)
+        phase = np.where(x >= 0, self.phase_b[np.clip(base, 0, None)] if len(b) else None,
+                         self.phase_c[np.clip(comp, 0, None)] if len(c) else None)
+        return Pairs(base.astype(np.int64), comp.astype(np.int64), how, np.full(len(x), step, dtype=np.int64),
+                     phase.astype(object))
 
     def _label(self, name_b: str, name_c: str) -> str:
         if name_b == name_c:
