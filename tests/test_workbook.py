@@ -545,3 +545,23 @@ def test_line_lengths_computed_from_the_values_are_the_made_lines(kernels, group
         assert measured is not None
         assert measured[0].tolist() == [len(line) for line in lines]
         assert measured[1].tolist() == [line.find("\n") for line in lines]
+
+
+def test_kernel_lists_are_escaped_without_a_search_only_when_clean():
+    """A kernel-list column whose names hold no character XML forbids is escaped by three
+    replaces; one name with a control character makes the whole column take the full escape."""
+    from perfcmp.render.detail_text import TextCells
+    from perfcmp.render.ooxml import _column_cells
+    from perfcmp.result import Table
+
+    def cells(names):
+        child = Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"],
+                      rows=[[i, n, "kernel", "", 1.0] for i, n in enumerate(names)])
+        return TextCells(child, [1] * len(names))
+
+    clean, dirty = cells(["a<b>&c", "d"]), cells(["a<b>&c", "bell\x07"])
+    assert clean.xml_clean and not dirty.xml_clean
+    texts = clean.slice(0, 2)
+    xml = _column_cells("A", ["1", "2"], texts, [0, 0], [], row_texts=True)
+    assert xml[0] == '<c r="A1" t="inlineStr"><is><t xml:space="preserve">a&lt;b&gt;&amp;c [duration: 1.000]\n</t></is></c>'
+    assert xml == _column_cells("A", ["1", "2"], texts, [0, 0], [])  # what the full escape gives

@@ -18,6 +18,7 @@ from itertools import repeat
 import numpy as np
 
 from perfcmp.readers.textmatch import per_unique
+from perfcmp.render.ooxml import INVALID_XML
 from perfcmp.result import Table
 from perfcmp.rows import block_of, column_of
 
@@ -67,6 +68,8 @@ class TextCells:
         self.hi = np.searchsorted(parents, np.arange(n), side="right")
         self.present = np.array([c is not None for c in counts], dtype=bool)
         measured = _measured(child)
+        # no cell holds a character XML forbids: the workbook escapes them without looking for one
+        self.xml_clean = measured is not None and _xml_clean(child)
         if measured is None:  # made once to be measured
             measured = np.zeros(len(parents), dtype=np.int64), np.zeros(len(parents), dtype=np.int64)
             for first in range(0, len(parents), LINE_BLOCK):
@@ -169,6 +172,17 @@ def _measured(child: Table) -> tuple[np.ndarray, np.ndarray] | None:
     name_break = per_unique(name, lambda v: v.find("\n"), dtype=np.int64)
     # a line's only break is its last character, unless its name holds one (the other values never do)
     return lengths, np.where(name_break >= 0, name_break, lengths - 1)
+
+
+def _xml_clean(child: Table) -> bool:
+    """Whether no line of ``child`` holds a character XML forbids: its texts (names, task
+    types, shapes) checked once per distinct value; numbers never do."""
+    for j, allowed in zip(range(1, len(child.columns)), (TEXT, *_LAYOUTS[_formatter(child.columns)][1])):
+        if allowed is TEXT:
+            values = np.asarray(column_of(child.rows, j), dtype=object)
+            if not per_unique(values, lambda v: not isinstance(v, str) or INVALID_XML.search(v) is None, dtype=bool).all():
+                return False
+    return True
 
 
 def _kernel_lengths(task_type: np.ndarray, shapes: np.ndarray, dur: np.ndarray) -> np.ndarray:

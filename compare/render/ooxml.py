@@ -36,7 +36,7 @@ from isal import isal_zlib
 
 CREATED = "2000-01-01T00:00:00Z"
 ZIP_TIME = (2000, 1, 1, 0, 0, 0)
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 does not allow
 _NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 _REL_NS = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
 TEXT_LIMIT = 32_767  # characters in one cell, in UTF-16 code units as Excel stores text
@@ -60,7 +60,7 @@ def _escape(text: str) -> str:
     if not _NEEDS_ESCAPE.search(text):  # the common case: nothing to do
         return text
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _INVALID_XML.sub("", text)
+    return INVALID_XML.sub("", text)
 
 
 def text_length(text: str) -> int:
@@ -278,27 +278,30 @@ class Sheet:
         """Append the next row; ``cells`` hold (value, style) per column from column A."""
         self.add_rows([[value] for value, _ in cells], [[style] for _, style in cells])
 
-    def add_rows(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None = None) -> None:
+    def add_rows(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None = None,
+                 row_texts: frozenset[int] = frozenset()) -> None:
         """Append len(columns[0]) rows given column by column: values and style indexes.
 
         Working a column at a time lets each comprehension format one kind of value; the rows
         are then joined in one pass (this is the writer's hot loop: half a million cells).
         ``heights`` gives each row's height in points (None: the default), at most
-        ``MAX_ROW_HEIGHT``.
+        ``MAX_ROW_HEIGHT``. ``row_texts``: the columns whose texts are made per row (no two
+        alike, so none is worth remembering) and hold no character XML forbids.
         """
         n = len(columns[0]) if columns else 0
         for start in range(0, n, BLOCK_ROWS):  # a block at a time: the cells' XML of one block exists at once
             end = min(start + BLOCK_ROWS, n)
             self._add_block([values[start:end] for values in columns], [sts[start:end] for sts in styles],
-                            heights[start:end] if heights is not None else None)
+                            heights[start:end] if heights is not None else None, row_texts)
 
-    def _add_block(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None) -> None:
+    def _add_block(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None,
+                   row_texts: frozenset[int] = frozenset()) -> None:
         n = len(columns[0]) if columns else 0
         first = self.row + 1
         numbers = [str(first + i) for i in range(n)]
         cuts: list[int] = []
-        formatted = [_column_cells(letter, numbers, values, sts, cuts)
-                     for letter, values, sts in zip(self.letters, columns, styles)]
+        formatted = [_column_cells(letter, numbers, values, sts, cuts, k in row_texts)
+                     for k, (letter, values, sts) in enumerate(zip(self.letters, columns, styles))]
         self.book.cut_cells += len(cuts)
         self.row += n
         if heights is None:
@@ -422,9 +425,11 @@ BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive 
 FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream
 
 
-def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int]) -> list[str]:
+def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int],
+                  row_texts: bool = False) -> list[str]:
     """The XML of one column's cells (an empty string for an unstyled blank); a 1 is appended to
-    ``cuts`` for each text cut to ``TEXT_LIMIT``.
+    ``cuts`` for each text cut to ``TEXT_LIMIT``. ``row_texts``: its texts differ from row to
+    row and hold no character XML forbids (see ``Sheet.add_rows``).
 
     A column of finite floats in one style, the bulk of a large sheet, takes a fast path: its
     numbers formatted in one call (``_float_texts``) instead of one ``repr`` per cell.
@@ -446,9 +451,12 @@ def _column_cells(letter: str, numbers: list[str], values: list, styles: list[in
             if len(value) > TEXT_LIMIT // 2 and over_limit(value):
                 value = cut_text(value)
                 cuts.append(1)
-            text = escaped.get(value)
-            if text is None:
-                text = escaped[value] = _escape(value)
+            if row_texts:
+                text = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            else:
+                text = escaped.get(value)
+                if text is None:
+                    text = escaped[value] = _escape(value)
             append(f'<c r="{letter}{number}"{attribute[style]} t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>')
         elif kind is float:
             if math.isfinite(value):

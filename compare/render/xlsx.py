@@ -366,6 +366,7 @@ class _Planned:
     cells: int  # rows x columns, what writing it costs
     rows: int = 0  # data rows
     pieceable: bool = False  # rows may be written in pieces (``blocks`` takes any start and stop)
+    row_texts: frozenset[int] = frozenset()  # columns of texts made per row, clean for XML (``Sheet.add_rows``)
 
 
 def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> _Planned:
@@ -396,9 +397,10 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
             return iter([(columns, cell_styles)])
         lazies = [None] * len(spec.columns)
     line_height = layout.style["line_height"]
+    row_texts = frozenset(k for k, lazy in enumerate(lazies) if lazy is not None and lazy.xml_clean)
     return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style),
                     blocks, lambda columns, start: _row_heights(spec, columns, widths, styles, line_height, lazies, start),
-                    len(table.rows) * len(spec.columns), len(table.rows), spec.indent_field is None)
+                    len(table.rows) * len(spec.columns), len(table.rows), spec.indent_field is None, row_texts)
 
 
 def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = None, unit: "_Unit | None" = None) -> None:
@@ -415,7 +417,7 @@ def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = N
             sheet.skip_row()
             sheet.add_row(planned.head[-1])
         for k, (columns, cell_styles) in enumerate(planned.blocks(start, stop)):
-            sheet.add_rows(columns, cell_styles, planned.heights(columns, start + k * BLOCK_ROWS))
+            sheet.add_rows(columns, cell_styles, planned.heights(columns, start + k * BLOCK_ROWS), planned.row_texts)
     except BaseException:
         sheet.abandon()
         raise
