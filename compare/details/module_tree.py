@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ import pandas as pd
 from perfcmp.details.extract import MODULE_PREFIX, SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import factorize, texts
+from perfcmp.readers.textmatch import factorize, per_unique, texts
 
 BACKWARD = "[ BACKWARD ]"
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
@@ -127,16 +128,23 @@ class ModuleTree:
         mod_of = np.where(ids < m, ids, ids - m)
         backward = ids >= m
 
+        # per module first (a forward instance and its backward twin share it), then per instance
         shown, comp_key = module_names(mods)
-        name = np.array([(f"/{BACKWARD}" if b else "") + shown[k] for k, b in zip(mod_of.tolist(), backward.tolist())],
-                        dtype=object)
-        klass = np.array([_INSTANCE_SUFFIX.sub("", shown[k].rsplit("/", 1)[-1]) for k in mod_of.tolist()], dtype=object)
+        shown_m = _objects(shown)
+        own = _objects([path.rsplit("/", 1)[-1] for path in shown])
         phase = texts(mods["phase"].to_numpy())
         keys = texts(mods["key"].to_numpy())
-        match_key = [("bwd", comp_key[k]) if b else ("fwd", phase[k], comp_key[k])
-                     for k, b in zip(mod_of.tolist(), backward.tolist())]
-        group = np.array([f"bwd\x1f{BACKWARD}{keys[k]}" if b else f"{phase[k]}\x1f{keys[k]}"
-                          for k, b in zip(mod_of.tolist(), backward.tolist())], dtype=object)
+        forward = ~backward
+        name = shown_m[mod_of]
+        name[backward] = f"/{BACKWARD}" + name[backward]
+        klass = per_unique(own, lambda text: _INSTANCE_SUFFIX.sub("", text))[mod_of]
+        match_key = np.empty(n, dtype=object)
+        match_key[forward] = _objects(list(zip(repeat("fwd"), phase, comp_key)))[mod_of[forward]]
+        match_key[backward] = _objects(list(zip(repeat("bwd"), comp_key)))[mod_of[backward]]
+        match_key = match_key.tolist()
+        group = np.empty(n, dtype=object)
+        group[forward] = (phase + "\x1f" + keys)[mod_of[forward]]
+        group[backward] = (f"bwd\x1f{BACKWARD}" + keys)[mod_of[backward]]
 
         lvl_c, start_c = level2[ids], start2[ids]
         order = np.lexsort((np.arange(n), lvl_c, start_c))
@@ -179,6 +187,11 @@ class ModuleTree:
 
     def tops(self, i: int) -> np.ndarray:
         return self.top_ops[self.top_ptr[i]:self.top_ptr[i + 1]]
+
+
+def _objects(values: list) -> np.ndarray:
+    """A 1-d object array of ``values`` (a tuple stays one value, not a second dimension)."""
+    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def module_names(mods: pd.DataFrame) -> tuple[list[str], list[str]]:
