@@ -293,22 +293,31 @@ def _groups(tree: ModuleTree, gcode: np.ndarray, n_groups: int) -> _Groups:
     tops = tree.top_ops
     op_group = gcode[tree.op_inst[tops]] if len(tops) else np.empty(0, dtype=np.int64)
     by_start = np.argsort(tree.rank[tree.op_inst[tops]], kind="stable") if len(tops) else np.empty(0, dtype=np.int64)
-    frame = pd.DataFrame({"g": op_group[by_start], "k": tree.op_code[tops[by_start]], "us": tree.op_us[tops[by_start]],
+    # grouped by one int64 key per row (the group, op key and kernel codes combined): pandas'
+    # groupby sums the same rows in the same order as on the separate columns, with none of the
+    # hashing of kernel names or building of a MultiIndex
+    g_op, k_op = op_group[by_start], tree.op_code[tops[by_start]]
+    n_keys = int(max(tree.op_code.max(initial=0), 0)) + 1
+    frame = pd.DataFrame({"key": g_op * n_keys + k_op, "us": tree.op_us[tops[by_start]],
                           "name": tree.op_name[tops[by_start]]})
-    agg = frame.groupby(["g", "k"], sort=False).agg(count=("us", "size"), us=("us", "sum"), name=("name", "first"))
+    agg = frame.groupby("key", sort=False).agg(count=("us", "size"), us=("us", "sum"), name=("name", "first"))
     op_stats: dict[int, dict[int, list]] = {}
-    for (g, k), n, us, name in zip(agg.index.tolist(), agg["count"].tolist(), agg["us"].tolist(), agg["name"].tolist()):
-        op_stats.setdefault(g, {})[k] = [n, us, name]
+    for key, n, us, name in zip(agg.index.tolist(), agg["count"].tolist(), agg["us"].tolist(), agg["name"].tolist()):
+        op_stats.setdefault(key // n_keys, {})[key % n_keys] = [n, us, name]
 
     kt = tree.k_top
-    kframe = pd.DataFrame({"g": gcode[tree.op_inst[kt]] if len(kt) else np.empty(0, dtype=np.int64),
-                           "k": tree.op_code[kt] if len(kt) else np.empty(0, dtype=np.int64),
-                           "kernel": tree.kernels["name"].to_numpy(dtype=object),
+    kernel_code, kernels = factorize(tree.kernels["name"].to_numpy(dtype=object))
+    n_kernels = max(len(kernels), 1)
+    g_k = gcode[tree.op_inst[kt]] if len(kt) else np.empty(0, dtype=np.int64)
+    k_k = tree.op_code[kt] if len(kt) else np.empty(0, dtype=np.int64)
+    pair_code, pairs = pd.factorize(g_k * n_keys + k_k)  # (group, op key) numbered: the key below stays small
+    kframe = pd.DataFrame({"key": pair_code.astype(np.int64) * n_kernels + kernel_code,
                            "dur": tree.kernels["dur_us"].to_numpy(dtype=np.float64)})
-    kagg = kframe.groupby(["g", "k", "kernel"], sort=False).agg(n=("dur", "size"), dur=("dur", "sum"))
+    kagg = kframe.groupby("key", sort=False).agg(n=("dur", "size"), dur=("dur", "sum"))
     groups: dict[tuple[int, int], list[tuple[str, int, float]]] = {}
-    for (g, k, kernel), n, dur in zip(kagg.index.tolist(), kagg["n"].tolist(), kagg["dur"].tolist()):
-        groups.setdefault((g, k), []).append((kernel, int(n), float(dur)))
+    for key, n, dur in zip(kagg.index.tolist(), kagg["n"].tolist(), kagg["dur"].tolist()):
+        pair, kernel = divmod(key, n_kernels)
+        groups.setdefault(divmod(int(pairs[pair]), n_keys), []).append((kernels[kernel], int(n), float(dur)))
     return _Groups(first=first, count=count, self_us=self_us, total_us=total_us, op_stats=op_stats,
                    kernel_groups=groups)
 
