@@ -25,7 +25,7 @@ from perfcmp.options import DEFAULT_FORMATS, DIMENSIONS, FORMATS, CompareOptions
 from perfcmp.output import STDOUT
 from perfcmp.readers.errors import InputError, PerfcmpError, UsageError
 from perfcmp.readers.heap import map_large_blocks_apart
-from perfcmp.signals import MESSAGES, Stopped, stop_on_signals
+from perfcmp.signals import MESSAGES, Stopped, check, stop_on_signals
 INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Gates & verdict"
 
 
@@ -301,6 +301,7 @@ def publish_outputs(result: ComparisonResult, formats: tuple[str, ...], output: 
 
     chosen = [writer(name) for name in FILE_FORMATS if name in formats]
     written = publish(output, chosen) if chosen else []
+    check()  # (see signals.check)
     if "console" in formats:
         sys.stdout.write(console.render(result, terminal_width(), colour_wanted(), quiet, console_top))
     sys.stdout.flush()  # the console first, then stderr's lines below it

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from perfcmp.readers.errors import PerfcmpError, UsageError
-from perfcmp.signals import held
+from perfcmp.signals import check, held
 
 PREFIX = "performance_comparison_result_"
 STDOUT = "-"  # ``-o -``
@@ -140,6 +140,7 @@ def publish(output: str | None, writers: Sequence[Writer], prefix: str = PREFIX,
                 write(temps[-1])
             except OSError as exc:
                 raise _error(exc, where, f"write the {suffix.lstrip('.')} output") from None
+        check()  # a stop Python dropped while the files were written: publish none of them
         if explicit:
             finals = _replace_set(temps, [output[: -len(".xlsx")] + s for s in suffixes], directory)
         else:

@@ -9,12 +9,19 @@ temporaries): a signal arriving there is recorded and raised when the block ends
 Holding is done here, in the handler, rather than with ``pthread_sigmask``: a signal sent to
 the process may be delivered to any thread (numpy's BLAS threads, for instance), and a mask
 only covers the thread that set it.
+
+A handler can also run inside a weakref callback or a destructor (an import's module-lock
+callback, say), where Python reports an exception and drops it: the run would go on as if no
+signal had come. Such a ``Stopped`` is caught by an unraisable-exception hook, which records it
+instead of printing a traceback, and ``check()`` raises it again: at the end of every ``held()``
+block and before outputs are published (``output.publish``), so a stopped run never publishes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 from collections.abc import Iterator
 
 MESSAGES = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
@@ -32,6 +39,7 @@ class _State:
     holding = 0  # depth of held() blocks
     pending: int | None = None  # a signal that arrived while holding
     stopping = False  # Stopped was raised: later signals are ignored while the run unwinds
+    dropped: int | None = None  # a Stopped that Python dropped (raised where it cannot propagate)
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -58,13 +66,30 @@ def stop_on_signals() -> Iterator[None]:
                 previous[signum] = signal.signal(signum, _stop)
         except ValueError:  # not the main thread
             break
-    _State.holding, _State.pending, _State.stopping = 0, None, False
+    _State.holding, _State.pending, _State.stopping, _State.dropped = 0, None, False, None
+    hook = sys.unraisablehook
+
+    def record_dropped(unraisable) -> None:
+        if isinstance(unraisable.exc_value, Stopped):
+            _State.dropped = unraisable.exc_value.signum
+        else:
+            hook(unraisable)
+
+    sys.unraisablehook = record_dropped
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        _State.pending, _State.stopping = None, False
+        _State.pending, _State.stopping, _State.dropped = None, False, None
+
+
+def check() -> None:
+    """Raise ``Stopped`` again if Python dropped the one a signal raised (see the module docstring)."""
+    if _State.dropped is not None:
+        signum, _State.dropped = _State.dropped, None
+        raise Stopped(signum)
 
 
 @contextlib.contextmanager
@@ -79,3 +104,5 @@ def held() -> Iterator[None]:
             signum, _State.pending = _State.pending, None
             _State.stopping = True
             raise Stopped(signum)
+        if not _State.holding:
+            check()

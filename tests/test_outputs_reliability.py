@@ -548,3 +548,26 @@ def test_cut_text_counts_utf16_units_as_excel_does(text, units):
     kept, left_out = cut.rsplit(" … [cut: ", 1)
     assert len(kept) + int(left_out.split()[0].replace(",", "")) == len(text)
     assert ooxml.cut_text("a" * ooxml.TEXT_LIMIT) == "a" * ooxml.TEXT_LIMIT
+
+
+def test_a_stop_python_drops_still_stops_the_run_before_it_publishes(tmp_path):
+    """A signal whose handler runs inside a weakref callback (an import's module-lock callback,
+    seen under SIGTERM) raises ``Stopped`` where Python reports and drops it: the run must
+    still stop, with no traceback printed, before any output is published."""
+    import weakref
+
+    from perfcmp import signals
+
+    class Lock:
+        pass
+
+    written = []
+    with signals.stop_on_signals():
+        lock = Lock()
+        ref = weakref.ref(lock, lambda _: signal.raise_signal(signal.SIGTERM))  # the handler runs in here
+        del lock
+        assert ref() is None  # the callback ran, and its Stopped was dropped
+        with pytest.raises(signals.Stopped) as stopped:
+            output.publish(str(tmp_path / "out"), [(".json", lambda path: written.append(Path(path).write_text("{}")))])
+    assert stopped.value.signum == signal.SIGTERM
+    assert not (tmp_path / "out").exists()  # nothing published, nothing left (it stopped before writing)
