@@ -170,12 +170,30 @@ def _emit_loose_sheets(book: Workbook, planned: list[_Planned], units: list[_Uni
     unit first takes the next. The loose sheets' zips are unlinked temporary files beside
     ``path``, so nothing is left behind whatever happens; the child dies with this process and
     is killed if this one fails or is stopped."""
-    order = _largest_first(units)
+    claims = _claims(units)
+    try:
+        return _emit_claimed(book, planned, units, claims, path, two)
+    finally:
+        os.close(claims)
+
+
+def _claims(units: list[_Unit]) -> int:
+    """A pipe's read end holding every unit's index, largest unit first; at most 16k units (a
+    pipe's smallest buffer, 64 KiB): a sheet has at most about 26 pieces (Excel's row limit)."""
     claims_r, claims_w = os.pipe()
     try:
-        os.write(claims_w, b"".join(i.to_bytes(UNIT_BYTES, "little") for i in order))  # 16k units fit a pipe's buffer
+        os.write(claims_w, b"".join(i.to_bytes(UNIT_BYTES, "little") for i in _largest_first(units)))
+    except BaseException:
+        os.close(claims_r)
+        raise
     finally:
         os.close(claims_w)
+    return claims_r
+
+
+def _emit_claimed(book: Workbook, planned: list[_Planned], units: list[_Unit], claims_r: int, path: str,
+                  two: bool) -> bool:
+    """``_emit_loose_sheets`` with the claims pipe made (and closed by the caller)."""
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.TemporaryFile(dir=folder) as own_file, tempfile.TemporaryFile(dir=folder) as child_file:
         report_r, report_w = os.pipe()
@@ -186,8 +204,8 @@ def _emit_loose_sheets(book: Workbook, planned: list[_Planned], units: list[_Uni
             try:
                 pid = os.fork()
             except OSError:
-                for fd in (claims_r, report_r, report_w):
-                    os.close(fd)
+                os.close(report_r)
+                os.close(report_w)
                 return False
             if pid == 0:  # the child: write what it claims, say how it went, and leave without clean-up of the parent's
                 os.close(report_r)
@@ -208,7 +226,6 @@ def _emit_loose_sheets(book: Workbook, planned: list[_Planned], units: list[_Uni
                 pid = 0
         finally:
             os.close(report_r)
-            os.close(claims_r)
             if pid:  # failed or stopped here: the child's work is moot
                 with held():
                     _kill(pid)
