@@ -57,6 +57,18 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     start_ns = np.rint(host["start_us"].to_numpy() * 1000.0).astype(np.int64)
     end_ns = start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)
     threads = thread_labels(host)
+    nested = _nest_laminar(start_ns, end_ns, factorize(threads)[0])
+    if nested is not None:
+        return nested
+    return _nest_walk(start_ns, end_ns, threads)
+
+
+def _nest_walk(start_ns: np.ndarray, end_ns: np.ndarray, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``nest`` by its definition: a stack walk, one row at a time."""
+    n = len(start_ns)
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    overrun = np.zeros(n, dtype=np.int64)
     stack: list[int] = []
     stack_end: list[int] = []
     current = None
@@ -83,6 +95,62 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 NEST_BLOCK = 1 << 16
+MAX_ARRAY_DEPTH = 64  # deeper stacks are walked (a pass over the rows per level)
+
+
+def _nest_laminar(start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``nest`` with array operations, for the usual trace whose events on each thread are
+    nested or disjoint; None for any other (then walked, ``_nest_walk``).
+
+    In the walk, an event's depth is the size of the stack when it is pushed: the earlier events
+    of its thread still open at its start (those ending after it starts), if none of them has
+    outlived its parent. That count is the thread's earlier events less those ended by its
+    start (one search among the thread's sorted ends). Its parent is then the latest earlier
+    event of its thread one level up. The result is checked: every event lies within its
+    parent, which is still open at its start; if so the events are nested and the walk gives
+    the same tree, with no overrun.
+    """
+    n = len(start)
+    rows = np.arange(n)
+    first_of_thread = np.flatnonzero(np.concatenate([[True], thread[1:] != thread[:-1]]))
+    if len(first_of_thread) != len(np.unique(thread)):  # a thread's rows not together: not this order
+        return None
+    thread_no = np.cumsum(np.concatenate([[False], thread[1:] != thread[:-1]]))  # 0, 1, ... by row order
+    origin = np.minimum.reduceat(start, first_of_thread)[thread_no]
+    span = int((np.maximum(end, start) - origin).max()) + 1
+    if np.any(np.diff(start)[thread_no[1:] == thread_no[:-1]] < 0) or np.any(end < start) \
+            or (int(thread_no[-1]) + 1) * span >= 2**62:
+        return None
+    # earlier events of the thread ended by each start: all its events ended by then, less the
+    # events from this one on that are (an event ends no earlier than it starts, so only
+    # zero-length ones starting at this very time)
+    ends = np.sort(thread_no * span + (end - origin))  # by thread, then end
+    thread_at = np.searchsorted(ends, np.arange(len(first_of_thread)) * span, side="left")  # each thread's first
+    ended = np.searchsorted(ends, thread_no * span + (start - origin), side="right") - thread_at[thread_no]
+    zero = (end == start).astype(np.int64)
+    same_start = np.concatenate([[True], (start[1:] != start[:-1]) | (thread_no[1:] != thread_no[:-1])])
+    group = np.cumsum(same_start) - 1
+    zeros_through = np.cumsum(zero)
+    group_last = np.append(np.flatnonzero(same_start)[1:], n) - 1
+    ended -= zeros_through[group_last[group]] - zeros_through + zero  # zero-length ones at this start, this one on
+    depth = (rows - first_of_thread[thread_no]) - ended
+    if np.any(depth < 0):
+        return None
+    # the parent: the latest earlier row one level up (one forward fill per level)
+    if int(depth.max(initial=0)) > MAX_ARRAY_DEPTH:
+        return None
+    parent = np.full(n, -1, dtype=np.int64)
+    for level in range(1, int(depth.max(initial=0)) + 1):
+        latest_above = np.maximum.accumulate(np.where(depth == level - 1, rows, -1))
+        at = np.flatnonzero(depth == level)
+        parent[at] = latest_above[at]
+    child = np.flatnonzero(depth > 0)
+    found = parent[child]
+    # nested: in its thread, within its parent, which is still open when it starts
+    if np.any((found < 0) | (thread_no[np.maximum(found, 0)] != thread_no[child])
+              | (end[found] <= start[child]) | (end[child] > end[found])):
+        return None
+    return parent, depth, np.zeros(n, dtype=np.int64)
 
 
 def nested_in_same(parent: np.ndarray, label: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, strategies as st
 
 from reader_helpers import read, warning_count
 from perfcmp.readers.hosttree import busy_us
@@ -83,3 +84,37 @@ def test_real_samples_have_no_misnesting(rel):
     if not (SAMPLES / rel).exists():
         pytest.skip(f"reference sample not found at {SAMPLES / rel}")
     assert warning_count(read(SAMPLES / rel), MISNESTED) == 0
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(0, 12)), max_size=40))
+def test_nesting_by_arrays_is_the_stack_walk(events):
+    """The array nesting (``_nest_laminar``) gives the walk's parents and depths whenever it
+    answers, and answers for nested events; anything else (an event outliving its parent) is
+    left to the walk. Threads, ties of start and end, and zero-length events included."""
+    import numpy as np
+
+    from perfcmp.readers.hosttree import _nest_laminar, _nest_walk
+
+    rows = sorted(events, key=lambda e: (e[0], e[1], -e[2]))  # as order_host orders them
+    thread = np.array([t for t, _, _ in rows], dtype=np.int64)
+    start = np.array([s for _, s, _ in rows], dtype=np.int64)
+    end = start + np.array([d for _, _, d in rows], dtype=np.int64)
+    walked = _nest_walk(start, end, np.array([f"1/{t}" for t in thread], dtype=object))
+    fast = _nest_laminar(start, end, thread) if len(rows) else None
+    if fast is not None:
+        assert [a.tolist() for a in fast] == [a.tolist() for a in walked]
+    else:
+        assert len(rows) == 0 or walked[2].any()  # only a misnested trace is left to the walk
+
+
+def test_nested_events_are_nested_by_arrays():
+    import numpy as np
+
+    from perfcmp.readers.hosttree import _nest_laminar
+
+    # thread 0: A [0,10) { B [1,3), C [3,6) { D [3,4) }, E [6,6) }, F [10,12); thread 1: G [0,5) { H [0,5) }
+    start = np.array([0, 1, 3, 3, 6, 10, 0, 0])
+    end = np.array([10, 3, 6, 4, 6, 12, 5, 5])
+    parent, depth, overrun = _nest_laminar(start, end, np.array([0, 0, 0, 0, 0, 0, 1, 1]))
+    assert parent.tolist() == [-1, 0, 0, 2, 0, -1, -1, 6]
+    assert depth.tolist() == [0, 1, 1, 2, 1, 0, 0, 1] and not overrun.any()
