@@ -117,14 +117,14 @@ def align_arrays(base: Sequence[Hashable], comp: Sequence[Hashable]) -> tuple[np
     at = np.cumsum(sizes) - sizes
     rows_b = np.full(int(sizes.sum()), -1, dtype=np.int64)
     rows_c = rows_b.copy()
-    rows_b[np.repeat(at, only_b) + _ramps(only_b)] = np.repeat(starts_i, only_b) + _ramps(only_b)
-    rows_c[np.repeat(at + only_b, only_c) + _ramps(only_c)] = np.repeat(starts_j, only_c) + _ramps(only_c)
+    rows_b[np.repeat(at, only_b) + ramps(only_b)] = np.repeat(starts_i, only_b) + ramps(only_b)
+    rows_c[np.repeat(at + only_b, only_c) + ramps(only_c)] = np.repeat(starts_j, only_c) + ramps(only_c)
     matched = (at + only_b + only_c)[:-1]
     rows_b[matched], rows_c[matched] = ii, jj
     return rows_b, rows_c
 
 
-def _ramps(lengths: np.ndarray) -> np.ndarray:
+def ramps(lengths: np.ndarray) -> np.ndarray:
     """0, 1, ... lengths[0] - 1, 0, 1, ... lengths[1] - 1, ...: each run's positions."""
     return np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 

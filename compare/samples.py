@@ -31,6 +31,7 @@ from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import COMM, KERNEL, OP, op_keys, row_name
 from perfcmp.readers.model import Profile
+from perfcmp.align import ramps
 from perfcmp.readers.textmatch import factorize
 
 SAMPLES_VERSION = 1
@@ -136,7 +137,7 @@ def _instance_lists(occurrences: pd.DataFrame, n_steps: int) -> dict[str, list[l
     codes, step, value = codes[order], step[order], value[order]
     first, sizes = _runs(codes, step)
     counts = np.repeat(sizes, sizes)
-    rank = np.arange(len(codes)) - np.repeat(first, sizes)
+    rank = ramps(sizes)  # each row's place in its run
     # evenly spaced ranks: keep rank r where floor(r * M / n) advances (all of them when n <= M)
     thin = counts > MAX_INSTANCES
     keep = ~thin | (np.floor((rank + 1) * MAX_INSTANCES / counts) > np.floor(rank * MAX_INSTANCES / counts))

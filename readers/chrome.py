@@ -356,7 +356,7 @@ def _event_span(raw: RawJson) -> tuple[KinetoTrace, int, int] | None:
     if head is None or len(head.traceEvents) != 2:
         return None
     boundaries = list(_BOUNDARY.finditer(data, max(begin + 1, len(data) - TAIL_SEARCH_BYTES)))[-BOUNDARIES_TRIED:]
-    found = None  # (end, tail) of the latest boundary that decoded
+    found = None  # the end the latest boundary that decoded gave
     for boundary in reversed(boundaries):
         start = boundary.end() - 1  # an event's "{"
         document = _OPENING + bytes(memoryview(data)[start:])
@@ -364,11 +364,11 @@ def _event_span(raw: RawJson) -> tuple[KinetoTrace, int, int] | None:
         if tail is None:
             continue
         end = start - len(_OPENING) + _address(tail.traceEvents) - _address(document) + len(tail.traceEvents)
-        if found is not None and found[0] == end:
+        if found == end:
             header = KinetoTrace(**{field: getattr(tail, field) if getattr(tail, field) is not None else getattr(head, field)
                                     for field in ("deviceProperties", "distributedInfo", "schemaVersion")})
             return header, begin, end
-        found = end, tail
+        found = end
     return None
 
 

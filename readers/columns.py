@@ -28,15 +28,16 @@ class Memo(defaultdict):
         super().__init__(dict)
 
 
-def common_columns(events: list[Event], memo: Memo, with_dur: bool = True) -> dict[str, np.ndarray]:
+def common_columns(events: list[Event], memo: Memo, with_dur: bool = True, with_name: bool = True) -> dict[str, np.ndarray]:
     """name, pid, tid, ts_ns (and dur_us) of every event."""
     cols = {
-        "name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events], NAME_LIMIT,
-                       memo["name"]),
         "pid": per_unique([e.pid for e in events], thread_key, memo=memo["pid"]),
         "tid": per_unique([e.tid for e in events], thread_key, memo=memo["tid"]),
         "ts_ns": times_ns([e.ts for e in events]),
     }
+    if with_name:
+        cols = {"name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events], NAME_LIMIT,
+                               memo["name"]), **cols}
     if with_dur:
         cols["dur_us"] = floats([e.dur for e in events])
     return cols
@@ -63,9 +64,7 @@ def flow_columns(events: list[Event], memo: Memo) -> dict[str, np.ndarray]:
     """Flow endpoints: ph ("s"/"f"/"t"), id as text, and where they sit (pid, tid, ts_ns; a
     flow's name says nothing the linking uses, so it is not read)."""
     return {
-        "pid": per_unique([e.pid for e in events], thread_key, memo=memo["pid"]),
-        "tid": per_unique([e.tid for e in events], thread_key, memo=memo["tid"]),
-        "ts_ns": times_ns([e.ts for e in events]),
+        **common_columns(events, memo, with_dur=False, with_name=False),
         "ph": shared([e.ph for e in events], memo=memo["ph"]),
         # one per flow (its two ends): nothing worth sharing
         "id": np.fromiter(("" if e.id is None else str(e.id) for e in events), dtype=object, count=len(events)),

@@ -112,10 +112,11 @@ def _nest_laminar(start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> tup
     """
     n = len(start)
     rows = np.arange(n)
-    first_of_thread = np.flatnonzero(np.concatenate([[True], thread[1:] != thread[:-1]]))
+    new_thread = np.concatenate([[True], thread[1:] != thread[:-1]])
+    first_of_thread = np.flatnonzero(new_thread)
     if len(first_of_thread) != len(np.unique(thread)):  # a thread's rows not together: not this order
         return None
-    thread_no = np.cumsum(np.concatenate([[False], thread[1:] != thread[:-1]]))  # 0, 1, ... by row order
+    thread_no = np.cumsum(new_thread) - 1  # 0, 1, ... by row order
     origin = np.minimum.reduceat(start, first_of_thread)[thread_no]
     span = int((np.maximum(end, start) - origin).max()) + 1
     if np.any(np.diff(start)[thread_no[1:] == thread_no[:-1]] < 0) or np.any(end < start) \

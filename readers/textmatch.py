@@ -30,12 +30,12 @@ def factorize(values) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(values, list):
         first = dict.fromkeys(values)  # each equal group's first object, in first-seen order
         if len(first) == len(values) or any(u is None or u != u for u in first):  # nothing to share; missing values
-            return pd.factorize(_objects(values), use_na_sentinel=False)
+            return pd.factorize(object_array(values), use_na_sentinel=False)
         index = {u: i for i, u in enumerate(first)}
         codes = np.fromiter(map(index.__getitem__, values), dtype=np.intp, count=len(values))
         return codes, np.fromiter(first, dtype=object, count=len(first))
     numeric = isinstance(values, np.ndarray) and values.dtype != object  # its objects would all be new ones
-    objects = np.ascontiguousarray(_objects(values))
+    objects = np.ascontiguousarray(object_array(values))
     if numeric or len(objects) < IDENTITY_MIN_ROWS:
         return pd.factorize(objects, use_na_sentinel=False)
     by_object, _ = pd.factorize(_addresses(objects))
@@ -119,7 +119,7 @@ def _cut(value, limit: int | None):
     return value
 
 
-def _objects(values) -> np.ndarray:
+def object_array(values) -> np.ndarray:
     """A 1-d object array of ``values`` (tuples stay tuples instead of becoming a 2-d array)."""
     if isinstance(values, np.ndarray) and values.ndim == 1:
         return values.astype(object, copy=False)

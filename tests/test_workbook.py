@@ -409,11 +409,11 @@ def test_a_failing_second_writer_fails_the_write_with_its_error(demo, tmp_path, 
     calls = {"n": 0}
     original = xlsx._emit
 
-    def full_disk_in_the_child(book, planned, archive=None):
+    def full_disk_in_the_child(book, planned, archive=None, unit=None):
         calls["n"] += 1
         if os.getpid() != parent:
             raise OSError(errnos.ENOSPC, "No space left on device")
-        return original(book, planned, archive)
+        return original(book, planned, archive, unit)
 
     parent = os.getpid()
     monkeypatch.setattr(xlsx, "_emit", full_disk_in_the_child)

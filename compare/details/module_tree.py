@@ -30,7 +30,7 @@ import pandas as pd
 from perfcmp.details.extract import MODULE_PREFIX, SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import factorize, per_unique, texts
+from perfcmp.readers.textmatch import factorize, object_array, per_unique, texts
 
 BACKWARD = "[ BACKWARD ]"
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
@@ -130,8 +130,8 @@ class ModuleTree:
 
         # per module first (a forward instance and its backward twin share it), then per instance
         shown, comp_key = module_names(mods)
-        shown_m = _objects(shown)
-        own = _objects([path.rsplit("/", 1)[-1] for path in shown])
+        shown_m = object_array(shown)
+        own = object_array([path.rsplit("/", 1)[-1] for path in shown])
         phase = texts(mods["phase"].to_numpy())
         keys = texts(mods["key"].to_numpy())
         forward = ~backward
@@ -139,8 +139,8 @@ class ModuleTree:
         name[backward] = f"/{BACKWARD}" + name[backward]
         klass = per_unique(own, lambda text: _INSTANCE_SUFFIX.sub("", text))[mod_of]
         match_key = np.empty(n, dtype=object)
-        match_key[forward] = _objects(list(zip(repeat("fwd"), phase, comp_key)))[mod_of[forward]]
-        match_key[backward] = _objects(list(zip(repeat("bwd"), comp_key)))[mod_of[backward]]
+        match_key[forward] = object_array(list(zip(repeat("fwd"), phase, comp_key)))[mod_of[forward]]
+        match_key[backward] = object_array(list(zip(repeat("bwd"), comp_key)))[mod_of[backward]]
         match_key = match_key.tolist()
         group = np.empty(n, dtype=object)
         group[forward] = (phase + "\x1f" + keys)[mod_of[forward]]
@@ -188,10 +188,6 @@ class ModuleTree:
     def tops(self, i: int) -> np.ndarray:
         return self.top_ops[self.top_ptr[i]:self.top_ptr[i + 1]]
 
-
-def _objects(values: list) -> np.ndarray:
-    """A 1-d object array of ``values`` (a tuple stays one value, not a second dimension)."""
-    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def module_names(mods: pd.DataFrame) -> tuple[list[str], list[str]]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfcmp.align import align
+from perfcmp.align import align, ramps
 from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cell_column, ratio, ratio_column, slice_children
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
@@ -180,7 +180,7 @@ def _rows(b: ModuleTree, c: ModuleTree, pairs: list[tuple[int, int]],
     candidates = np.flatnonzero(same & (b_len > 0))
     if len(candidates):  # equal key sequences: no position where they differ
         lengths = b_len[candidates]
-        within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        within = ramps(lengths)
         differ = b_codes[np.repeat(b_at[candidates], lengths) + within] != c_codes[np.repeat(c_at[candidates], lengths) + within]
         same[candidates] = np.add.reduceat(differ, np.cumsum(lengths) - lengths) == 0
     one_sided = ~same & ((b_len == 0) | (c_len == 0))
@@ -206,7 +206,7 @@ def _rows(b: ModuleTree, c: ModuleTree, pairs: list[tuple[int, int]],
                                          (c_at, c_len, c.top_ops, oc, np.where(same, 0, b_len))):
         laid = np.flatnonzero((same | one_sided) & (length > 0))
         lengths = length[laid]
-        within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        within = ramps(lengths)
         out[np.repeat(first[laid] + 1 + offset[laid], lengths) + within] = tops[np.repeat(at[laid], lengths) + within]
     for k, (bt, ct, found) in steps.items():
         start = first[k] + 1

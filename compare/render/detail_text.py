@@ -68,15 +68,15 @@ class TextCells:
         self.hi = np.searchsorted(parents, np.arange(n), side="right")
         self.present = np.array([c is not None for c in counts], dtype=bool)
         measured = _measured(child)
-        # no cell holds a character XML forbids: the workbook escapes them without looking for one
-        self.xml_clean = measured is not None and _xml_clean(child)
         if measured is None:  # made once to be measured
-            measured = np.zeros(len(parents), dtype=np.int64), np.zeros(len(parents), dtype=np.int64)
+            measured = np.zeros(len(parents), dtype=np.int64), np.zeros(len(parents), dtype=np.int64), False
             for first in range(0, len(parents), LINE_BLOCK):
                 lines = self._lines(first, min(first + LINE_BLOCK, len(parents)))
                 measured[0][first:first + len(lines)] = list(map(len, lines))
                 measured[1][first:first + len(lines)] = list(map(str.find, lines, repeat("\n")))
-        lengths, self.first_break = measured  # each line's length, and where its first "\n" is (each ends in one)
+        # each line's length, where its first "\n" is (each ends in one), and whether no cell holds a
+        # character XML forbids (the workbook then escapes them without looking for one)
+        lengths, self.first_break, self.xml_clean = measured
         self.total = np.concatenate([[0], np.cumsum(lengths)])  # characters of the lines before each
         # every line ends in its one line break (no name holds one): wrapped line counts follow
         # from the lengths (``line_counts``)
@@ -160,29 +160,23 @@ LINE_BLOCK = 65536  # child rows made into lines at once while measuring
 # break of their own. So the lengths are the made lines' lengths exactly (a hypothesis test).
 
 
-def _measured(child: Table) -> tuple[np.ndarray, np.ndarray] | None:
+def _measured(child: Table) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """Each child row's line length and first line break, computed from the row's values
-    without making the line; None when a value is not of a kind its line format is measured
-    for (the lines are then made to be measured)."""
+    without making the line, and whether no line holds a character XML forbids (texts checked
+    once per distinct value; numbers never hold one); None when a value is not of a kind its
+    line format is measured for (the lines are then made to be measured)."""
     measure, kinds = _LAYOUTS[_formatter(child.columns)]
-    name, *values = (np.asarray(column_of(child.rows, j), dtype=object) for j in range(1, len(child.columns)))
-    if not all(set(map(type, column.tolist())) <= allowed for column, allowed in zip((name, *values), (TEXT, *kinds))):
+    columns = [np.asarray(column_of(child.rows, j), dtype=object) for j in range(1, len(child.columns))]
+    allowed = (TEXT, *kinds)
+    if not all(set(map(type, column.tolist())) <= kind for column, kind in zip(columns, allowed)):
         return None
+    name, *values = columns
     lengths = per_unique(name, len, dtype=np.int64) + measure(*values)
     name_break = per_unique(name, lambda v: v.find("\n"), dtype=np.int64)
+    clean = all(per_unique(column, lambda v: INVALID_XML.search(v) is None, dtype=bool).all()
+                for column, kind in zip(columns, allowed) if kind is TEXT)
     # a line's only break is its last character, unless its name holds one (the other values never do)
-    return lengths, np.where(name_break >= 0, name_break, lengths - 1)
-
-
-def _xml_clean(child: Table) -> bool:
-    """Whether no line of ``child`` holds a character XML forbids: its texts (names, task
-    types, shapes) checked once per distinct value; numbers never do."""
-    for j, allowed in zip(range(1, len(child.columns)), (TEXT, *_LAYOUTS[_formatter(child.columns)][1])):
-        if allowed is TEXT:
-            values = np.asarray(column_of(child.rows, j), dtype=object)
-            if not per_unique(values, lambda v: not isinstance(v, str) or INVALID_XML.search(v) is None, dtype=bool).all():
-                return False
-    return True
+    return lengths, np.where(name_break >= 0, name_break, lengths - 1), clean
 
 
 def _kernel_lengths(task_type: np.ndarray, shapes: np.ndarray, dur: np.ndarray) -> np.ndarray:

@@ -59,8 +59,13 @@ _NEEDS_ESCAPE = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 def _escape(text: str) -> str:
     if not _NEEDS_ESCAPE.search(text):  # the common case: nothing to do
         return text
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return INVALID_XML.sub("", text)
+    return INVALID_XML.sub("", _escape_markup(text))
+
+
+def _escape_markup(text: str) -> str:
+    """``&``, ``<`` and ``>`` as XML writes them (a text known to hold no forbidden character
+    needs nothing else)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def text_length(text: str) -> int:
@@ -452,7 +457,7 @@ def _column_cells(letter: str, numbers: list[str], values: list, styles: list[in
                 value = cut_text(value)
                 cuts.append(1)
             if row_texts:
-                text = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                text = _escape_markup(value)
             else:
                 text = escaped.get(value)
                 if text is None:

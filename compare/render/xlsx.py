@@ -81,12 +81,12 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None,
     planned = [_plan(book, spec, table, result, layout) for spec, table in sheets]
     two = processes == 2 or (processes is None and _worth_a_second_process(planned))
     units = _units(planned)
-    if not (two and _emit_loose_sheets(book, planned, units, path, two=True)):
-        if len(units) > len(planned):  # a sheet in pieces: they are joined from loose sheets as by two writers
-            _emit_loose_sheets(book, planned, units, path, two=False)
-        else:
-            for sheet in planned:
-                _emit(book, sheet)
+    written = two and _emit_loose_sheets(book, planned, units, path, two=True)
+    if not written and len(units) > len(planned):  # a sheet in pieces: joined from loose sheets as by two writers
+        written = _emit_loose_sheets(book, planned, units, path, two=False)
+    if not written:
+        for sheet in planned:
+            _emit(book, sheet)
     book.close()
     return cut, notes
 
@@ -262,10 +262,7 @@ def _emit_loose(book: Workbook, planned: list[_Planned], units: list[_Unit], cla
     try:
         while claimed := os.read(claims, UNIT_BYTES):
             unit = units[int.from_bytes(claimed, "little")]
-            if unit.piece is None:
-                _emit(book, planned[unit.sheet], archive)
-            else:
-                _emit(book, planned[unit.sheet], archive, unit)
+            _emit(book, planned[unit.sheet], archive, unit)
     except BaseException:
         with contextlib.suppress(OSError, ValueError):  # the file is thrown away: the first error is the one to tell
             archive.close()
@@ -422,7 +419,7 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
 
 def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = None, unit: "_Unit | None" = None) -> None:
     """Stream a planned sheet into the workbook (or into ``archive``: see ``Workbook.add_sheet``);
-    with ``unit``, only the piece of it that the unit is."""
+    with ``unit``, the rows of that unit (the whole sheet, or a piece of it)."""
     piece = unit.piece if unit is not None else None
     sheet = book.add_sheet(planned.spec.name, planned.widths, freeze=FREEZE, merges=planned.merges, archive=archive,
                            piece=piece)
