@@ -7,7 +7,7 @@ assert can be worked out by hand; the demo GPU pair checks the same rules on a r
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 import hashlib
 import os
 import zipfile
@@ -238,6 +238,69 @@ def test_a_filter_must_end_on_the_last_row_written(tmp_path):
         sheet.close()
     with pytest.raises(ValueError, match="not planned"):
         Workbook(str(tmp_path / "g.xlsx"), ["S"], filters={"T": "A1:B3"})
+
+
+_CELL_TEXT = st.text(alphabet="ab &<>\x07é😀", max_size=6) | st.sampled_from(["x" * 20000, "y" * 40000])
+_CELL_VALUE = {
+    "float": st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([float("inf"), float("-inf"), float("nan"), 1e-5, 1e16]),
+    "int": st.integers(-10**20, 10**20),
+    "str": _CELL_TEXT,
+    "bool": st.booleans(),
+}
+
+
+@st.composite
+def _block_columns(draw):
+    """Columns of a block as a detail sheet has them: mostly one kind of value, sometimes with
+    blanks (None), sometimes a mix; styles the same down a column or not, default or not."""
+    rows = draw(st.integers(1, 8))
+    columns, styles, row_texts = [], [], set()
+    for k in range(draw(st.integers(1, 4))):
+        kinds = draw(st.lists(st.sampled_from(sorted(_CELL_VALUE)), min_size=1, max_size=2, unique=True)
+                     | st.sampled_from(sorted(_CELL_VALUE)).map(lambda kind: [kind]))
+        value = st.one_of(*(_CELL_VALUE[kind] for kind in kinds))
+        if draw(st.booleans()):
+            value = value | st.none()
+        values = draw(st.lists(value, min_size=rows, max_size=rows))
+        style = draw(st.sampled_from([0, 3]))
+        column_styles = (draw(st.lists(st.sampled_from([0, 3, 5]), min_size=rows, max_size=rows))
+                         if draw(st.booleans()) else [style] * rows)
+        columns.append(values)
+        styles.append(column_styles)
+        texts = [v for v in values if type(v) is str]
+        if texts and draw(st.booleans()) and not any("\x07" in v for v in texts):  # row texts hold no forbidden character
+            row_texts.add(k)
+    heights = draw(st.none() | st.lists(st.none() | st.floats(1, 600), min_size=rows, max_size=rows))
+    return columns, styles, heights, frozenset(row_texts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(block=_block_columns(), first=st.integers(1, 3000))
+def test_a_block_of_rows_is_the_cells_written_one_by_one(block, first):
+    """The row pattern (markup fixed around a column's values where it can be) writes the XML
+    that cells made one by one and joined row by row write, cuts counted alike."""
+    from itertools import repeat
+    from types import SimpleNamespace
+
+    from perfcmp.render.ooxml import MAX_ROW_HEIGHT, Sheet, _column_cells, column_letter
+
+    columns, styles, heights, row_texts = block
+    sheet = Sheet.__new__(Sheet)  # a sheet's rows only: no workbook, no file
+    written: list[str] = []
+    sheet.letters, sheet.row, sheet.book, sheet._write = ([column_letter(i) for i in range(len(columns))], first - 1,
+                                                          SimpleNamespace(cut_cells=0), written.append)
+    sheet.add_rows(columns, styles, heights, row_texts)
+    book = sheet.book
+
+    numbers = [str(first + i) for i in range(len(columns[0]))]
+    cuts: list[int] = []
+    cells = [_column_cells(letter, numbers, values, sts, cuts, k in row_texts)
+             for k, (letter, values, sts) in enumerate(zip(sheet.letters, columns, styles))]
+    height_attributes = [f' ht="{min(h, MAX_ROW_HEIGHT):g}"' if h else "" for h in heights or repeat(None, len(numbers))]
+    expected = "".join(f'<row r="{number}"{height}>{"".join(row)}</row>'
+                       for number, row, height in zip(numbers, zip(*cells), height_attributes))
+    assert "".join(written) == expected
+    assert book.cut_cells == len(cuts)
 
 
 # --- the demo pair -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, compress, repeat
 from typing import NamedTuple
 
 import msgspec
@@ -302,24 +302,27 @@ class Sheet:
     def _add_block(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None,
                    row_texts: frozenset[int] = frozenset()) -> None:
         n = len(columns[0]) if columns else 0
+        if not n:
+            return
         first = self.row + 1
         numbers = [str(first + i) for i in range(n)]
         cuts: list[int] = []
-        formatted = [_column_cells(letter, numbers, values, sts, cuts, k in row_texts)
-                     for k, (letter, values, sts) in enumerate(zip(self.letters, columns, styles))]
-        self.book.cut_cells += len(cuts)
-        self.row += n
-        if heights is None:
-            self._write("".join(f'<row r="{number}">{"".join(cells)}</row>' for number, cells in zip(numbers, zip(*formatted))))
-            return
-        rows = []
-        for number, cells, height in zip(numbers, zip(*formatted), heights):
+        row = _RowPattern()
+        row.fixed('<row r="')
+        row.varying(numbers)
+        row.fixed('"')
+        if heights is not None:
             # no customHeight: the height is a fit to the row's text, not a user's choice, so Excel
             # fits the row again itself (on opening, and when a sort moves text between rows);
             # LibreOffice, which does not fit rows on opening, draws it as given
-            ht = f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else ""
-            rows.append(f'<row r="{number}"{ht}>{"".join(cells)}</row>')
-        self._write("".join(rows))
+            row.varying([f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in heights])
+        row.fixed(">")
+        for k, (letter, values, sts) in enumerate(zip(self.letters, columns, styles)):
+            _add_column(row, letter, numbers, values, sts, cuts, k in row_texts)
+        row.fixed("</row>")
+        self.book.cut_cells += len(cuts)
+        self.row += n
+        self._write(row.join(n))
 
     def skip_row(self) -> None:
         self.row += 1
@@ -428,6 +431,93 @@ def _gf2_square(matrix: list[int]) -> list[int]:
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
 FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream
+
+
+class _RowPattern:
+    """The XML of a block of rows as one sequence of pieces per row: fixed markup, the same in
+    every row, between texts that vary from row to row. Joined once for the whole block, each
+    character is copied once (a string per cell, joined per row and again per block, copied
+    the long kernel lists three times over: the writer's hot loop, millions of cells)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str | list[str]] = []  # fixed markup (adjacent pieces merged), or per-row texts
+
+    def fixed(self, markup: str) -> None:
+        if self.parts and type(self.parts[-1]) is str:
+            self.parts[-1] += markup
+        else:
+            self.parts.append(markup)
+
+    def varying(self, texts: list[str]) -> None:
+        self.parts.append(texts)
+
+    def join(self, rows: int) -> str:
+        pieces = [repeat(part, rows) if type(part) is str else part for part in self.parts]
+        return "".join(chain.from_iterable(zip(*pieces)))
+
+
+def _add_column(row: _RowPattern, letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int],
+                row_texts: bool = False) -> None:
+    """One column's cells added to ``row``: the XML of ``_column_cells``, with the markup around
+    the values fixed where the column allows it (``_value_markup``), else made cell by cell."""
+    markup = _value_markup(values, styles, row_texts)
+    if markup is None:
+        row.varying(_column_cells(letter, numbers, values, styles, cuts, row_texts))
+        return
+    shown, texts, present, close = markup
+    row.fixed(f'<c r="{letter}')
+    row.varying(numbers)
+    if present is None:
+        row.fixed(shown)
+        row.varying(texts)
+        row.fixed(close)
+        return
+    blank = f'" s="{styles[0]}"/>'
+    row.varying(list(map({True: shown, False: blank}.__getitem__, present)))
+    row.varying(texts)
+    row.varying(list(map({True: close, False: ""}.__getitem__, present)))
+
+
+def _value_markup(values: list, styles: list[int],
+                  row_texts: bool) -> tuple[str, list[str], list[bool] | None, str] | None:
+    """For a column of one style holding values of one kind (floats, ints, or texts no longer
+    than half a cell's limit), with blanks only if its style is not the default (such a blank
+    keeps its cell, ``<c r=".." s=".."/>``): the markup between a cell's row number and its
+    value, each row's value as XML text ("" for a blank), which rows hold a value (None: all),
+    and the markup closing a cell. None for any other column."""
+    if not values or min(styles) != max(styles):
+        return None
+    kinds = set(map(type, values)) - {type(None)}
+    if len(kinds) != 1:
+        return None
+    kind, style = kinds.pop(), styles[0]
+    attribute = f' s="{style}"' if style else ""
+    shown, close = f'"{attribute}><v>', "</v></c>"
+    if kind is float:
+        present = [v is not None and v - v == 0.0 for v in values]  # finite (inf - inf and NaN - NaN are NaN)
+        texts = _float_texts(list(compress(values, present)))
+        if len(texts) < len(values):
+            following = iter(texts).__next__
+            texts = [following() if p else "" for p in present]
+    elif kind is int:
+        present = [v is not None for v in values]
+        texts = [str(v) if v is not None else "" for v in values]
+    elif kind is str and max(map(len, filter(None, values)), default=0) <= TEXT_LIMIT // 2:
+        present = list(map(bool, values))  # an empty text is a blank, as spreadsheet apps store it
+        if row_texts:
+            texts = [_escape_markup(v) if v else "" for v in values]
+        else:
+            escaped = {value: _escape(value) for value in set(values) if value}  # names repeat down a column
+            escaped[None] = escaped[""] = ""
+            texts = list(map(escaped.__getitem__, values))
+        shown, close = f'"{attribute} t="inlineStr"><is><t xml:space="preserve">', "</t></is></c>"
+    else:
+        return None
+    if all(present):
+        return shown, texts, None, close
+    if not style:  # a blank of the default style is no cell at all
+        return None
+    return shown, texts, present, close
 
 
 def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int],
