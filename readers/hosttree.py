@@ -231,12 +231,14 @@ def propagate_down(parent: np.ndarray, own: np.ndarray) -> np.ndarray:
     empty = own.dtype.type()
     has = own != empty
     ptr = np.where(has, np.arange(len(own)), parent)
+    pending = np.flatnonzero(ptr >= 0)
     while True:
-        pending = np.flatnonzero(ptr >= 0)
+        # only rows still pointing at a valueless row jump again: the set shrinks every pass
         pending = pending[~has[ptr[pending]]]
         if pending.size == 0:
             break
         ptr[pending] = ptr[ptr[pending]]
+        pending = pending[ptr[pending] >= 0]
     out = np.full(len(own), empty, dtype=own.dtype)
     found = ptr >= 0
     out[found] = own[ptr[found]]

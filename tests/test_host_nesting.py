@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
@@ -118,3 +119,31 @@ def test_nested_events_are_nested_by_arrays():
     parent, depth, overrun = _nest_laminar(start, end, np.array([0, 0, 0, 0, 0, 0, 1, 1]))
     assert parent.tolist() == [-1, 0, 0, 2, 0, -1, -1, 6]
     assert depth.tolist() == [0, 1, 1, 2, 1, 0, 0, 1] and not overrun.any()
+
+
+@st.composite
+def _forests(draw):
+    """A forest as parent indexes (-1 for a root), rows in any order, and a value per row (0: none)."""
+    n = draw(st.integers(1, 40))
+    parent = [-1] + [draw(st.integers(-1, i - 1)) for i in range(1, n)]  # parents first
+    order = draw(st.permutations(range(n)))  # then shuffled: children may come first
+    where = {old: new for new, old in enumerate(order)}
+    shuffled = [-1] * n
+    for old, p in enumerate(parent):
+        shuffled[where[old]] = where[p] if p >= 0 else -1
+    own = [draw(st.sampled_from([0, 0, 0, 1, 7])) for _ in range(n)]
+    return np.array(shuffled, dtype=np.int64), np.array(own, dtype=np.int64)
+
+
+@given(_forests())
+def test_propagate_down_gives_each_row_its_nearest_valued_ancestor_or_self(forest):
+    """Pointer jumping (passes over a shrinking set of rows) against a walk up each row's ancestors."""
+    from perfcmp.readers.hosttree import propagate_down
+
+    parent, own = forest
+    expected = []
+    for row in range(len(own)):
+        while row >= 0 and not own[row]:
+            row = parent[row]
+        expected.append(own[row] if row >= 0 else 0)
+    assert propagate_down(parent, own).tolist() == expected

@@ -174,7 +174,8 @@ class ModuleTree:
         korder = in_inst[np.argsort(k_top[in_inst], kind="stable")]
         k_top = k_top[korder]
         kernels = kern.iloc[korder].reset_index(drop=True)
-        op_index = np.arange(n_ops)
+        per_op = np.bincount(k_top, minlength=n_ops)  # k_top is sorted: op i's kernels follow op i-1's
+        k_hi = np.cumsum(per_op)
 
         return cls(
             n=n, parent=parent, level=lvl_c, backward=backward, self_us=self2[ids], total_us=total2[ids],
@@ -182,7 +183,7 @@ class ModuleTree:
             group=group, order=order, rank=rank, children=children, roots=roots, top_ops=tops, top_ptr=top_ptr,
             op_inst=op_inst, op_us=op_us, op_code=op_code, op_name=ops["name"].to_numpy(dtype=object),
             op_call_stack=ops["call_stack"].to_numpy(dtype=object), kernels=kernels, k_top=k_top,
-            k_lo=np.searchsorted(k_top, op_index, side="left"), k_hi=np.searchsorted(k_top, op_index, side="right"),
+            k_lo=k_hi - per_op, k_hi=k_hi,
         )
 
     def tops(self, i: int) -> np.ndarray:
