@@ -18,20 +18,23 @@ def thread_label(pid: object, tid: object) -> str:
     return f"{pid}/{tid}"
 
 
-def thread_labels(host: pd.DataFrame) -> np.ndarray:
-    """``thread_label`` of every row, formatted once per distinct (pid, tid)."""
+def thread_codes(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's track as a code, and the tracks' ``thread_label`` by code (first seen first):
+    ``factorize`` of the rows' labels, without a label made per row. pids and tids may be ints
+    or strings; two (pid, tid) pairs written alike (1 and "1") are one track, as their labels."""
     if len(host) == 0:
-        return np.empty(0, dtype=object)
+        return np.empty(0, dtype=np.intp), np.empty(0, dtype=object)
     pid_code, pids = factorize(host["pid"].to_numpy(dtype=object))  # ints and strings, never missing
     tid_code, tids = factorize(host["tid"].to_numpy(dtype=object))
-    codes, pairs = pd.factorize(pid_code.astype(np.int64) * len(tids) + tid_code)
-    labels = np.array([thread_label(pids[p // len(tids)], tids[p % len(tids)]) for p in pairs], dtype=object)
-    return labels[codes]
+    pair_code, pairs = pd.factorize(pid_code.astype(np.int64) * len(tids) + tid_code)
+    track_of_pair, labels = factorize(np.array([thread_label(pids[p // len(tids)], tids[p % len(tids)]) for p in pairs],
+                                               dtype=object))
+    return track_of_pair[pair_code], labels
 
 
 def order_host(host: pd.DataFrame) -> np.ndarray:
     """The row order that puts parents before children: thread, start, then longer first."""
-    codes, labels = factorize(thread_labels(host))
+    codes, labels = thread_codes(host)
     rank = np.empty(len(labels), dtype=np.intp)
     rank[np.argsort(labels, kind="stable")] = np.arange(len(labels))  # threads in label order
     return np.lexsort((-host["dur_us"].to_numpy(), host["start_us"].to_numpy(), rank[codes]))
@@ -56,8 +59,8 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # would make an op starting exactly at 100.3 the child of one ending there.
     start_ns = np.rint(host["start_us"].to_numpy() * 1000.0).astype(np.int64)
     end_ns = start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)
-    threads = thread_labels(host)
-    nested = _nest_laminar(start_ns, end_ns, factorize(threads)[0])
+    threads = thread_codes(host)[0]
+    nested = _nest_laminar(start_ns, end_ns, threads)
     if nested is not None:
         return nested
     return _nest_walk(start_ns, end_ns, threads)
@@ -178,7 +181,7 @@ def busy_us(host: pd.DataFrame) -> float:
     without nesting."""
     if host.empty:
         return 0.0
-    thread = factorize(thread_labels(host))[0]
+    thread = thread_codes(host)[0]
     start = host["start_us"].to_numpy()
     end = start + host["dur_us"].to_numpy()
     order = np.lexsort((start, thread))
@@ -201,14 +204,15 @@ def enclosing(host: pd.DataFrame, parent: np.ndarray, thread_keys: list[str], ts
     row = np.full(len(ts), -1, dtype=np.int64)
     if len(host) == 0 or len(ts) == 0:
         return row
-    host_thread = thread_labels(host)
+    host_thread, labels = thread_codes(host)
+    track = {label: code for code, label in enumerate(labels.tolist())}
     start = host["start_us"].to_numpy()
     end = start + host["dur_us"].to_numpy()
     keys = np.asarray(thread_keys, dtype=object)
     for key in pd.unique(keys):  # threads: a handful
-        rows = np.flatnonzero(host_thread == key)
-        if rows.size == 0:
+        if key not in track:
             continue
+        rows = np.flatnonzero(host_thread == track[key])
         mask = keys == key
         last = np.searchsorted(start[rows], ts[mask], side="right") - 1
         row[mask] = np.where(last >= 0, rows[np.clip(last, 0, None)], -1)
