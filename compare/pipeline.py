@@ -31,7 +31,7 @@ from perfcmp.procs import die_with_parent
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
-from perfcmp.readers.heap import give_back_free_memory
+from perfcmp.readers.heap import collector_paused, give_back_free_memory
 from perfcmp.readers.model import Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
@@ -200,10 +200,11 @@ class _Side:
 
     @classmethod
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
-        profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
-        profile.check()
-        side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
-        del profile
+        with collector_paused():
+            profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
+            profile.check()
+            side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
+            del profile
         give_back_free_memory()  # the profile's tables: only the side's summaries stay
         if {"json", "md"} & set(options.formats):
             side.summary.sha256 = input_digest(path)
@@ -236,6 +237,7 @@ def input_digest(path: str) -> str:
     return digest.hexdigest()
 
 
+@collector_paused()
 def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Future | None = None) -> ComparisonResult:
     base_side, base_bd, base_steps = base.summary, base.breakdown, base.steps
     comp_side, comp_bd, comp_steps = comp.summary, comp.breakdown, comp.steps

@@ -9,9 +9,12 @@ returns every free page of it. Elsewhere (macOS, musl, Windows) this is a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
+import gc
 import sys
+from collections.abc import Iterator
 
 
 @functools.cache
@@ -52,3 +55,24 @@ def map_large_blocks_apart() -> None:
     mallopt = _libc_function("mallopt")
     if mallopt is not None:
         mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for the block, then one collection at its end.
+
+    Reading a trace, comparing two and writing the workbook make and drop tens of millions of
+    objects but next to no reference cycles (a few hundred a phase for a 1.1 GB trace). The
+    collector's passes, triggered by how many objects are made, then only scan live objects
+    again and again: about 1 s of the 1.1 GB pair's run. Paused, the few cycles there are go in
+    the one collection at the end. An inner block leaves that to the outer one.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()

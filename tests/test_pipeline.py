@@ -85,3 +85,36 @@ def test_npu_demo_pair_shows_doubled_communication_wait():
     (wait,) = waits.values()
     assert 1.8 < wait.ratio < 2.2
     assert result.comparison.uncovered_us > result.base.uncovered_us
+
+
+def test_the_collector_is_paused_for_a_phase_and_collects_its_cycles_at_its_end():
+    """Inside ``collector_paused`` no collection runs (the phases make no cycles worth one); at its
+    end one collection frees the cycles made inside; an inner block, or a caller that paused the
+    collector itself, leaves it paused."""
+    import gc
+    import weakref
+
+    from perfcmp.readers.heap import collector_paused
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # the inner block left it to the outer one
+        node = Node()
+        node.self = node  # a cycle: only the collector frees it
+        gone = weakref.ref(node)
+        del node
+        assert gone() is not None  # no collection inside
+    assert gc.isenabled() and gone() is None
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

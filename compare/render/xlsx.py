@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Piece, Style, Workbook, column_letter,
                                   over_limit, shown_width, shown_width_of_numbers)
 from perfcmp.procs import die_with_parent
+from perfcmp.readers.heap import collector_paused
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.rows import Rows, block_of, column_of
 from perfcmp.signals import held
@@ -57,6 +58,7 @@ def write(result: ComparisonResult, path: str, layout: Layout | None = None) -> 
     return _write(result, path, layout)[0]
 
 
+@collector_paused()
 def _write(result: ComparisonResult, path: str, layout: Layout | None = None,
            processes: int | None = None) -> tuple[int, list[str]]:
     """``write``, returning also the notes for stderr (cells cut, sheets cut to the row limit).
