@@ -125,7 +125,7 @@ def _unpark(parked) -> "_Side":
     a side that was never written, as it is."""
     if isinstance(parked, _Side):
         return parked
-    with parked:
+    with parked, collector_paused():  # a side's objects, none in a cycle: no pass over them as they are made
         parked.seek(0)
         return pickle.load(parked)
 
