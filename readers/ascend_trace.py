@@ -27,7 +27,7 @@ from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.ascend_memory import block_owners
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, table
-from perfcmp.readers.textmatch import per_unique, shared
+from perfcmp.readers.textmatch import per_unique
 
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
 LAUNCH_FLOW_CAT = "async_npu"
@@ -99,9 +99,9 @@ class AscendTrace:
         parts["host"].append(host_columns(host, HOST_CATS, memo))
         parts["other"].append({
             **common_columns(other, memo),
-            "task_type": shared([a.task_type or "" for a in args], memo=memo["task_type"]),
+            "task_type": memo.encode("task_type", [a.task_type or "" for a in args]),
             "stream": ints([a.stream_id if a.stream_id is not None else e.tid for a, e in zip(args, other)]),
-            "transport": shared([a.transport or "" for a in args], memo=memo["transport"]),
+            "transport": memo.encode("transport", [a.transport or "" for a in args]),
             "connection": ints([a.connection_id for a in args]),
         })
         parts["flow"].append(flow_columns(flow, memo))

@@ -1,50 +1,90 @@
 """Decoded trace events -> column arrays, one chunk of events at a time.
 
-Readers never keep event objects: each chunk becomes numpy / object arrays at once, strings
-repeated across events are shared (``textmatch.shared``), and timestamps become exact int64
-nanoseconds.
+Readers never keep event objects: each chunk becomes numpy arrays at once. A text column (names,
+categories, threads, call stacks, shapes) becomes int32 codes into one dictionary per column and
+trace (``Dictionary``), so that each distinct value is looked up once per event and made once
+per trace, and the chunks join as integers; ``concat`` turns the codes into the values, every
+equal one the same object. Timestamps become exact int64 nanoseconds.
 """
 
 from __future__ import annotations
 
 import decimal
 import math
-from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 import numpy as np
 
 from perfcmp.readers.chrome import Args, Event, Number
 from perfcmp.readers.model import ReadWarning
-from perfcmp.readers.textmatch import CUT_MARK, per_unique, shared
+from perfcmp.readers.textmatch import CUT_MARK, object_array, per_unique
 
 NO_ARGS = Args()
 
 
-class Memo(defaultdict):
-    """Per column, value -> the one object every chunk of a trace uses for it (``textmatch.shared``)."""
+class Dictionary(dict):
+    """One text column's distinct values across every chunk of a trace: value -> code (int, in
+    first-seen order), and ``values[code]``, what the column shows for it (``made`` of the value
+    once: a cut name, a thread key). Equal values are one entry, as dict keys are (so 1 and 1.0
+    are one thread)."""
 
-    def __init__(self) -> None:
-        super().__init__(dict)
+    def __init__(self, made: Callable[[object], object] | None = None) -> None:
+        super().__init__()
+        self.made = made
+        self.values: list = []
+
+    def __missing__(self, value) -> int:  # a value not seen before: the next code
+        code = self[value] = len(self.values)
+        self.values.append(value if self.made is None else self.made(value))
+        return code
+
+    def encode(self, values: list) -> Coded:
+        """A chunk's values as codes: one dictionary lookup per value, no object made per row."""
+        return Coded(np.fromiter(map(self.__getitem__, values), dtype=np.int32, count=len(values)), self)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """The values of ``codes``, an object array in which equal values are one object."""
+        return object_array(self.values)[codes] if len(codes) else np.empty(0, dtype=object)
 
 
-def common_columns(events: list[Event], memo: Memo, with_dur: bool = True, with_name: bool = True) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class Coded:
+    """A chunk's text column, as codes into its ``Dictionary`` (``concat`` makes the values)."""
+
+    codes: np.ndarray  # int32
+    dictionary: Dictionary
+
+
+class Memo(dict):
+    """A trace's dictionaries: one per text column name, shared by every chunk and every role
+    (host, device, flow ...) that has the column."""
+
+    def encode(self, column: str, values: list, made: Callable[[object], object] | None = None) -> Coded:
+        """``values`` as codes into the column's dictionary (made with ``made`` on first use)."""
+        dictionary = self.get(column)
+        if dictionary is None:
+            dictionary = self[column] = Dictionary(made)
+        return dictionary.encode(values)
+
+
+def common_columns(events: list[Event], memo: Memo, with_dur: bool = True, with_name: bool = True) -> dict:
     """name, pid, tid, ts_ns (and dur_us) of every event."""
     cols = {
-        "pid": per_unique([e.pid for e in events], thread_key, memo=memo["pid"]),
-        "tid": per_unique([e.tid for e in events], thread_key, memo=memo["tid"]),
+        "pid": memo.encode("pid", [e.pid for e in events], thread_key),
+        "tid": memo.encode("tid", [e.tid for e in events], thread_key),
         "ts_ns": times_ns([e.ts for e in events]),
     }
     if with_name:
-        cols = {"name": shared([e.name if isinstance(e.name, str) else name_text(e.name) for e in events], NAME_LIMIT,
-                               memo["name"]), **cols}
+        cols = {"name": memo.encode("name", [e.name if isinstance(e.name, str) else name_text(e.name) for e in events],
+                                    _cut_name), **cols}
     if with_dur:
         cols["dur_us"] = floats([e.dur for e in events])
     return cols
 
 
-def host_columns(events: list[Event], categories: dict[str, str], memo: Memo,
-                 mapped: list[str] | None = None) -> dict[str, np.ndarray]:
+def host_columns(events: list[Event], categories: dict[str, str], memo: Memo, mapped: list[str] | None = None) -> dict:
     """Framework-op columns: the common ones plus cat (each event's category through
     ``categories``, or ``mapped`` when the caller has mapped them already), shapes, types and
     call stack."""
@@ -53,35 +93,37 @@ def host_columns(events: list[Event], categories: dict[str, str], memo: Memo,
         mapped = [categories[(e.cat or "").lower()] for e in events]
     return {
         **common_columns(events, memo),
-        "cat": shared(mapped, memo=memo["cat"]),
-        "input_shapes": raw_texts([a.input_dims for a in args], memo["input_shapes"]),
-        "input_types": raw_texts([a.input_type for a in args], memo["input_types"]),
-        "call_stack": shared([a.call_stack or "" for a in args], TEXT_LIMIT, memo["call_stack"]),
+        "cat": memo.encode("cat", mapped),
+        "input_shapes": memo.encode("input_shapes", [bytes(a.input_dims) for a in args], raw_text),
+        "input_types": memo.encode("input_types", [bytes(a.input_type) for a in args], raw_text),
+        "call_stack": memo.encode("call_stack", [a.call_stack or "" for a in args], _cut_text),
     }
 
 
-def flow_columns(events: list[Event], memo: Memo) -> dict[str, np.ndarray]:
+def flow_columns(events: list[Event], memo: Memo) -> dict:
     """Flow endpoints: ph ("s"/"f"/"t"), id as text, and where they sit (pid, tid, ts_ns; a
     flow's name says nothing the linking uses, so it is not read)."""
     return {
         **common_columns(events, memo, with_dur=False, with_name=False),
-        "ph": shared([e.ph for e in events], memo=memo["ph"]),
+        "ph": memo.encode("ph", [e.ph for e in events]),
         # one per flow (its two ends): nothing worth sharing
         "id": np.fromiter(("" if e.id is None else str(e.id) for e in events), dtype=object, count=len(events)),
     }
 
 
-def concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Join per-chunk column dicts (all with the same keys) into one; ``parts`` is emptied."""
+def concat(parts: list[dict]) -> dict[str, np.ndarray]:
+    """Join per-chunk column dicts (all with the same keys; arrays, or ``Coded`` text columns,
+    made into their values here) into one; ``parts`` is emptied."""
     if not parts:
         return {"ts_ns": np.empty(0, dtype=np.int64)}
     # a column at a time, each chunk's piece dropped once joined: the whole table never exists twice
-    return {key: np.concatenate([p.pop(key) for p in parts]) for key in list(parts[0])}
+    return {key: _joined([p.pop(key) for p in parts]) for key in list(parts[0])}
 
 
-def raw_texts(raws: list[msgspec.Raw], memo: dict | None = None) -> np.ndarray:
-    """msgspec.Raw values as compact text, converted once per distinct value (see ``per_unique``)."""
-    return per_unique([bytes(r) for r in raws], raw_text, memo=memo)
+def _joined(pieces: list) -> np.ndarray:
+    if isinstance(pieces[0], Coded):
+        return pieces[0].dictionary.decode(np.concatenate([piece.codes for piece in pieces]))
+    return np.concatenate(pieces)
 
 
 # A timestamp that is not a finite number of µs in range: its event is dropped (``drop_bad_times``).
@@ -195,7 +237,15 @@ def ints(values: list[Number], missing: int = -1) -> np.ndarray:
     return out
 
 
-def raw_text(raw: msgspec.Raw) -> str:
+def _cut_name(text: str) -> str:
+    return cap(text, NAME_LIMIT)
+
+
+def _cut_text(text: str) -> str:
+    return cap(text, TEXT_LIMIT)
+
+
+def raw_text(raw: msgspec.Raw | bytes) -> str:
     """A raw JSON value as compact text (``""`` when absent or null)."""
     if not raw:
         return ""

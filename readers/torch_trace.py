@@ -24,7 +24,7 @@ from perfcmp.readers.errors import InputError
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, table
-from perfcmp.readers.textmatch import equals, per_unique, shared
+from perfcmp.readers.textmatch import equals, per_unique
 
 HOST_CATS = {"cpu_op": "cpu_op", "operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime",
@@ -135,13 +135,13 @@ class _Columns:
         self.parts["host"].append({
             **host_columns(host, HOST_CATS, self.memo, host_cats),
             "correlation": ints([a.correlation for a in args]),
-            "process_group": shared([_process_group(a) for a in args], memo=self.memo["process_group"]),
+            "process_group": self.memo.encode("process_group", [_process_group(a) for a in args]),
             "comm_bytes": _message_bytes(args),
         })
         args = [e.args or NO_ARGS for e in device]
         self.parts["device"].append({
             **common_columns(device, self.memo),
-            "task_type": shared([DEVICE_CATS[(e.cat or "").lower()] for e in device], memo=self.memo["task_type"]),
+            "task_type": self.memo.encode("task_type", [DEVICE_CATS[(e.cat or "").lower()] for e in device]),
             "stream": ints([a.stream if a.stream is not None else e.tid for a, e in zip(args, device)]),
             "correlation": ints([a.correlation for a in args]),
         })

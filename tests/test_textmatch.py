@@ -73,3 +73,31 @@ def test_equals_is_the_elementwise_comparison():
     assert equals(values, "cpu_op").tolist() == (values == "cpu_op").tolist()
     assert (~equals(values, "cpu_op")).tolist() == (values != "cpu_op").tolist()
     assert equals(np.array([], dtype=object), "x").dtype == bool
+
+
+# The values a decoded event's text fields hold (no NaN: JSON has none, and a repaired one is null)
+DECODED = st.one_of(st.sampled_from(["a", "b", "", None, 1, 1.0, 7, "7", b"[1]", b""]),
+                    st.integers(0, 40).map(lambda i: f"name{i}"))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(st.lists(DECODED, max_size=30), max_size=6))
+def test_chunks_encoded_then_joined_are_the_values_made_once_each(chunks):
+    """``columns.Memo``: a trace's chunks encoded into one dictionary per column, then joined,
+    give each row what the column makes of its value, with equal values one object (as a
+    dict's keys: 1 and 1.0 are one thread), however the rows fall into chunks."""
+    from perfcmp.readers.columns import Memo, concat, thread_key
+
+    memo = Memo()
+    parts = [{"tid": memo.encode("tid", _fresh(chunk), thread_key), "name": memo.encode("name", _fresh(chunk))}
+             for chunk in chunks]
+    joined = concat(parts) if parts else {"tid": np.empty(0, dtype=object), "name": np.empty(0, dtype=object)}
+    rows = [v for chunk in chunks for v in chunk]
+    assert joined["tid"].dtype == object and joined["name"].dtype == object
+    first: dict = {}  # value -> (tid, name) of its first row
+    for value, tid, name in zip(rows, joined["tid"], joined["name"]):
+        assert tid == thread_key(value) and type(tid) is type(thread_key(value))
+        made = first.setdefault(value, (tid, name))
+        assert tid is made[0] and name is made[1]  # made once: every equal value's row holds one object
+        assert name == value and (type(name) is type(value) or name == value == 1)  # 1 and 1.0 and True: one key
+    assert len(joined["tid"]) == len(rows) and all(not p for p in parts)
