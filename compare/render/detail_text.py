@@ -20,7 +20,7 @@ import numpy as np
 from perfcmp.readers.textmatch import per_unique
 from perfcmp.render.ooxml import INVALID_XML
 from perfcmp.result import Table
-from perfcmp.rows import block_of, column_of
+from perfcmp.rows import Rows, block_of, column_of
 
 # sheet field -> the count column whose child table it shows
 TEXT_FIELDS = {"base_kernel_details": "base_kernels", "comp_kernel_details": "comp_kernels",
@@ -42,8 +42,19 @@ def lazy_text_columns(table: Table) -> dict[str, "TextCells"]:
         child = table.children.get(counts)
         if child is None or counts not in table.columns:
             continue
-        out[field] = TextCells(child, column_of(table.rows, table.columns.index(counts)))
+        out[field] = TextCells(child, present=_present(table.rows, table.columns.index(counts)))
     return out
+
+
+def _present(rows, j: int) -> np.ndarray:
+    """Which rows' count column ``j`` is not missing (their side is present), from the stored
+    numbers when the rows keep them (no Python value made per row)."""
+    numbers = rows.numbers(j) if isinstance(rows, Rows) else None
+    if numbers is None:
+        return np.array([c is not None for c in column_of(rows, j)], dtype=bool)
+    array, kind = numbers
+    # "float" and "count" columns show NaN as missing (``rows._plain``); "int" and "raw" ones have none
+    return ~np.isnan(array) if kind in ("float", "count") else np.ones(len(array), dtype=bool)
 
 
 class TextCells:
@@ -56,17 +67,21 @@ class TextCells:
     (``render.xlsx`` forks a second writer, which then touches none of this process's strings).
     """
 
-    def __init__(self, child: Table, counts: list[int | None]) -> None:
+    def __init__(self, child: Table, counts: list[int | None] | None = None, present: np.ndarray | None = None) -> None:
+        """``child``'s rows are the lines; per cell, its count (None: the side is absent), or
+        ``present`` (bool per cell) instead."""
         parents = np.asarray(column_of(child.rows, 0), dtype=np.int64)
         if len(parents) and np.any(np.diff(parents) < 0):  # not grouped by parent: group them, keeping their order
             order = np.argsort(parents, kind="stable").tolist()
             child = Table(columns=child.columns, rows=[child.rows[i] for i in order])
             parents = parents[order]
         self.child, self.line = child, _formatter(child.columns)
-        n = len(counts)
+        if present is None:
+            present = np.array([c is not None for c in counts], dtype=bool)
+        n = len(present)
         self.lo = np.searchsorted(parents, np.arange(n), side="left")
         self.hi = np.searchsorted(parents, np.arange(n), side="right")
-        self.present = np.array([c is not None for c in counts], dtype=bool)
+        self.present = present
         measured = _measured(child)
         if measured is None:  # made once to be measured
             measured = np.zeros(len(parents), dtype=np.int64), np.zeros(len(parents), dtype=np.int64), False
@@ -166,9 +181,9 @@ def _measured(child: Table) -> tuple[np.ndarray, np.ndarray, bool] | None:
     once per distinct value; numbers never hold one); None when a value is not of a kind its
     line format is measured for (the lines are then made to be measured)."""
     measure, kinds = _LAYOUTS[_formatter(child.columns)]
-    columns = [np.asarray(column_of(child.rows, j), dtype=object) for j in range(1, len(child.columns))]
+    columns = [_values(child.rows, j) for j in range(1, len(child.columns))]
     allowed = (TEXT, *kinds)
-    if not all(set(map(type, column.tolist())) <= kind for column, kind in zip(columns, allowed)):
+    if not all(_types(column) <= kind for column, kind in zip(columns, allowed)):
         return None
     name, *values = columns
     lengths = per_unique(name, len, dtype=np.int64) + measure(*values)
@@ -177,6 +192,24 @@ def _measured(child: Table) -> tuple[np.ndarray, np.ndarray, bool] | None:
                 for column, kind in zip(columns, allowed) if kind is TEXT)
     # a line's only break is its last character, unless its name holds one (the other values never do)
     return lengths, np.where(name_break >= 0, name_break, lengths - 1), clean
+
+
+def _values(rows, j: int) -> np.ndarray:
+    """Column ``j`` of a child table: the numbers it stores, when none is missing (a line shows
+    the same value either way), else its plain values (``rows.column_of``) as an object array."""
+    numbers = rows.numbers(j) if isinstance(rows, Rows) else None
+    if numbers is not None:
+        array, kind = numbers
+        if kind in ("int", "raw") or not np.isnan(array).any():  # "float" and "count" show NaN as None
+            return array.astype(np.int64) if kind == "count" else array
+    return np.asarray(column_of(rows, j), dtype=object)
+
+
+def _types(column: np.ndarray) -> set[type]:
+    """The Python types of a column's values as lines show them (a number array's from its dtype)."""
+    if column.dtype != object:
+        return {int} if column.dtype.kind in "iu" else {float}
+    return set(map(type, column.tolist()))
 
 
 def _kernel_lengths(task_type: np.ndarray, shapes: np.ndarray, dur: np.ndarray) -> np.ndarray:
