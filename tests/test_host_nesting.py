@@ -147,3 +147,22 @@ def test_propagate_down_gives_each_row_its_nearest_valued_ancestor_or_self(fores
             row = parent[row]
         expected.append(own[row] if row >= 0 else 0)
     assert propagate_down(parent, own).tolist() == expected
+
+
+@given(st.lists(st.tuples(st.sampled_from([1, "7", "x"]), st.integers(0, 1), st.integers(0, 4), st.integers(0, 5)),
+                max_size=40),
+       st.sampled_from([1000.0, 1000.0, 3.0]))
+def test_host_order_is_the_three_key_sort(events, per_us):
+    """``order_host`` (one nearly-linear sort on thread and start, then the tied runs longer
+    first) is the stable sort by thread label, start and longer first, with starts in whole
+    nanoseconds (``per_us`` 1000) and otherwise (3: thirds of a µs, which take the plain sort).
+    Few threads and starts: many rows tie on both."""
+    from perfcmp.readers.hosttree import order_host, thread_label
+
+    host = pd.DataFrame({"pid": pd.array([p for p, *_ in events], dtype=object),
+                         "tid": pd.array([t for _, t, *_ in events], dtype=object),
+                         "start_us": [s / per_us for *_, s, _ in events],
+                         "dur_us": [d / per_us for *_, d in events]})
+    expected = sorted(range(len(events)), key=lambda i: (thread_label(events[i][0], events[i][1]),
+                                                          events[i][2], -events[i][3], i))
+    assert order_host(host).tolist() == expected
