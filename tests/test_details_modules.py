@@ -358,3 +358,16 @@ def test_compare_rows_laid_out_by_arrays_are_the_pairwise_alignment(b_codes, c_c
                                max_size=8))
     rb, rc, ob, oc, total = _rows(b, c, pairs, _Aligner())
     assert list(zip(rb.tolist(), rc.tolist(), ob.tolist(), oc.tolist(), total.tolist())) == _naive_rows(b, c, pairs, _Aligner())
+
+
+def test_repeated_module_texts_are_one_object_each():
+    """Module names, op names (TOTAL included) and call stacks recur on every step: each distinct
+    text is one object in its ModuleCompare column, so that the workbook measures and groups a
+    column per distinct object instead of per row."""
+    from perfcmp.rows import column_of
+
+    table_ = module_sheets(side(repeat=3), side(repeat=3, mm1=35.0), DetailOptions())["ModuleCompare"]
+    for field in ("module_name", "base_op_name", "comp_op_name", "base_call_stack", "comp_call_stack"):
+        texts = [v for v in column_of(table_.rows, table_.columns.index(field)) if v is not None]
+        assert len(texts) > len(set(texts)) > 1, field  # repeated texts, more than one of them
+        assert len({id(v) for v in texts}) == len(set(texts)), field

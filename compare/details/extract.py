@@ -45,7 +45,7 @@ from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, Profile, frame
-from perfcmp.readers.textmatch import equals, factorize, first_rows, per_unique, texts
+from perfcmp.readers.textmatch import equals, factorize, first_rows, per_unique, shared, texts
 
 MODULE_PREFIX = "nn.Module:"
 STEP_PREFIX = "ProfilerStep#"
@@ -263,10 +263,11 @@ def _modules(profile: Profile, normalizer: Normalizer) -> tuple[pd.DataFrame, np
         key_paths.append((key_paths[p] if p >= 0 else "") + "/" + keys[i])
         level[i] = level[p] + 1 if p >= 0 else 1
     start = host["start_us"].to_numpy()[rows]
+    paths = shared(paths)  # a module's path recurs every step: one object for all, as names are
     modules = pd.DataFrame({
-        "path": paths, "name": names, "key": key_paths, "parent": parent, "level": level, "start_us": start,
+        "path": paths, "name": names, "key": shared(key_paths), "parent": parent, "level": level, "start_us": start,
         "end_us": start + host["dur_us"].to_numpy()[rows],
-        "call_stack": [";\n".join(p.strip("/").split("/")) for p in paths],
+        "call_stack": per_unique(paths, lambda path: ";\n".join(path.strip("/").split("/"))),
         "step": _step_of(profile, start),
         "phase": _phases(host["backward"].to_numpy()[rows]),
     })

@@ -30,7 +30,7 @@ import pandas as pd
 from perfcmp.details.extract import MODULE_PREFIX, SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import factorize, object_array, per_unique, texts
+from perfcmp.readers.textmatch import factorize, object_array, per_unique, shared, texts
 
 BACKWARD = "[ BACKWARD ]"
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
@@ -129,22 +129,24 @@ class ModuleTree:
         backward = ids >= m
 
         # per module first (a forward instance and its backward twin share it), then per instance
+        # Texts made per module are shared among equal ones (``textmatch.shared``): the same
+        # module recurs every step, and the sheets group and measure their columns by object.
         shown, comp_key = module_names(mods)
-        shown_m = object_array(shown)
-        own = object_array([path.rsplit("/", 1)[-1] for path in shown])
+        shown_m = shared(shown)
+        own = per_unique(shown_m, lambda path: path.rsplit("/", 1)[-1])
         phase = texts(mods["phase"].to_numpy())
         keys = texts(mods["key"].to_numpy())
         forward = ~backward
         name = shown_m[mod_of]
-        name[backward] = f"/{BACKWARD}" + name[backward]
+        name[backward] = per_unique(name[backward], lambda path: f"/{BACKWARD}" + path)
         klass = per_unique(own, lambda text: _INSTANCE_SUFFIX.sub("", text))[mod_of]
         match_key = np.empty(n, dtype=object)
         match_key[forward] = object_array(list(zip(repeat("fwd"), phase, comp_key)))[mod_of[forward]]
         match_key[backward] = object_array(list(zip(repeat("bwd"), comp_key)))[mod_of[backward]]
         match_key = match_key.tolist()
         group = np.empty(n, dtype=object)
-        group[forward] = (phase + "\x1f" + keys)[mod_of[forward]]
-        group[backward] = (f"bwd\x1f{BACKWARD}" + keys)[mod_of[backward]]
+        group[forward] = shared(phase + "\x1f" + keys)[mod_of[forward]]
+        group[backward] = shared(f"bwd\x1f{BACKWARD}" + keys)[mod_of[backward]]
 
         lvl_c, start_c = level2[ids], start2[ids]
         order = np.lexsort((np.arange(n), lvl_c, start_c))

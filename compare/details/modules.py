@@ -134,7 +134,9 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
         present = np.where(is_total, inst >= 0, op >= 0)
         self_us = np.where(is_total, _take(tree.self_us, inst), _take(tree.op_us, op))
         total_us = np.where(is_total, _take(tree.total_us, inst), np.nan)
-        names = np.where(is_total, np.where(inst >= 0, TOTAL, None), _take(tree.op_name, op, None))
+        total = np.full(len(inst), None, dtype=object)
+        total[inst >= 0] = TOTAL  # one object in every row (a str constant in np.where makes one per row)
+        names = np.where(is_total, total, _take(tree.op_name, op, None))
         cols[f"{prefix}_op_name"] = names
         cols[f"{prefix}_kernels"], children[f"{prefix}_kernels"] = slice_children(
             tree.kernels, KERNEL_CHILD[1:], op, tree.k_lo, tree.k_hi)  # the op's kernels within its instance
