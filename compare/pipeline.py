@@ -81,7 +81,7 @@ def run(options: CompareOptions) -> ComparisonResult:
         # this process builds the detail sheets. Only the small sample sets travel.
         verdict = pool.submit(_judge_in_worker, base.samples,
                               aligned_samples(base.breakdown, comp.breakdown, comp.samples), options)
-        return _result(base, comp, options, verdict)
+        return _result(base, comp, options, verdict, fork=True)
     except BaseException:  # an error, or signals.Stopped: the worker's work is moot
         with held():
             _stop_workers(pool)
@@ -238,7 +238,11 @@ def input_digest(path: str) -> str:
 
 
 @collector_paused()
-def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Future | None = None) -> ComparisonResult:
+def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Future | None = None,
+            fork: bool = False) -> ComparisonResult:
+    """The comparison of two read sides; ``verdict_job``: the verdict, being judged elsewhere;
+    ``fork``: a second core is free (both sides were read in parallel), for the detail sheets
+    (``compare_details``)."""
     base_side, base_bd, base_steps = base.summary, base.breakdown, base.steps
     comp_side, comp_bd, comp_steps = comp.summary, comp.breakdown, comp.steps
     warnings = [WarningRecord(side=name, source=w.source, message=w.message, count=w.count)
@@ -253,7 +257,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         moves = migration.summarise(base.details, comp.details, options.detail.use_input_shape,
                                     scope.divisors_of(shown, counts), (base_side.e2e_us, comp_side.e2e_us))
         # the sides' details are this run's own: the sheets may drop what they have used
-        details, notes = compare_details(base.details, comp.details, options.detail, consume=True)
+        details, notes = compare_details(base.details, comp.details, options.detail, consume=True, fork=fork)
         warnings += notes
     if verdict_job is not None:
         verdict = verdict_job.result()

@@ -133,3 +133,53 @@ def test_consuming_the_sides_changes_no_sheet_and_frees_the_kernels(pair):
     sides = [read_side(path, None, options).details for path in pair]
     compare_details(*sides, options.detail, consume=True)
     assert all(side.compute.empty and list(side.compute.columns) == list(f.compute.columns) for side, f in zip(sides, fresh))
+
+
+@pytest.mark.parametrize("child", ["gives the sheets", "fails"])
+def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatch, child):
+    """``compare_details(fork=True)``: with module sheets, the kernel and memory sheets are built
+    in a forked child while this process builds the module sheets; the sheets, their order and
+    the warnings are those of one process, and when the child fails (here: it cannot hand its
+    value over) this process builds them itself."""
+    from perfcmp import procs
+    from perfcmp.details.run import compare_details
+    from perfcmp.pipeline import read_side
+
+    options = CompareOptions(GPU_BASE, GPU_COMP)
+    alone = compare_details(*[read_side(p, None, options).details for p in (GPU_BASE, GPU_COMP)], options.detail,
+                            consume=True)
+    assert {"ModuleCompare", "KernelCompare", "MemoryCompare"} <= set(alone[0])
+    handed = []
+    result = procs.Forked.result
+    monkeypatch.setattr(procs.Forked, "result", lambda self: handed.append(result(self)) or handed[-1])
+    if child == "fails":
+        def no_room(*args, **kwargs):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(procs.pickle, "dump", no_room)  # the forked child inherits it
+    sides = [read_side(p, None, options).details for p in (GPU_BASE, GPU_COMP)]
+    aside = compare_details(*sides, options.detail, consume=True, fork=True)
+    assert len(handed) == 1 and (handed[0] is None) == (child == "fails")
+    assert list(aside[0]) == list(alone[0]) and aside[1] == alone[1]
+    for name, table in alone[0].items():
+        assert aside[0][name].columns == table.columns and list(aside[0][name].rows) == list(table.rows), name
+        assert set(aside[0][name].children) == set(table.children), name
+        for key, child in table.children.items():
+            assert list(aside[0][name].children[key].rows) == list(child.rows), (name, key)
+    assert all(side.compute.empty for side in sides)
+
+
+def test_a_forked_computation_gives_its_value_or_none():
+    """``procs.Forked``: the child's value; None when the computation fails (the caller then
+    computes it itself); a cancelled child is gone."""
+    import os
+
+    from perfcmp.procs import Forked
+
+    assert Forked(lambda: {"rows": [1, 2.5, "x"]}).result() == {"rows": [1, 2.5, "x"]}
+    assert Forked(lambda: 1 / 0).result() is None
+    slow = Forked(lambda: __import__("time").sleep(60))
+    pid = slow.pid
+    slow.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert slow.result() is None
