@@ -183,3 +183,22 @@ def test_a_forked_computation_gives_its_value_or_none():
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     assert slow.result() is None
+
+
+@pytest.mark.parametrize("path", [GPU_BASE, NPU_COMP, str(DEMO / "cpu" / "base.pt.trace.json.gz")], ids=["gpu", "npu", "cpu"])
+def test_the_details_take_the_breakdowns_kernel_categories(path):
+    """A side's kernel categories are decided once, by the breakdown (``pipeline._analyse``), and
+    the detail tables take them: the same categories as the extraction decides on its own (a
+    CPU-only trace has none to hand over)."""
+    from perfcmp.categories import load_rules
+    from perfcmp.details.extract import extract
+    from perfcmp.names import load_normalizer
+    from perfcmp.pipeline import _analyse
+    from perfcmp.readers import load_profile
+
+    profile, rules, names = load_profile(path), load_rules(), load_normalizer(None)
+    *_, categories = _analyse(profile, rules, None, path)
+    assert (categories is None) == ("cpu" in path)
+    handed = extract(profile, names, rules=rules, categories=categories).compute["category"].tolist()
+    assert handed == extract(profile, names, rules=rules).compute["category"].tolist()
+    assert "cpu" in path or len(set(handed)) > 1

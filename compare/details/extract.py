@@ -75,11 +75,14 @@ class SideDetails:
 
 
 def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
-            window: tuple[float, float] | None = None, rules: Rules | None = None) -> SideDetails:
+            window: tuple[float, float] | None = None, rules: Rules | None = None,
+            categories: np.ndarray | None = None) -> SideDetails:
     """Build the detail tables of one profile. With ``step``, only that step's: its top-level
     ops (host span), host API events (host span), compute kernels and communication ops
     (starting in ``window``, the step's device window, as its samples are taken). ``rules``:
-    the kernel categories (``--categories``; default the shipped ones)."""
+    the kernel categories (``--categories``; default the shipped ones). ``categories``: the
+    category of each compute kernel (device rows of kind COMPUTE, in order) when already
+    decided under ``rules`` (the breakdown's ``Analyzer`` decides them), else decided here."""
     host = profile.host
     host_span = None
     if step is not None:
@@ -100,7 +103,7 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
     allocations = _allocations(profile, nearest_op)
     _attach_subtree_totals(ops, kernels, allocations)
     compute, comm = _compute(profile, normalizer), _comm(profile, normalizer)
-    compute = _with_owner_and_category(compute, profile, nearest_op, rules or load_rules())
+    compute = _with_owner_and_category(compute, profile, nearest_op, rules or load_rules(), categories)
     if step is not None:
         keep = (ops["step"].to_numpy() == _step_position(profile, step))
         ops = ops.assign(top=ops["top"].to_numpy() & keep)
@@ -381,7 +384,7 @@ def _compute(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
 
 
 def _with_owner_and_category(compute: pd.DataFrame, profile: Profile, nearest_op: np.ndarray,
-                             rules: Rules) -> pd.DataFrame:
+                             rules: Rules, categories: np.ndarray | None = None) -> pd.DataFrame:
     """``compute`` plus, per kernel, the op that launched it (``owner``, as in ``kernels``) and
     its category, decided as the Computing breakdown decides it (cross-device KernelCompare
     falls back to categories for kernels no aligned op owns)."""
@@ -390,7 +393,7 @@ def _with_owner_and_category(compute: pd.DataFrame, profile: Profile, nearest_op
     launch = sub["launch"].to_numpy()
     owner = np.where(launch >= 0, nearest_op[np.clip(launch, 0, None)] if len(nearest_op) else -1, -1)
     compute["owner"] = _rows(owner)  # added in place: a copy of the table (assign) would double it for a moment
-    compute["category"] = categorise(sub, profile.host, rules)
+    compute["category"] = categories if categories is not None else categorise(sub, profile.host, rules)
     return compute
 
 
