@@ -26,6 +26,7 @@ from perfcmp import __version__
 from perfcmp.breakdown import Analyzer, Breakdown
 from perfcmp.categories import Rules, load_rules
 from perfcmp.details.extract import SideDetails, extract
+from perfcmp.details.modules import build_ahead
 from perfcmp.details.run import compare_details
 from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.procs import die_with_parent
@@ -74,6 +75,8 @@ def run(options: CompareOptions) -> ComparisonResult:
     try:
         later = pool.submit(_read_into, handoff.fileno(), options.comp_path, options.comp_step, options, rules, names)
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
+        if base.details is not None:  # while the worker reads and hands over its side (else it is built later)
+            build_ahead(base.details, options.detail)
         comp = later.result()
         if comp is None:  # handed over through the file
             comp = _unpark(handoff)

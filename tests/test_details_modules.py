@@ -371,3 +371,24 @@ def test_repeated_module_texts_are_one_object_each():
         texts = [v for v in column_of(table_.rows, table_.columns.index(field)) if v is not None]
         assert len(texts) > len(set(texts)) > 1, field  # repeated texts, more than one of them
         assert len({id(v) for v in texts}) == len(set(texts)), field
+
+
+def test_a_tree_built_ahead_gives_the_same_sheets():
+    """``build_ahead`` (the pipeline builds the base side's tree while the other side is read):
+    the module sheets are those built from scratch, and the sides let go of the tree."""
+    from perfcmp.details.modules import build_ahead
+
+    def records(sheets):
+        return {name: (t.columns, list(t.rows), {k: list(c.rows) for k, c in (t.children or {}).items()})
+                for name, t in sheets.items()}
+
+    fresh = module_sheets(side(repeat=2), side(repeat=2, mm1=35.0, dropout=True), DetailOptions())
+    base, comp = side(repeat=2), side(repeat=2, mm1=35.0, dropout=True)
+    build_ahead(base, DetailOptions())
+    assert base.module_tree is not None
+    ahead = module_sheets(base, comp, DetailOptions())
+    assert records(ahead) == records(fresh) and set(fresh) == {"ModuleCompareStatistic", "ModuleCompare"}
+    assert base.module_tree is None and comp.module_tree is None
+    unwanted = side()
+    build_ahead(unwanted, DetailOptions(modules=False))
+    assert unwanted.module_tree is None

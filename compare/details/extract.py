@@ -64,6 +64,8 @@ class SideDetails:
     comm: pd.DataFrame
     comm_tasks: pd.DataFrame
     modules: pd.DataFrame
+    # this side's ``module_tree.ModuleTree``, when built ahead of the comparison (``modules.build_ahead``)
+    module_tree: object | None = None
 
     @property
     def has_modules(self) -> bool:

@@ -66,7 +66,7 @@ class ModuleTree:
     top_ptr: np.ndarray  # instance i's top ops: top_ops[top_ptr[i]:top_ptr[i+1]]
     op_inst: np.ndarray  # per op: its instance (-1)
     op_us: np.ndarray  # per op: device time of its subtree within its instance
-    op_code: np.ndarray
+    op_code: np.ndarray | None
     op_name: np.ndarray
     op_call_stack: np.ndarray
     kernels: pd.DataFrame  # kernels in some instance, grouped by their top-level op
@@ -75,7 +75,9 @@ class ModuleTree:
     k_hi: np.ndarray
 
     @classmethod
-    def build(cls, side: SideDetails, op_code: np.ndarray) -> ModuleTree:
+    def build(cls, side: SideDetails, op_code: np.ndarray | None = None) -> ModuleTree:
+        """The tree of ``side``; ``op_code``: its ops' comparison keys as codes shared with the
+        other side (``op_codes``), which may also be set later (they are only carried)."""
         ops, mods = side.ops, side.modules
         n_ops, m = len(ops), len(mods)
         op_parent = ops["parent"].to_numpy(dtype=np.int64)

@@ -20,6 +20,7 @@ steps give the same key sequences).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,13 +58,22 @@ def module_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> 
     if not (opts.modules and base.has_modules and comp.has_modules):
         return {}
     b_codes, c_codes = op_codes(base.ops, comp.ops, opts.use_input_shape)
-    b_tree, c_tree = ModuleTree.build(base, b_codes), ModuleTree.build(comp, c_codes)
+    b_tree, c_tree = (dataclasses.replace(side.module_tree or ModuleTree.build(side), op_code=codes)
+                      for side, codes in ((base, b_codes), (comp, c_codes)))
+    base.module_tree = comp.module_tree = None  # taken: held no longer than the sheets need it
     if b_tree.n == 0 or c_tree.n == 0:
         return {}
     sheets = {"ModuleCompareStatistic": _statistic(b_tree, c_tree)}
     if opts.details:
         sheets["ModuleCompare"] = _compare(b_tree, c_tree)
     return sheets
+
+
+def build_ahead(side: SideDetails, opts: DetailOptions) -> None:
+    """Build ``side``'s module tree now, when module sheets are to be made (``module_sheets``
+    then takes it): the pipeline does so while it waits for the other side to be read."""
+    if "operator" in opts.enabled and opts.modules and side.has_modules and side.module_tree is None:
+        side.module_tree = ModuleTree.build(side)
 
 
 # --------------------------------------------------------------------------- ModuleCompare
