@@ -39,8 +39,12 @@ def factorize(values) -> tuple[np.ndarray, np.ndarray]:
     if numeric or len(objects) < IDENTITY_MIN_ROWS:
         return pd.factorize(objects, use_na_sentinel=False)
     by_object, _ = pd.factorize(_addresses(objects))
-    by_value, uniques = pd.factorize(objects[first_rows(by_object)], use_na_sentinel=False)
-    if pd.isna(uniques).any():  # which missing value pandas shows for None and NaN together is its own affair
+    distinct = objects[first_rows(by_object)]
+    by_value, uniques = pd.factorize(distinct, use_na_sentinel=False)
+    # None is one object, so its rows are one group either way (pandas shows it as NaN); which
+    # missing value pandas shows for None and NaN (or NaT ...) together, or for many NaN
+    # objects, is its own affair: such columns go to pandas whole
+    if pd.isna(uniques).any() and any(value is not None for value in distinct[pd.isna(distinct)]):
         return pd.factorize(objects, use_na_sentinel=False)
     return by_value[by_object], np.asarray(uniques, dtype=object)
 

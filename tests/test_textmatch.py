@@ -101,3 +101,16 @@ def test_chunks_encoded_then_joined_are_the_values_made_once_each(chunks):
         assert tid is made[0] and name is made[1]  # made once: every equal value's row holds one object
         assert name == value and (type(name) is type(value) or name == value == 1)  # 1 and 1.0 and True: one key
     assert len(joined["tid"]) == len(rows) and all(not p for p in parts)
+
+
+def test_none_among_shared_names_keeps_the_pointer_path_and_pandas_result():
+    """A sheet's text column with blanks (None where a side is absent) is factorised by object
+    (None is one object): pandas' codes and uniques (None shown as NaN), as when NaN objects
+    are mixed in, which go to pandas whole."""
+    names = _interned(["aten::mm", None, "aten::add", None] * IDENTITY_MIN_ROWS)
+    for column in (names, np.concatenate([names, _objects([float("nan"), None])])):
+        codes, uniques = factorize(column)
+        want_codes, want_uniques = pd.factorize(column, use_na_sentinel=False)
+        assert np.array_equal(codes, want_codes)
+        assert [type(u) for u in uniques] == [type(u) for u in want_uniques]
+        assert [u for u in uniques if u == u] == [u for u in want_uniques if u == u]
