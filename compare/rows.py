@@ -113,6 +113,18 @@ class Rows(Sequence):
         """Column ``j`` as plain Python values (None for missing)."""
         return _plain(self._data[j][self._start : self._stop], self._kinds[j])
 
+    def values(self, j: int) -> np.ndarray:
+        """Column ``j`` as an object array of the values ``column`` gives (a text column's stored
+        array itself, not a copy: read it only), made without a list of them where it can."""
+        array, kind = self._data[j][self._start : self._stop], self._kinds[j]
+        if kind == "object":
+            return array
+        if kind == "float":  # NaN reads as None
+            out = array.astype(object)
+            out[np.isnan(array)] = None
+            return out
+        return np.asarray(_plain(array, kind), dtype=object)
+
     def block(self, start: int, stop: int) -> list[list]:
         """Rows ``start:stop`` by column: one list of plain values per column."""
         a, b = self._start + start, self._start + min(stop, len(self))

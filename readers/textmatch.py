@@ -52,6 +52,16 @@ def factorize(values) -> tuple[np.ndarray, np.ndarray]:
 IDENTITY_MIN_ROWS = 1024  # below this, pandas' own factorize costs less than the two steps
 
 
+def distinct_objects(values: np.ndarray) -> np.ndarray:
+    """The distinct objects of an object array, by identity, first seen first: all a test of
+    each value's type (or of anything equal values share) needs to look at, when equal values
+    are one object (``shared``). None stays None (``factorize`` shows it as pandas does, NaN)."""
+    objects = np.ascontiguousarray(object_array(values))
+    if len(objects) < IDENTITY_MIN_ROWS:
+        return objects
+    return objects[first_rows(pd.factorize(_addresses(objects))[0])]
+
+
 def first_rows(codes: np.ndarray) -> np.ndarray:
     """Each code's first row, for codes numbered in first-seen order (as ``factorize`` numbers
     them): the rows where their running maximum rises."""

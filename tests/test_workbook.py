@@ -23,6 +23,7 @@ from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.render import xlsx
 from perfcmp.render.ooxml import Workbook, shown_width
+from perfcmp.rows import Rows
 from perfcmp.result import ComparisonResult, OverallRow, SideSummary, Table, Verdict, VerdictRow, WarningRecord
 from perfcmp.templates import load_layout
 
@@ -602,12 +603,31 @@ def test_line_lengths_computed_from_the_values_are_the_made_lines(kernels, group
               Table(columns=["row", "name", "number", "dur_us"], rows=[[i, n, k, d] for i, (n, k, d) in enumerate(groups)]),
               Table(columns=["row", "name", "alloc_us", "release_us", "bytes"],
                     rows=[[i, n, float(a), r, s] for i, (n, a, r, s) in enumerate(blocks)])]
+    # the same children stored by column (``Rows``, as the detail sheets keep them, where a blank
+    # is None and NaN is none of a line's numbers), repeated past the length where distinct
+    # objects are found by pointer
+    finite = [[row for row in t.rows if not any(type(v) is float and v != v for v in row)] for t in tables]
+    tables += [Table(columns=t.columns, rows=Rows.of([[row[j] for row in rows] * 100 for j in range(len(t.columns))],
+                                                     nan_is_missing=True)) for t, rows in zip(tables, finite)]
     for child in tables:
         lines = [detail_text._formatter(child.columns)(row) for row in child.rows]
         measured = detail_text._measured(child)
         assert measured is not None
         assert measured[0].tolist() == [len(line) for line in lines]
         assert measured[1].tolist() == [line.find("\n") for line in lines]
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-5, 5), _NAMES), max_size=20))
+def test_a_stored_column_as_values_is_its_plain_values(values):
+    """``Rows.values``: the values ``Rows.column`` gives, as an object array, for every kind of
+    stored column (text, float with blanks, integer, count)."""
+    kinds = [values, [v for v in values if type(v) is float] + [None],
+             [v for v in values if type(v) is int], [v for v in values if type(v) is int] + [None]]
+    rows = Rows.of(kinds, nan_is_missing=True)
+    for j in range(len(kinds)):
+        got = rows.values(j)
+        assert got.dtype == object and got.tolist() == rows.column(j)
+        assert [type(v) for v in got] == [type(v) for v in rows.column(j)]
 
 
 def test_kernel_lists_are_escaped_without_a_search_only_when_clean():

@@ -16,8 +16,9 @@ import math
 from itertools import repeat
 
 import numpy as np
+import pandas as pd
 
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.readers.textmatch import distinct_objects, per_unique
 from perfcmp.render.ooxml import INVALID_XML
 from perfcmp.result import Table
 from perfcmp.rows import Rows, block_of, column_of
@@ -70,7 +71,7 @@ class TextCells:
     def __init__(self, child: Table, counts: list[int | None] | None = None, present: np.ndarray | None = None) -> None:
         """``child``'s rows are the lines; per cell, its count (None: the side is absent), or
         ``present`` (bool per cell) instead."""
-        parents = np.asarray(column_of(child.rows, 0), dtype=np.int64)
+        parents = np.asarray(_values(child.rows, 0), dtype=np.int64)
         if len(parents) and np.any(np.diff(parents) < 0):  # not grouped by parent: group them, keeping their order
             order = np.argsort(parents, kind="stable").tolist()
             child = Table(columns=child.columns, rows=[child.rows[i] for i in order])
@@ -202,14 +203,17 @@ def _values(rows, j: int) -> np.ndarray:
         array, kind = numbers
         if kind in ("int", "raw") or not np.isnan(array).any():  # "float" and "count" show NaN as None
             return array.astype(np.int64) if kind == "count" else array
+    if isinstance(rows, Rows):
+        return rows.values(j)
     return np.asarray(column_of(rows, j), dtype=object)
 
 
 def _types(column: np.ndarray) -> set[type]:
-    """The Python types of a column's values as lines show them (a number array's from its dtype)."""
+    """The Python types of a column's values as lines show them (a number array's from its dtype;
+    a text column's from its distinct objects)."""
     if column.dtype != object:
         return {int} if column.dtype.kind in "iu" else {float}
-    return set(map(type, column.tolist()))
+    return set(map(type, distinct_objects(column).tolist()))
 
 
 def _kernel_lengths(task_type: np.ndarray, shapes: np.ndarray, dur: np.ndarray) -> np.ndarray:
@@ -226,7 +230,9 @@ def _group_lengths(number: np.ndarray, dur: np.ndarray) -> np.ndarray:
 
 def _alloc_lengths(alloc: np.ndarray, release: np.ndarray, size: np.ndarray) -> np.ndarray:
     alloc = np.asarray(alloc, dtype=np.float64)
-    release = np.asarray([np.nan if r is None else r for r in release], dtype=np.float64)
+    release = np.asarray(release)
+    if release.dtype == object:  # None: not released in the trace
+        release = np.where(pd.isna(release), np.nan, release).astype(np.float64)
     released = np.isfinite(release)
     held = np.where(released, release - alloc, 0.0)
     end = np.where(released, fixed_lengths(np.where(released, release, 0.0), 3), len("N/A"))
