@@ -27,7 +27,7 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from typing import NamedTuple
 
 import msgspec
@@ -452,8 +452,13 @@ class _RowPattern:
         self.parts.append(texts)
 
     def join(self, rows: int) -> str:
-        pieces = [repeat(part, rows) if type(part) is str else part for part in self.parts]
-        return "".join(chain.from_iterable(zip(*pieces)))
+        # row by row, each row its pieces in order: piece i of row r lands at r * k + i, laid in
+        # by one extended-slice assignment per piece (faster than zipping the rows' tuples)
+        k = len(self.parts)
+        flat: list[str | None] = [None] * (rows * k)
+        for i, part in enumerate(self.parts):
+            flat[i::k] = [part] * rows if type(part) is str else part
+        return "".join(flat)
 
 
 def _add_column(row: _RowPattern, letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int],
