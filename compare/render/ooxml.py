@@ -506,7 +506,7 @@ def _value_markup(values: list, styles: list[int],
             texts = [following() if p else "" for p in present]
     elif kind is int:
         present = [v is not None for v in values]
-        texts = [str(v) if v is not None else "" for v in values]
+        texts = _int_texts(values) if all(present) else [str(v) if v is not None else "" for v in values]
     elif kind is str and max(map(len, filter(None, values)), default=0) <= TEXT_LIMIT // 2:
         present = list(map(bool, values))  # an empty text is a blank, as spreadsheet apps store it
         if row_texts:
@@ -583,6 +583,15 @@ def _float_texts(values: list[float]) -> list[str]:
     for i in np.flatnonzero(_exponent_range(np.asarray(values, dtype=np.float64))).tolist():
         texts[i] = repr(values[i])
     return texts
+
+
+def _int_texts(values: list[int]) -> list[str]:
+    """``str`` of each int, in one call (msgspec's JSON encoder writes ints as ``str`` does);
+    ints beyond 64 bits, which it does not take, one by one."""
+    try:
+        return msgspec.json.encode(values).decode("ascii")[1:-1].split(",")
+    except OverflowError:
+        return list(map(str, values))
 
 
 def _exponent_range(values: np.ndarray) -> np.ndarray:
