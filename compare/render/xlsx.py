@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import re
 import signal
@@ -415,7 +416,8 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
     line_height = layout.style["line_height"]
     row_texts = frozenset(k for k, lazy in enumerate(lazies) if lazy is not None and lazy.xml_clean)
     return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style),
-                    blocks, lambda columns, start: _row_heights(spec, columns, widths, styles, line_height, lazies, start),
+                    blocks, functools.partial(_row_heights, spec, widths=widths, styles=styles, line_height=line_height,
+                                              lazies=lazies, measured={}),
                     len(table.rows) * len(spec.columns), len(table.rows), spec.indent_field is None, row_texts)
 
 
@@ -481,8 +483,9 @@ def _width(column: ColumnSpec, values: list, layout: Layout, indented: bool = Fa
     return _clamp(max(len(column.header) + HEADER_ROOM, shown + 1), layout.style)
 
 
-def _row_heights(spec: SheetSpec, columns: list[list], widths: list[float], styles: "_Styles",
-                 line_height: float, lazies: list | None = None, start: int = 0) -> list[float | None] | None:
+def _row_heights(spec: SheetSpec, columns: list[list], start: int = 0, *, widths: list[float], styles: "_Styles",
+                 line_height: float, lazies: list | None = None,
+                 measured: dict | None = None) -> list[float | None] | None:
     """The height of each row whose wrapped cells need more than one line (None: the default).
 
     Kernel and allocation lists hold one line per kernel, and a kernel's name is often a long
@@ -495,7 +498,9 @@ def _row_heights(spec: SheetSpec, columns: list[list], widths: list[float], styl
 
     ``columns`` are the cells of rows ``start:`` of the sheet's table; a column made from a
     lazy text column (``lazies``, by spec column) is counted from its measured line lengths
-    (``TextCells.line_counts``) rather than by reading its text again.
+    (``TextCells.line_counts``) rather than by reading its text again. ``measured`` (per spec
+    column, text -> lines) keeps the counts of the texts seen in earlier blocks of the sheet: a
+    call stack recurs all the way down a column.
     """
     wrapped = [(k, values, int(width)) for k, (c, values, width) in enumerate(zip(spec.columns, columns, widths))
                if c.format in styles.wraps]
@@ -510,7 +515,8 @@ def _row_heights(spec: SheetSpec, columns: list[list], widths: list[float], styl
             counts.append(measured.tolist())
             continue
         folds = re.compile(f"[^\n]{{{width + 1},}}").findall  # the lines too long for the column
-        known: dict[str, int] = {}  # the same kernel list recurs on many rows: measured once
+        # the same kernel list or call stack recurs on many rows: measured once a sheet
+        known: dict[str, int] = {} if measured is None else measured.setdefault(k, {})
 
         def lines(text: str, folds=folds, chars=chars, known=known) -> int:
             n = known.get(text)
