@@ -135,7 +135,8 @@ class _Columns:
         self.parts["host"].append({
             **host_columns(host, HOST_CATS, self.memo, host_cats),
             "correlation": ints([a.correlation for a in args]),
-            "process_group": self.memo.encode("process_group", [_process_group(a) for a in args]),
+            "process_group": self.memo.encode("process_group", [  # named on collectives only: no call for the rest
+                "" if a.pg_name is None and a.pg_desc is None else _process_group(a) for a in args]),
             "comm_bytes": _message_bytes(args),
         })
         args = [e.args or NO_ARGS for e in device]
