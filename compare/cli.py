@@ -134,8 +134,8 @@ def compare(
                                              rich_help_panel=INPUTS, help="Which export of an NPU directory holding "
                                              "both to read (default: text)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", metavar="N", rich_help_panel=INPUTS,
-                                       help="1: read the sides one after the other, and write the workbook in one "
-                                       "process; 2: in parallel. Default: parallel for inputs over 16 MB on a "
+                                       help="1: read the sides one after the other, and build the detail sheets "
+                                       "and write the workbook in one process; 2: in parallel. Default: parallel for inputs over 16 MB on a "
                                        "multi-core machine when both reads fit in 2 GiB and half the free memory "
                                        "(about 250 bytes a trace event each), and a second "
                                        "workbook writer for workbooks of 2 M cells or more. Cluster runs: N worker "
