@@ -483,6 +483,12 @@ def _add_column(row: _RowPattern, letter: str, numbers: list[str], values: list,
     row.varying(list(map({True: close, False: ""}.__getitem__, present)))
 
 
+def _one_style(styles: list[int]) -> bool:
+    """Whether every cell of a column has the first cell's style (a count, not min and max: the
+    styles of a block's column are nearly always one small int repeated)."""
+    return styles.count(styles[0]) == len(styles)
+
+
 def _value_markup(values: list, styles: list[int],
                   row_texts: bool) -> tuple[str, list[str], list[bool] | None, str] | None:
     """For a column of one style holding values of one kind (floats, ints, or texts no longer
@@ -490,7 +496,7 @@ def _value_markup(values: list, styles: list[int],
     keeps its cell, ``<c r=".." s=".."/>``): the markup between a cell's row number and its
     value, each row's value as XML text ("" for a blank), which rows hold a value (None: all),
     and the markup closing a cell. None for any other column."""
-    if not values or min(styles) != max(styles):
+    if not values or not _one_style(styles):
         return None
     kinds = set(map(type, values)) - {type(None)}
     if len(kinds) != 1:
@@ -534,7 +540,7 @@ def _column_cells(letter: str, numbers: list[str], values: list, styles: list[in
     A column of finite floats in one style, the bulk of a large sheet, takes a fast path: its
     numbers formatted in one call (``_float_texts``) instead of one ``repr`` per cell.
     """
-    if values and set(map(type, values)) == {float} and all(map(math.isfinite, values)) and min(styles) == max(styles):
+    if values and set(map(type, values)) == {float} and all(map(math.isfinite, values)) and _one_style(styles):
         style = styles[0]
         head = f'<c r="{letter}'
         tail = f'" s="{style}"><v>' if style else '"><v>'
