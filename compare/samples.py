@@ -30,9 +30,9 @@ import pandas as pd
 from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import COMM, KERNEL, OP, op_keys, row_name
-from perfcmp.readers.model import Profile
+from perfcmp.readers.model import Profile, frame as table_of
 from perfcmp.align import ramps
-from perfcmp.readers.textmatch import factorize
+from perfcmp.readers.textmatch import factorize, object_array
 
 SAMPLES_VERSION = 1
 MEMORY_ROWS = ("peak_allocated", "peak_reserved")
@@ -79,8 +79,8 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
         spans = [b.window_us for b in step_breakdowns.values()]
         for dimension, occurrences in ((OP, _top_ops(details, op_shapes)), (KERNEL, _in_steps(details.compute, spans)),
                                        (COMM, _named(_in_steps(details.comm, spans)))):
-            for (position, key), value in occurrences.groupby(["step", "key"], sort=True)["value"].sum().items():
-                put(row_name(dimension, key), int(position), value)
+            for position, key, value in _step_sums(occurrences):
+                put(row_name(dimension, key), position, value)
             for key, per_step in _instance_lists(occurrences, len(steps)).items():
                 instances[row_name(dimension, key)] = per_step
     info = profile.info
@@ -98,8 +98,8 @@ def _top_ops(details: SideDetails, op_shapes: bool) -> pd.DataFrame:
     """Top-level ops inside a step: step (position), key, start, value = device time (µs)."""
     ops = details.ops
     top = ops[(ops["top"].to_numpy()) & (ops["step"].to_numpy() >= 0)]
-    return pd.DataFrame({"step": top["step"].to_numpy(), "key": op_keys(top, op_shapes),
-                         "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
+    return table_of({"step": top["step"].to_numpy(), "key": object_array(op_keys(top, op_shapes)),
+                  "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
 
 
 def _named(occurrences: pd.DataFrame) -> pd.DataFrame:
@@ -118,8 +118,32 @@ def _in_steps(frame: pd.DataFrame, windows: list[tuple[float, float]]) -> pd.Dat
     idx = np.searchsorted(lows, start, side="right") - 1
     position = np.where((idx >= 0) & (start < highs[np.clip(idx, 0, None)]), idx, -1)
     keep = position >= 0
-    return pd.DataFrame({"step": position[keep], "key": frame["key"].to_numpy()[keep], "start": start[keep],
-                         "value": frame["dur_us"].to_numpy(dtype=float)[keep]})
+    return table_of({"step": position[keep], "key": frame["key"].to_numpy(dtype=object)[keep], "start": start[keep],
+                     "value": frame["dur_us"].to_numpy(dtype=float)[keep]})
+
+
+def _step_sums(occurrences: pd.DataFrame) -> list[tuple[int, object, float]]:
+    """(step position, key, summed value) of each step and key, a missing key left out, in step
+    then key order: ``groupby(["step", "key"], sort=True)["value"].sum()``, the same sums (pandas'
+    own, row order within a group kept), grouped by the keys' codes (``factorize``: by object
+    first) and their rank among the distinct keys instead of pandas hashing every key."""
+    if occurrences.empty:
+        return []
+    keys = occurrences["key"].to_numpy(dtype=object)
+    named = ~pd.isna(keys)
+    codes, distinct = factorize(keys[named])
+    try:
+        order = np.argsort(distinct, kind="stable")  # the keys' sort order
+    except TypeError:  # keys of kinds Python cannot order together: pandas' own order for them
+        sums = occurrences.groupby(["step", "key"], sort=True)["value"].sum()
+        return [(int(position), key, total) for (position, key), total in sums.items()]
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[order] = np.arange(len(distinct))
+    by_rank = np.argsort(rank)  # rank -> code
+    steps = occurrences["step"].to_numpy(dtype=np.int64)[named]
+    values = pd.Series(occurrences["value"].to_numpy(dtype=np.float64)[named])
+    sums = values.groupby([steps, rank[codes]], sort=True).sum()
+    return [(int(position), distinct[by_rank[r]], total) for (position, r), total in sums.items()]
 
 
 def _instance_lists(occurrences: pd.DataFrame, n_steps: int) -> dict[str, list[list[float]]]:

@@ -8,6 +8,7 @@ quantity the same way.
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from perfcmp import intervals as iv
 from perfcmp.breakdown import Analyzer
@@ -88,3 +89,19 @@ def test_gpu_communication_rows_are_named_per_collective():
     rows = run(CompareOptions(path, path)).details["CommunicationCompare"].records()
     assert sorted(r["base_op"] for r in rows) == ["allreduce", "broadcast"]
     assert {r["base_op"]: r["base_calls"] for r in rows} == {"allreduce": 15, "broadcast": 6}
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["aten::mm", "aten::add", "b", "", None, "Aten"]),
+                          st.floats(-1e6, 1e6, allow_nan=False)), max_size=40))
+def test_step_sums_are_pandas_groupby_sums(rows):
+    """``samples._step_sums``: per step and key, in step then key order, a missing key left out:
+    pandas' ``groupby(["step", "key"], sort=True).sum()``, to the bit."""
+    import pandas as pd
+
+    from perfcmp.samples import _step_sums
+
+    occurrences = pd.DataFrame({"step": pd.array([s for s, _, _ in rows], dtype="int64"),
+                                "key": pd.Series([k for _, k, _ in rows], dtype=object),
+                                "value": pd.array([v for _, _, v in rows], dtype="float64")})
+    want = occurrences.groupby(["step", "key"], sort=True)["value"].sum()
+    assert _step_sums(occurrences) == [(int(p), k, v) for (p, k), v in want.items()]
