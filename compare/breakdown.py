@@ -41,7 +41,7 @@ import pandas as pd
 from perfcmp import intervals as iv
 from perfcmp.categories import CHILDREN, COMPUTE_ROWS, MC2_PREFIX, Rules, categorise, parent_of
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, table
+from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, frame as table_of, table
 
 TOLERANCE_US = 1e-6  # float noise allowed when checking that parts add up
 CONCURRENT = "computing.concurrent"  # kernel time counted twice in the category rows (subtracted)
@@ -236,7 +236,7 @@ class Analyzer:
         ``mask``: the live compute kernels among the tasks ``near`` the window (``s``, ``e``)."""
         dur_in = e[mask] - s[mask]
         kernel_iv = iv.union(s[mask], e[mask])
-        frame = pd.DataFrame({"cat": self.category[near][mask], "dur": dur_in, "pmu": self.pmu_share[near][mask]})
+        frame = table_of({"cat": self.category[near][mask], "dur": dur_in, "pmu": self.pmu_share[near][mask]})
         per = frame.groupby("cat", sort=True)["dur"]
         dur = per.sum().to_dict()
         count = per.size().to_dict()

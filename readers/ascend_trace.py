@@ -26,7 +26,7 @@ from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.ascend_memory import block_owners
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
-from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, table
+from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, frame as table_of, table
 from perfcmp.readers.textmatch import per_unique
 
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
@@ -238,7 +238,7 @@ class AscendTrace:
         flow = self.flow
         if n == 0 or not len(flow["ts_ns"]):
             return out
-        frame = pd.DataFrame({k: flow[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})
+        frame = table_of({k: flow[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})  # object columns kept: no str copies
         begins = frame[frame["ph"] == "s"].drop_duplicates("id")
         ends = frame[frame["ph"] == "f"].drop_duplicates(["pid", "tid", "ts_ns"])
         arrows = ends.merge(begins, on="id", suffixes=("", "_s"))

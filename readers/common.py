@@ -10,7 +10,7 @@ import pandas as pd
 from perfcmp.readers.columns import INVALID_NS, LIMIT_US
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.hosttree import busy_us, enclosing, nest, order_host, propagate_down, thread_label
-from perfcmp.readers.model import ReadWarning, Step, table
+from perfcmp.readers.model import ReadWarning, Step, frame as table_of, table
 from perfcmp.readers.textmatch import per_unique
 
 STEP_NAME = re.compile(r"ProfilerStep#([0-9]+)")
@@ -260,7 +260,7 @@ def forward_links(host: pd.DataFrame, flows: dict[str, np.ndarray], origin: int)
     out = np.full(len(host), -1, dtype=np.int64)
     if not len(flows.get("ts_ns", ())) or host.empty:
         return out
-    frame = pd.DataFrame({k: flows[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})
+    frame = table_of({k: flows[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})  # object columns kept: no str copies
     frame["row"] = enclosing(host, host["parent"].to_numpy(),
                              [thread_label(p, t) for p, t in zip(frame["pid"].tolist(), frame["tid"].tolist())],
                              (frame["ts_ns"].to_numpy(dtype=np.int64) - origin) / 1000.0)
