@@ -137,13 +137,12 @@ def _step_sums(occurrences: pd.DataFrame) -> list[tuple[int, object, float]]:
     except TypeError:  # keys of kinds Python cannot order together: pandas' own order for them
         sums = occurrences.groupby(["step", "key"], sort=True)["value"].sum()
         return [(int(position), key, total) for (position, key), total in sums.items()]
-    rank = np.empty(len(distinct), dtype=np.int64)
+    rank = np.empty(len(distinct), dtype=np.int64)  # code -> its key's place in sort order (order: place -> code)
     rank[order] = np.arange(len(distinct))
-    by_rank = np.argsort(rank)  # rank -> code
     steps = occurrences["step"].to_numpy(dtype=np.int64)[named]
     values = pd.Series(occurrences["value"].to_numpy(dtype=np.float64)[named])
     sums = values.groupby([steps, rank[codes]], sort=True).sum()
-    return [(int(position), distinct[by_rank[r]], total) for (position, r), total in sums.items()]
+    return [(int(position), distinct[order[r]], total) for (position, r), total in sums.items()]
 
 
 def _instance_lists(occurrences: pd.DataFrame, n_steps: int) -> dict[str, list[list[float]]]:

@@ -38,8 +38,7 @@ def factorize(values) -> tuple[np.ndarray, np.ndarray]:
     objects = np.ascontiguousarray(object_array(values))
     if numeric or len(objects) < IDENTITY_MIN_ROWS:
         return pd.factorize(objects, use_na_sentinel=False)
-    by_object, _ = pd.factorize(_addresses(objects))
-    distinct = objects[first_rows(by_object)]
+    by_object, distinct = _by_identity(objects)
     by_value, uniques = pd.factorize(distinct, use_na_sentinel=False)
     # None is one object, so its rows are one group either way (pandas shows it as NaN); which
     # missing value pandas shows for None and NaN (or NaT ...) together, or for many NaN
@@ -57,9 +56,14 @@ def distinct_objects(values: np.ndarray) -> np.ndarray:
     each value's type (or of anything equal values share) needs to look at, when equal values
     are one object (``shared``). None stays None (``factorize`` shows it as pandas does, NaN)."""
     objects = np.ascontiguousarray(object_array(values))
-    if len(objects) < IDENTITY_MIN_ROWS:
-        return objects
-    return objects[first_rows(pd.factorize(_addresses(objects))[0])]
+    return objects if len(objects) < IDENTITY_MIN_ROWS else _by_identity(objects)[1]
+
+
+def _by_identity(objects: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's object as a code (first seen first, hashing the pointers), and each code's
+    first object, of a contiguous object array."""
+    codes, _ = pd.factorize(_addresses(objects))
+    return codes, objects[first_rows(codes)]
 
 
 def first_rows(codes: np.ndarray) -> np.ndarray:

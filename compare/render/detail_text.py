@@ -198,14 +198,14 @@ def _measured(child: Table) -> tuple[np.ndarray, np.ndarray, bool] | None:
 def _values(rows, j: int) -> np.ndarray:
     """Column ``j`` of a child table: the numbers it stores, when none is missing (a line shows
     the same value either way), else its plain values (``rows.column_of``) as an object array."""
-    numbers = rows.numbers(j) if isinstance(rows, Rows) else None
+    if not isinstance(rows, Rows):
+        return np.asarray(column_of(rows, j), dtype=object)
+    numbers = rows.numbers(j)
     if numbers is not None:
         array, kind = numbers
         if kind in ("int", "raw") or not np.isnan(array).any():  # "float" and "count" show NaN as None
             return array.astype(np.int64) if kind == "count" else array
-    if isinstance(rows, Rows):
-        return rows.values(j)
-    return np.asarray(column_of(rows, j), dtype=object)
+    return rows.values(j)
 
 
 def _types(column: np.ndarray) -> set[type]:

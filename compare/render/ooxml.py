@@ -592,12 +592,9 @@ def _float_texts(values: list[float]) -> list[str]:
 
 
 def _int_texts(values: list[int]) -> list[str]:
-    """``str`` of each int, in one call (msgspec's JSON encoder writes ints as ``str`` does);
-    ints beyond 64 bits, which it does not take, one by one."""
-    try:
-        return msgspec.json.encode(values).decode("ascii")[1:-1].split(",")
-    except OverflowError:
-        return list(map(str, values))
+    """``str`` of each int, in one call: msgspec's JSON encoder writes ints, of any size, as
+    ``str`` does."""
+    return msgspec.json.encode(values).decode("ascii")[1:-1].split(",")
 
 
 def _exponent_range(values: np.ndarray) -> np.ndarray:
