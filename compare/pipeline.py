@@ -34,11 +34,11 @@ from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.heap import collector_paused, give_back_free_memory
-from perfcmp.readers.model import Profile, ReadWarning
+from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
-from perfcmp import budget, migration, scope
+from perfcmp import budget, invariants, migration, scope
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.signals import held
@@ -271,7 +271,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
     details = _with_verdicts(details, verdict)
-    return ComparisonResult(
+    result = ComparisonResult(
         tool_version=__version__,
         base=base_side,
         comparison=comp_side,
@@ -284,6 +284,9 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         scope=shown,
         migration=moves,
     )
+    # a detail sheet that contradicts the rows it refines is said, not shown silently
+    result.warnings += [WarningRecord(side="", source=v.sheet, message=v.message()) for v in invariants.violations(result)]
+    return result
 
 
 def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[str, Table]:
@@ -338,12 +341,21 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
         basis=breakdown.basis, window_us=breakdown.window_us, e2e_us=breakdown.e2e_us,
         computing_us=breakdown.computing_us, uncovered_us=breakdown.uncovered_us, free_us=breakdown.free_us,
         peak_allocated_bytes=breakdown.peak_allocated_bytes, peak_reserved_bytes=breakdown.peak_reserved_bytes,
-        process_peak_bytes=breakdown.process_peak_bytes,
+        process_peak_bytes=breakdown.process_peak_bytes, op_memory_bytes=_op_memory_bytes(profile),
     )
     reference = "analysis.db StepTraceTime" if info.metadata.get("export") == "db" else "step_trace_time.csv"
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
     categories = None if analyzer.host_mode else analyzer.category[analyzer.is_compute]
     return side, breakdown, per_step, step_breakdowns, notes, categories
+
+
+def _op_memory_bytes(profile: Profile) -> float | None:
+    """Σ of the blocks an NPU export lists per operator (operator_memory.csv, OP_MEMORY), the total
+    the memory sheets refine; None for a GPU trace, whose blocks are the allocator's own events."""
+    blocks = profile.allocations
+    if profile.info.device != DeviceKind.NPU or blocks.empty:
+        return None
+    return float(blocks["bytes"].sum())
 
 
 def analyse_profile(profile: Profile, path: str, options: CompareOptions) -> _Side:

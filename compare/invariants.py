@@ -1,0 +1,168 @@
+"""Detail sheets held to the overall rows they refine.
+
+A detail row that contradicts the headline is an error a user cannot see, so each refinement is
+checked where the result is made: a violation becomes a warning in the report naming the sheet,
+the row and both numbers (``pipeline``), and ``ComparisonResult.check`` asserts there is none, so
+every result a test makes is held to the same rules.
+
+The rules, per side (base, comparison):
+
+* CommunicationCompare: per collective op row, wait, transit, synchronization and idle time are
+  each ≥ 0 and none exceeds the ops' elapsed time; wait + transit ≤ elapsed; where the sheet has
+  the uncovered time of each op, those add up to the OverallMetrics Uncovered Communication row.
+* MemoryCompareStatistic: the per-op sizes add up to the export's own operator-memory total
+  (``SideSummary.op_memory_bytes``: Σ operator_memory.csv / OP_MEMORY sizes), when the whole
+  profile is compared.
+* KernelCompare: the sheet (every kernel of the profile) holds at least the time and calls the
+  Computing rows count (those in the compared window, concurrency not double counted).
+* OperatorCompareStatistic: the ops' device time (the kernels they launched) is at most the
+  kernel sheet's time plus the communication ops' time.
+
+Tolerance: a part-per-million of the larger number, and 1e-6 µs or byte: sums of the same
+floats in another order differ by rounding only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from perfcmp.result import CONCURRENT, ComparisonResult
+
+SIDES = (("base", "base"), ("comp", "comparison"))
+COMM_PARTS = ("wait", "transit", "sync", "idle")  # CommunicationCompare per-op columns {side}_{part}_us
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: ``sheet`` and ``row`` say where, ``got`` is the detail's number,
+    ``want`` the one it must equal or respect (``relation``: "=", "<=", ">="), in ``unit``."""
+
+    sheet: str
+    row: str
+    side: str  # "base" or "comparison"
+    what: str
+    got: float
+    relation: str
+    want: float
+    against: str
+    unit: str  # "us", "bytes" or "calls"
+
+    def message(self) -> str:
+        shown = {"us": lambda v: f"{v / 1000:,.3f} ms", "bytes": lambda v: f"{v / 1e6:,.3f} MB",
+                 "calls": lambda v: f"{v:,.0f}"}[self.unit]
+        where = f"{self.sheet} row {self.row!r}: {self.side} {self.what} {shown(self.got)}"
+        if self.relation == ">=" and self.want == 0:
+            return f"{where} is negative"
+        broken = {"=": "differs from", "<=": "exceeds", ">=": "falls short of"}[self.relation]
+        return f"{where} {broken} {self.against} ({shown(self.want)})"
+
+
+def violations(result: ComparisonResult) -> list[Violation]:
+    """Every broken rule of the module docstring, in sheet order."""
+    return [*_communication(result), *_memory(result), *_kernels(result), *_operators(result)]
+
+
+def _broken(got: float, relation: str, want: float) -> bool:
+    slack = 1e-6 * max(1.0, abs(got), abs(want))
+    if relation == "=":
+        return abs(got - want) > slack
+    if relation == "<=":
+        return got > want + slack
+    return got < want - slack
+
+
+def _records(result: ComparisonResult, sheet: str) -> list[dict] | None:
+    table = result.details.get(sheet)
+    return table.records() if table is not None else None
+
+
+def _communication(result: ComparisonResult) -> Iterator[Violation]:
+    records = _records(result, "CommunicationCompare")
+    if not records:
+        return
+    sheet = "CommunicationCompare"
+    for prefix, side in SIDES:
+        ops = [r for r in records if r.get(f"{prefix}_op") not in (None, "", "|")]
+        for r in ops:
+            elapsed = r.get(f"{prefix}_total_us")
+            if elapsed is None:
+                continue
+            name = r[f"{prefix}_op"]
+            parts = {p: r.get(f"{prefix}_{p}_us") for p in COMM_PARTS}
+            for part, value in parts.items():
+                if value is None:
+                    continue
+                if _broken(value, ">=", 0.0):
+                    yield Violation(sheet, name, side, f"{part} time", value, ">=", 0.0, "", "us")
+                if _broken(value, "<=", elapsed):
+                    yield Violation(sheet, name, side, f"{part} time", value, "<=", elapsed, "the ops' elapsed time", "us")
+            if parts["wait"] is not None and parts["transit"] is not None:
+                both = parts["wait"] + parts["transit"]
+                if _broken(both, "<=", elapsed):
+                    yield Violation(sheet, name, side, "wait + transit", both, "<=", elapsed, "the ops' elapsed time", "us")
+        uncovered = [r.get(f"{prefix}_uncovered_us") for r in ops]
+        if ops and all(u is not None for u in uncovered) and result.base.step == result.comparison.step:
+            row = next((o for o in result.overall if o.key == "comm"), None)
+            if row is not None:
+                want = getattr(row, f"{prefix}_us")
+                got = float(sum(uncovered))
+                if _broken(got, "=", want):
+                    yield Violation(sheet, "all collectives", side, "Σ uncovered time", got, "=", want,
+                                    "OverallMetrics Uncovered Communication", "us")
+
+
+def _memory(result: ComparisonResult) -> Iterator[Violation]:
+    records = _records(result, "MemoryCompareStatistic")
+    if records is None:
+        return
+    for (prefix, side), summary in zip(SIDES, (result.base, result.comparison)):
+        want = summary.op_memory_bytes
+        if want is None or summary.step is not None:
+            continue
+        got = float(sum(r[f"{prefix}_alloc_bytes"] or 0.0 for r in records))
+        if _broken(got, "=", want):
+            yield Violation("MemoryCompareStatistic", "all operators", side, "Σ allocated memory", got, "=", want,
+                            "the export's operator memory total", "bytes")
+
+
+def _whole_device_profiles(result: ComparisonResult) -> bool:
+    base, comp = result.base, result.comparison
+    return base.step is None and comp.step is None and base.basis == comp.basis == "device"
+
+
+def _kernels(result: ComparisonResult) -> Iterator[Violation]:
+    records = _records(result, "KernelCompare")
+    if not records or not _whole_device_profiles(result):
+        return
+    computing = next((r for r in result.overall if r.key == "computing"), None)
+    if computing is None:
+        return
+    # categories with a kernel count (without one, the time is the profiler's own overlap lane)
+    categories = [r for r in result.overall
+                  if r.level == 1 and r.key.startswith("computing.") and r.key != CONCURRENT]
+    for prefix, side in SIDES:
+        calls = float(sum(r[f"{prefix}_calls"] or 0 for r in records))
+        total = float(sum(r[f"{prefix}_total_us"] or 0.0 for r in records))
+        counted = float(getattr(computing, f"{prefix}_count") or 0)
+        summed = float(sum(getattr(r, f"{prefix}_us") for r in categories if getattr(r, f"{prefix}_count") is not None))
+        if _broken(calls, ">=", counted):
+            yield Violation("KernelCompare", "all kernels", side, "calls", calls, ">=", counted,
+                            "the kernels OverallMetrics Computing counts", "calls")
+        if _broken(total, ">=", summed):
+            yield Violation("KernelCompare", "all kernels", side, "kernel time", total, ">=", summed,
+                            "OverallMetrics Computing's categories", "us")
+
+
+def _operators(result: ComparisonResult) -> Iterator[Violation]:
+    ops, kernels = _records(result, "OperatorCompareStatistic"), _records(result, "KernelCompare")
+    if not ops or not kernels or not _whole_device_profiles(result):
+        return
+    comm = _records(result, "CommunicationCompare") or []
+    for prefix, side in SIDES:
+        device = float(sum(r[f"{prefix}_device_us"] or 0.0 for r in ops))
+        ceiling = float(sum(r[f"{prefix}_total_us"] or 0.0 for r in kernels)) + float(sum(
+            r[f"{prefix}_total_us"] or 0.0 for r in comm if r.get(f"{prefix}_op") not in (None, "", "|")))
+        if _broken(device, "<=", ceiling):
+            yield Violation("OperatorCompareStatistic", "all operators", side, "device time", device, "<=", ceiling,
+                            "the kernel and communication sheets' time", "us")
