@@ -18,10 +18,11 @@ import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
+    from perfcmp.options import CompareOptions
     from perfcmp.result import ComparisonResult
 
-from perfcmp.history import FORMATS as HISTORY_FORMATS
-from perfcmp.options import DEFAULT_FORMATS, DIMENSIONS, FORMATS, CompareOptions, DetailOptions
+# only light modules here: the analysis (pandas, numpy) is imported by the command that runs
+from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS
 from perfcmp.output import STDOUT
 from perfcmp.readers.errors import InputError, PerfcmpError, UsageError
 from perfcmp.readers.heap import map_large_blocks_apart
@@ -215,6 +216,7 @@ def compare(
 ) -> int:
     """Compare -d (new) against -bp (baseline): console summary, xlsx workbook, JSON / Markdown, verdict."""
     from perfcmp.cluster import run as cluster
+    from perfcmp.options import CompareOptions, DetailOptions
     from perfcmp.pipeline import run
     from perfcmp.policy import load_policy
 
@@ -383,6 +385,7 @@ def golden_save(
 ) -> int:
     """Store PROFILE as baseline NAME: breakdown, per-step samples and provenance, no raw trace."""
     from perfcmp import golden as baselines
+    from perfcmp.options import CompareOptions
 
     path = baselines.save(name, profile, CompareOptions(base_path=profile, comp_path=profile), directory, force)
     print(f"perfcmp: saved baseline {name} to {path}", file=sys.stderr)
@@ -409,6 +412,7 @@ def golden_check(
 ) -> int:
     """Compare PROFILE with baseline NAME under the gates; the exit code says whether it regressed."""
     from perfcmp import golden as baselines
+    from perfcmp.options import CompareOptions
     from perfcmp.policy import load_policy
 
     formats = _formats(output_format)

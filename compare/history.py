@@ -78,7 +78,7 @@ import msgspec
 import numpy as np
 
 from perfcmp import __version__
-from perfcmp.options import FORMATS as COMPARE_FORMATS
+from perfcmp.options import HISTORY_FORMATS as FORMATS
 from perfcmp.policy import Gate, Policy
 from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.samples import SampleSet
@@ -87,7 +87,6 @@ from perfcmp.stats import mann_whitney_p
 from perfcmp.verdict import Thresholds, choose_skip
 from perfcmp.wording import signed_bytes, signed_time
 
-FORMATS = tuple(f for f in COMPARE_FORMATS if f != "html")  # no HTML history report (yet)
 
 HISTORY_VERSION = 1
 MIN_RUNS = 3

@@ -15,8 +15,6 @@ The rules, per side (base, comparison):
   profile is compared.
 * KernelCompare: the sheet (every kernel of the profile) holds at least the time and calls the
   Computing rows count (those in the compared window, concurrency not double counted).
-* OperatorCompareStatistic: the ops' device time (the kernels they launched) is at most the
-  kernel sheet's time plus the communication ops' time.
 
 Tolerance: a part-per-million of the larger number, and 1e-6 µs or byte: sums of the same
 floats in another order differ by rounding only.
@@ -60,7 +58,7 @@ class Violation:
 
 def violations(result: ComparisonResult) -> list[Violation]:
     """Every broken rule of the module docstring, in sheet order."""
-    return [*_communication(result), *_memory(result), *_kernels(result), *_operators(result)]
+    return [*_communication(result), *_memory(result), *_kernels(result)]
 
 
 def _broken(got: float, relation: str, want: float) -> bool:
@@ -152,17 +150,3 @@ def _kernels(result: ComparisonResult) -> Iterator[Violation]:
         if _broken(total, ">=", summed):
             yield Violation("KernelCompare", "all kernels", side, "kernel time", total, ">=", summed,
                             "OverallMetrics Computing's categories", "us")
-
-
-def _operators(result: ComparisonResult) -> Iterator[Violation]:
-    ops, kernels = _records(result, "OperatorCompareStatistic"), _records(result, "KernelCompare")
-    if not ops or not kernels or not _whole_device_profiles(result):
-        return
-    comm = _records(result, "CommunicationCompare") or []
-    for prefix, side in SIDES:
-        device = float(sum(r[f"{prefix}_device_us"] or 0.0 for r in ops))
-        ceiling = float(sum(r[f"{prefix}_total_us"] or 0.0 for r in kernels)) + float(sum(
-            r[f"{prefix}_total_us"] or 0.0 for r in comm if r.get(f"{prefix}_op") not in (None, "", "|")))
-        if _broken(device, "<=", ceiling):
-            yield Violation("OperatorCompareStatistic", "all operators", side, "device time", device, "<=", ceiling,
-                            "the kernel and communication sheets' time", "us")

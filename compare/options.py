@@ -7,11 +7,8 @@ from dataclasses import dataclass, field
 from perfcmp.policy import Policy
 from perfcmp.readers.errors import UsageError
 
-FORMATS = ("console", "xlsx", "json", "md", "html")
-DEFAULT_FORMATS = ("console", "xlsx")
+from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS  # noqa: F401 (re-exported)
 
-
-DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")
 DETAIL_DIMENSIONS = frozenset(DIMENSIONS) - {"profiling"}  # the ones with detail sheets
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import msgspec
 
-from perfcmp.readers.chrome import max_depth
 from perfcmp.rows import Rows
-from perfcmp.readers.errors import InputError
+from perfcmp.readers.errors import InputError, max_depth
 
 FORMAT_VERSION = 2  # 2: detail tables in µs and bytes, keyed ones with their verdicts
 ONE_SIDED = ("base only", "comparison only")
@@ -331,8 +330,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
           modules: the [ TOTAL ] rows' total and self time);
         * every detail sheet reconciles with the overall rows it refines (``perfcmp.invariants``:
           communication parts within their elapsed time and summing to Uncovered Communication,
-          per-op memory to the export's total, the kernel sheet holding what Computing counts,
-          the ops' device time within the kernel and communication sheets').
+          per-op memory to the export's total, the kernel sheet holding what Computing counts).
         """
         from perfcmp.invariants import violations  # it imports this module
 

@@ -2,10 +2,19 @@
 
 ``load_profile(path)`` decides the format from the path layout and the file's first bytes (never
 by decoding a whole file twice) and hands it to the one reader that understands it.
+
+The readers (and pandas with them) are imported when ``load_profile`` is first asked for, not
+with the package: ``perfcmp.readers.errors`` is imported by every command, ``--version`` too.
 """
 
 from __future__ import annotations
 
-from perfcmp.readers.detect import detect, load_profile
+import importlib
 
-__all__ = ["detect", "load_profile"]
+__all__ = ["load_profile"]
+
+
+def __getattr__(name: str):
+    if name == "load_profile":
+        return importlib.import_module("perfcmp.readers.detect").load_profile
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

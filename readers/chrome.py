@@ -22,7 +22,7 @@ from typing import BinaryIO
 import msgspec
 import numpy as np
 
-from perfcmp.readers.errors import InputError
+from perfcmp.readers.errors import InputError, max_depth  # max_depth: also imported from here
 from perfcmp.readers.model import ReadWarning
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -591,7 +591,3 @@ def _decode_bounded(decoder: msgspec.json.Decoder, raw: RawJson):
                          raw.path) from None
 
 
-def max_depth() -> int:
-    """How deep a JSON document may nest before decoding it fails (msgspec and json recurse per
-    level, so the interpreter's recursion limit bounds it; the frames below decoding take a few)."""
-    return sys.getrecursionlimit() - 100

@@ -9,6 +9,8 @@ error; 3 the pair is not comparable (or the verdict inconclusive where the polic
 
 from __future__ import annotations
 
+import sys
+
 
 class PerfcmpError(Exception):
     """A failure caused by the user or the input, reported as one line without traceback."""
@@ -39,3 +41,9 @@ class NotComparableError(PerfcmpError):
     """The two profiles cannot be compared meaningfully."""
 
     exit_code = 3
+
+
+def max_depth() -> int:
+    """How deep a JSON document may nest before decoding it fails (msgspec and json recurse per
+    level, so the interpreter's recursion limit bounds it; the frames below decoding take a few)."""
+    return sys.getrecursionlimit() - 100
