@@ -211,6 +211,35 @@ class Analyzer:
         return Breakdown((lo, hi), e2e, computing, uncovered, free, rows, allocated, reserved,
                          "host" if self.host_mode else "device", process)
 
+    def comm_op_parts(self, window: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per communication op (device rows of kind COMM, in order): its uncovered time in the
+        window (µs: the op's span minus Computing, as ``breakdown`` counts the group's), and the
+        Wait part of it (no transfer task of its group runs; 0 for a group without task data,
+        whose time is all Transmit). Σ over a group's ops = the group's row when its ops do not
+        overlap each other."""
+        rows = np.flatnonzero(self.is_comm)
+        if self.host_mode or not rows.size:
+            return np.zeros(rows.size), np.zeros(rows.size)
+        lo, hi = window if window is not None else self.whole_window()
+        s, e = iv.clip(self.start, self.end, lo, hi)
+        live = (e > s) & self.is_compute
+        compute_iv = (self._lane("compute", lo, hi) if not self.is_compute.any() else None) or iv.union(s[live], e[live])
+        op_s, op_e = s[rows], e[rows]
+        uncovered_iv = iv.subtract(iv.union(op_s, op_e), compute_iv)
+        uncovered = iv.covered(uncovered_iv, op_s, op_e)
+        wait = np.zeros(rows.size)
+        group = self.group[rows]
+        for g in pd.unique(group):
+            if not g:
+                continue
+            if g not in self._transfers:
+                self._transfers[g] = transfer_intervals(self.profile.comm_tasks, g)
+            transfer, has_tasks = self._transfers[g]
+            if has_tasks:
+                m = group == g
+                wait[m] = uncovered[m] - iv.covered(iv.intersect(transfer, uncovered_iv), op_s[m], op_e[m])
+        return uncovered, np.maximum(wait, 0.0)
+
     def _rows_near(self, lo: float, hi: float) -> np.ndarray:
         """Positions, ascending, of the tasks that may overlap ``[lo, hi)``: every one that does,
         and few that do not (a long task early on widens the range; never wrongly narrows it)."""
@@ -321,22 +350,30 @@ TRANSFER_WORDS = ("sdma", "rdma", "memcpy", "reduce", "localcopy", "pcie", "hccs
 
 
 def transfer_intervals(comm_tasks: pd.DataFrame, group: str) -> tuple[iv.Intervals, bool]:
-    """When any plane of ``group`` transfers data, and whether the group has task data at all.
+    """When any plane of ``group`` transfers data (``transfer_mask``), and whether the group has
+    task data at all."""
+    tasks = comm_tasks[(comm_tasks["group"] == group).to_numpy()]
+    if tasks.empty:
+        return iv.EMPTY, False
+    keep = transfer_mask(tasks)
+    start = tasks["start_us"].to_numpy()[keep]
+    return iv.union(start, start + tasks["dur_us"].to_numpy()[keep]), True
+
+
+def transfer_mask(tasks: pd.DataFrame) -> np.ndarray:
+    """Per plane task (rows of ``comm_tasks``, any order): whether it moves data.
 
     Transfer tasks are SDMA / RDMA sends, memcpys and reduces. A Notify_Wait right after two
     RDMA sends (``RR`` or ``RRNR`` before it on its plane) is the RDMA completion handshake,
     i.e. part of the transfer, as the profiler's communication analysis counts it.
     """
-    tasks = comm_tasks[(comm_tasks["group"] == group).to_numpy()]
-    if tasks.empty:
-        return iv.EMPTY, False
-    tasks = tasks.sort_values(["plane", "start_us"], kind="stable")
-    squeezed = tasks["name"].astype(str).str.lower().str.replace(r"[\s_]", "", regex=True)
+    order = np.lexsort((tasks["start_us"].to_numpy(), tasks["plane"].to_numpy()))  # by plane, then start; stable
+    squeezed = tasks["name"].iloc[order].astype(str).str.lower().str.replace(r"[\s_]", "", regex=True)
     is_wait = squeezed.str.contains("notifywait").to_numpy()
     is_rdma = squeezed.str.contains("rdma").to_numpy()
     is_transfer = squeezed.str.contains("|".join(TRANSFER_WORDS)).to_numpy() & ~is_wait
     code = np.where(is_wait, "N", np.where(is_rdma, "R", "O"))
-    plane = tasks["plane"].to_numpy()
+    plane = tasks["plane"].to_numpy()[order]
 
     def before(k: int) -> np.ndarray:  # the code k tasks earlier on the same plane ("" if none)
         out = np.full(len(code), "", dtype=object)
@@ -347,9 +384,9 @@ def transfer_intervals(comm_tasks: pd.DataFrame, group: str) -> tuple[iv.Interva
 
     b1, b2, b3, b4 = before(1), before(2), before(3), before(4)
     handshake = is_wait & (((b2 == "R") & (b1 == "R")) | ((b4 == "R") & (b3 == "R") & (b2 == "N") & (b1 == "R")))
-    keep = is_transfer | handshake
-    start = tasks["start_us"].to_numpy()[keep]
-    return iv.union(start, start + tasks["dur_us"].to_numpy()[keep]), True
+    keep = np.zeros(len(code), dtype=bool)
+    keep[order] = is_transfer | handshake
+    return keep
 
 
 def _host_tasks(profile: Profile) -> pd.DataFrame:

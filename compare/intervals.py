@@ -84,3 +84,20 @@ def clip(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> tuple[np
     s = np.clip(starts, lo, hi)
     e = np.clip(ends, lo, hi)
     return s, np.maximum(s, e)
+
+
+def covered(iv: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per raw interval ``[starts[i], ends[i])``: how much of it the set ``iv`` covers, in one
+    sweep (the set's cumulative length at each end, minus at each start)."""
+    starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
+    if iv[0].size == 0:
+        return np.zeros(starts.size)
+    lo, hi = iv
+    before = np.concatenate([[0.0], np.cumsum(hi - lo)])  # set length before each interval
+
+    def upto(t: np.ndarray) -> np.ndarray:  # set length below t
+        i = np.searchsorted(lo, t, side="right") - 1  # the last interval starting at or before t
+        j = np.maximum(i, 0)
+        return np.where(i >= 0, before[j] + np.clip(t - lo[j], 0.0, hi[j] - lo[j]), 0.0)
+
+    return np.maximum(upto(np.maximum(ends, starts)) - upto(starts), 0.0)

@@ -217,11 +217,11 @@ class _Side:
     @classmethod
     def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None,
            op_shapes: bool = False) -> "_Side":
-        summary, breakdown, steps, per_step, checks, categories = _analyse(profile, rules, step, path)
+        summary, breakdown, steps, per_step, checks, categories, comm_parts = _analyse(profile, rules, step, path)
         # one step compared: every detail table keeps that step only, by the rule the samples
         # use (device tasks by the step's device window, host events by its host span)
         window = per_step[step].window_us if step is not None else None
-        details = extract(profile, names, step, window, rules, categories) if names is not None else None
+        details = extract(profile, names, step, window, rules, categories, comm_parts) if names is not None else None
         samples = sample_profile(profile, per_step, details, op_shapes)
         return cls(summary, breakdown, steps, list(profile.warnings) + checks, details, samples)
 
@@ -308,11 +308,13 @@ def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[s
 
 
 def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
-             ) -> tuple[SideSummary, Breakdown, list[StepMetrics], dict[int, Breakdown], list[ReadWarning], np.ndarray | None]:
+             ) -> tuple[SideSummary, Breakdown, list[StepMetrics], dict[int, Breakdown], list[ReadWarning], np.ndarray | None,
+                        tuple[np.ndarray, np.ndarray]]:
     """The side's summary, breakdown (the step's, or the whole window's), per-step metrics and
-    breakdowns, profiler-check warnings, and the category of each compute kernel (device rows of
-    kind COMPUTE, in order; None for a CPU-only trace, whose ops stand in for kernels), which
-    the detail tables take as decided here."""
+    breakdowns, profiler-check warnings, the category of each compute kernel (device rows of
+    kind COMPUTE, in order; None for a CPU-only trace, whose ops stand in for kernels), and each
+    communication op's uncovered time and its Wait part in the breakdown's window
+    (``Analyzer.comm_op_parts``), which the detail tables take as decided here."""
     analyzer = Analyzer(profile, rules)
     windows = analyzer.step_windows()
     if step is not None and step not in windows:
@@ -346,7 +348,7 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
     reference = "analysis.db StepTraceTime" if info.metadata.get("export") == "db" else "step_trace_time.csv"
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
     categories = None if analyzer.host_mode else analyzer.category[analyzer.is_compute]
-    return side, breakdown, per_step, step_breakdowns, notes, categories
+    return side, breakdown, per_step, step_breakdowns, notes, categories, analyzer.comm_op_parts(breakdown.window_us)
 
 
 def _op_memory_bytes(profile: Profile) -> float | None:

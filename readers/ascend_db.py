@@ -397,20 +397,31 @@ def _kernels(db: _Db) -> pd.DataFrame | None:
 
 
 def _hccl_tasks(db: _Db) -> pd.DataFrame:
-    """COMMUNICATION_TASK_INFO: task_id, name (HCCL's task type, "" when N/A), plane, group, transport."""
+    """COMMUNICATION_TASK_INFO: task_id, name (HCCL's task type, "" when N/A), plane, group, transport,
+    link (ENUM_HCCL_LINK_TYPE name, "" when N/A), bytes (NaN when N/A, as level 0 writes -1)."""
     if not db.usable("COMMUNICATION_TASK_INFO", ("globalTaskId", "groupName")):
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (("task_id", np.int64), ("name", object), ("plane", np.int64),
-                                                                  ("group", object), ("transport", object))})
-    col = {c: db.column("COMMUNICATION_TASK_INFO", c) for c in ("taskType", "planeId", "transportType")}
+                                                                  ("group", object), ("transport", object), ("link", object),
+                                                                  ("bytes", np.float64))})
+    col = {c: db.column("COMMUNICATION_TASK_INFO", c) for c in ("taskType", "planeId", "transportType", "linkType", "size")}
     raw = db.select(f"SELECT globalTaskId, {col['taskType']} AS name, {col['planeId']} AS plane, groupName, "
-                    f"{col['transportType']} AS transport FROM COMMUNICATION_TASK_INFO")
-    names: dict[int, str] = {}
-    if db.usable("ENUM_HCCL_TRANSPORT_TYPE", ("id", "name")):
-        enum = db.select("SELECT id, name FROM ENUM_HCCL_TRANSPORT_TYPE")
-        names = dict(zip(_ints(enum["id"]).tolist(), _strs(enum["name"]).tolist()))
+                    f"{col['transportType']} AS transport, {col['linkType']} AS link, {col['size']} AS size "
+                    "FROM COMMUNICATION_TASK_INFO")
+    size = _floats(raw["size"])
     return pd.DataFrame({"task_id": _ints(raw["globalTaskId"]), "name": _known(db.text(raw["name"])), "plane": _ints(raw["plane"]),
                          "group": db.text(raw["groupName"]),
-                         "transport": _known(per_unique(_ints(raw["transport"]), lambda t: names.get(t, "")))})
+                         "transport": _known(per_unique(_ints(raw["transport"]), _enum(db, "ENUM_HCCL_TRANSPORT_TYPE"))),
+                         "link": _known(per_unique(_ints(raw["link"]), _enum(db, "ENUM_HCCL_LINK_TYPE"))),
+                         "bytes": np.where(size >= 0, size, np.nan)})
+
+
+def _enum(db: _Db, name: str):
+    """id -> name of an ENUM_* table ("" for an id it lacks, or without the table)."""
+    names: dict[int, str] = {}
+    if db.usable(name, ("id", "name")):
+        enum = db.select(f"SELECT id, name FROM {name}")
+        names = dict(zip(_ints(enum["id"]).tolist(), _strs(enum["name"]).tolist()))
+    return lambda t: names.get(t, "")
 
 
 def _comm_ops(db: _Db) -> pd.DataFrame:
@@ -670,7 +681,8 @@ def _comm_tasks(hccl: pd.DataFrame, tasks: pd.DataFrame, groups: dict[str, str],
     plane = np.where((plane >= 0) & (plane < NO_ID), plane, _ints(rows["stream"]))
     return table("comm_tasks", name=np.where(rows["name"] != "", rows["name"], rows["task_type"]),
                  group=per_unique(rows["group"], lambda g: _label(g, groups)), plane=plane,
-                 start_us=_us(rows["start_ns"], origin), dur_us=dur, transport=rows["transport"].to_numpy(dtype=object))
+                 start_us=_us(rows["start_ns"], origin), dur_us=dur, transport=rows["transport"].to_numpy(dtype=object),
+                 link=rows["link"].to_numpy(dtype=object), bytes=rows["bytes"].to_numpy(dtype=np.float64))
 
 
 def _memory(rows: pd.DataFrame, origin: int) -> pd.DataFrame:

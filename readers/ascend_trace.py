@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Event, RawJson, event_chunks
-from perfcmp.readers.columns import NO_ARGS, Memo, common_columns, concat, flow_columns, host_columns, ints, thread_key, warn_cut
+from perfcmp.readers.columns import NO_ARGS, Memo, common_columns, concat, flow_columns, host_columns, floats, ints, thread_key, warn_cut
 from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, merge_warnings,
                                     steps_from_host, valid_durations)
 from perfcmp.readers.errors import InputError
@@ -102,6 +102,8 @@ class AscendTrace:
             "task_type": memo.encode("task_type", [a.task_type or "" for a in args]),
             "stream": ints([a.stream_id if a.stream_id is not None else e.tid for a, e in zip(args, other)]),
             "transport": memo.encode("transport", [a.transport or "" for a in args]),
+            "link": memo.encode("link", [a.link or "" for a in args]),
+            "bytes": floats([a.size for a in args]),
             "connection": ints([a.connection_id for a in args]),
         })
         parts["flow"].append(flow_columns(flow, memo))
@@ -263,7 +265,9 @@ class AscendTrace:
     def _comm_task_table(self, stream_tasks: dict | None) -> pd.DataFrame:
         """HCCL plane tasks: from the HCCL process's plane threads when it has them (profiler
         level 1 and 2), else the HCCL tasks on the hardware streams (level 0), each in the group
-        of the collective with its connection id and on a plane per stream."""
+        of the collective with its connection id and on a plane per stream. A level-0 task is
+        named by what it does: its Task Type ("Notify Wait", "SDMA") where the trace writes one,
+        else its own name ("NOTIFY_WAIT", "MEMCPY_ASYNC": older exports type them all "Other")."""
         if "dur_us" not in self.other:
             return table("comm_tasks")
         plane = self._plane()
@@ -271,10 +275,13 @@ class AscendTrace:
         tasks, keep = self._rows(np.isin(self.role, HCCL_ROLES) & (plane >= 0), "communication tasks")
         if not len(tasks["name"]) and stream_tasks is not None and len(stream_tasks["name"]):
             hw = stream_tasks
-            return table("comm_tasks", name=hw["task_type"], group=hw["group"], plane=hw["stream"],
-                         start_us=self._rel_us(hw["ts_ns"]), dur_us=hw["dur_us"], transport=hw["transport"])
+            typed = per_unique(hw["task_type"], lambda t: t not in ("", "Other"), dtype=bool)
+            return table("comm_tasks", name=np.where(typed, hw["task_type"], hw["name"]), group=hw["group"],
+                         plane=hw["stream"], start_us=self._rel_us(hw["ts_ns"]), dur_us=hw["dur_us"],
+                         transport=hw["transport"], link=hw["link"], bytes=hw["bytes"])
         return table("comm_tasks", name=tasks["name"], group=self._group(tasks), plane=plane[keep],
-                     start_us=self._rel_us(tasks["ts_ns"]), dur_us=tasks["dur_us"], transport=tasks["transport"])
+                     start_us=self._rel_us(tasks["ts_ns"]), dur_us=tasks["dur_us"], transport=tasks["transport"],
+                     link=tasks["link"], bytes=tasks["bytes"])
 
     def _timeline_table(self) -> pd.DataFrame:
         if "dur_us" not in self.other:

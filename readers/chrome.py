@@ -69,6 +69,8 @@ class Args(msgspec.Struct, gc=False):
     connection_id: Number = None  # ties an HCCL op to its tasks on the hardware streams
     # torch_npu HCCL plane tasks
     transport: str | None = msgspec.field(name="transport type", default=None)
+    link: str | None = msgspec.field(name="link type", default=None)
+    size: Number = msgspec.field(name="size(Byte)", default=None)
 
 
 class Event(msgspec.Struct, gc=False):

@@ -95,7 +95,9 @@ TABLES: dict[str, dict[str, str]] = {
         "plane": "int64",
         "start_us": "float64",
         "dur_us": "float64",
-        "transport": "object",
+        "transport": "object",  # SDMA, RDMA, LOCAL, ...; "" when not recorded
+        "link": "object",  # HCCS, PCIE, SIO, ROCE, ON_CHIP, ... (the link the transport ran over); "" unknown
+        "bytes": "float64",  # data the task moved; NaN when not recorded (profiler level 0)
     },
     "memory": {
         "ts_us": "float64",

@@ -197,7 +197,7 @@ def test_the_details_take_the_breakdowns_kernel_categories(path):
     from perfcmp.readers import load_profile
 
     profile, rules, names = load_profile(path), load_rules(), load_normalizer(None)
-    *_, categories = _analyse(profile, rules, None, path)
+    *_, categories, _comm_parts = _analyse(profile, rules, None, path)
     assert (categories is None) == ("cpu" in path)
     handed = extract(profile, names, rules=rules, categories=categories).compute["category"].tolist()
     assert handed == extract(profile, names, rules=rules).compute["category"].tolist()

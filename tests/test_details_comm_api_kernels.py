@@ -60,6 +60,11 @@ def records(sheets, name):
     return sheets[name].records()
 
 
+def peer_rows(rows):
+    """CommunicationCompare without its per-op rows (op "|" with a group): the peer's rows."""
+    return [r for r in rows if not ("|" in (r["base_op"], r["comp_op"]) and (r["base_group"] or r["comp_group"]))]
+
+
 def pick(row, *fields):
     return tuple(row[f] for f in fields)
 
@@ -78,8 +83,8 @@ def test_gpu_collectives_get_a_row_each_not_one_nccl_bucket():
                             (NCCL_ALLREDUCE, COMM, 200.0, 60.0, "pg0"),
                             (NCCL_BROADCAST, COMM, 300.0, 5.0, "pg0"),
                             (NCCL_BROADCAST, COMM, 400.0, 15.0, "pg0")])
-    rows = records(communication_sheets(base, comp, OPTS), "CommunicationCompare")
-    assert [r["order_id"] for r in rows] == [1, 2]
+    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "CommunicationCompare"))
+    assert [r["order_id"] for r in rows] == [1, 4]  # order ids count the per-op rows too (2 broadcasts: 2, 3)
     assert [(r["base_op"], r["comp_op"], r["base_task"], r["comp_task"]) for r in rows] == [
         ("broadcast", "broadcast", None, None), ("allreduce", "allreduce", None, None)]
     broadcast, allreduce = rows
@@ -94,7 +99,7 @@ def test_gpu_nccl_and_npu_hccl_allreduce_share_one_row():
     base = details(kernels=[(NCCL_ALLREDUCE, COMM, 0.0, 100.0, "pg0")])
     comp = npu(kernels=[("hcom_allReduce__371_0_1", COMM, 0.0, 80.0, "dp")],
                tasks=[("Notify_Wait", "dp", 0.0, 30.0), ("Memcpy", "dp", 30.0, 50.0)])
-    rows = records(communication_sheets(base, comp, OPTS), "CommunicationCompare")
+    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "CommunicationCompare"))
     summary = rows[0]
     assert (summary["base_op"], summary["comp_op"]) == ("allreduce", "allreduce")
     # diff 80 − 100 = −20, ratio 80 / 100 = 0.8; comparison wait = its one Notify_Wait, 30
@@ -104,7 +109,7 @@ def test_gpu_nccl_and_npu_hccl_allreduce_share_one_row():
     assert [pick(r, "base_op", "base_task", "comp_op", "comp_task", "base_calls", "comp_total_us", "diff_us", "ratio")
             for r in rows[1:]] == [(None, None, "|", "Notify_Wait", None, 30.0, 30.0, None),
                                    (None, None, "|", "Memcpy", None, 50.0, 50.0, None)]
-    assert [r["order_id"] for r in rows] == [1, 2, 3]
+    assert [r["order_id"] for r in rows] == [1, 3, 4]  # 2: the one all-reduce's own row
 
 
 def test_npu_tasks_stay_with_their_own_groups_op():
@@ -117,7 +122,7 @@ def test_npu_tasks_stay_with_their_own_groups_op():
              ("Memcpy", "tp", 60.0, 99.0),        # tp, at the allgather's end (half-open): nobody's, even though
              ("Memcpy", "dp", 100.0, 99.0)]       #   the dp op is still running; dp at its op's end: nobody's
     side = npu(kernels=ops, tasks=tasks)
-    rows = records(communication_sheets(side, side, OPTS), "CommunicationCompare")
+    rows = peer_rows(records(communication_sheets(side, side, OPTS), "CommunicationCompare"))
     got = [pick(r, "base_op", "base_task", "base_calls", "base_total_us", "base_wait_us") for r in rows]
     assert got == [("allreduce", None, 1, 100.0, 20.0),   # wait: its own Notify_Wait only
                    ("|", "Notify_Wait", 1, 20.0, None),
@@ -134,7 +139,7 @@ def test_task_rows_pair_by_name_not_position():
                                   ("Notify_Wait", "dp", 30.0, 30.0)])
     comp = npu(kernels=op, tasks=[("Memcpy", "dp", 0.0, 40.0), ("Reduce_Inline", "dp", 40.0, 5.0),
                                   ("Notify_Wait", "dp", 50.0, 5.0)])
-    rows = records(communication_sheets(base, comp, OPTS), "CommunicationCompare")
+    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "CommunicationCompare"))
     got = [pick(r, "base_task", "comp_task", "base_calls", "base_total_us", "base_max_us", "base_min_us",
                 "comp_total_us", "diff_us", "ratio") for r in rows[1:]]
     assert got == [
@@ -145,6 +150,26 @@ def test_task_rows_pair_by_name_not_position():
         # Reduce_Inline: comparison only, after the base names
         (None, "Reduce_Inline", None, None, None, None, 5.0, 5.0, None)]
     assert pick(rows[0], "base_wait_us", "comp_wait_us") == (40.0, 5.0)
+
+
+def test_each_op_gets_a_row_with_its_time_split_on_its_main_plane():
+    # dp allreduce [0, 100): main plane (its first task's) Notify_Wait [0, 20), Memcpy [20, 50),
+    # Notify_Wait [50, 70), then nothing: transit 30, wait 20 + 20 = 40, synchronization 20 (the wait
+    # before the first copy), idle 100 − 30 − 40 = 30. The comparison's op has no tasks: not split.
+    op = [("hcom_allReduce__1_0_1", COMM, 0.0, 100.0, "dp")]
+    base = npu(kernels=op, tasks=[("Notify_Wait", "dp", 0.0, 20.0), ("Memcpy", "dp", 20.0, 30.0),
+                                  ("Notify_Wait", "dp", 50.0, 20.0)])
+    comp = npu(kernels=[("hcom_allReduce__9_0_1", COMM, 0.0, 80.0, "dp")])
+    rows = records(communication_sheets(base, comp, OPTS), "CommunicationCompare")
+    one = [r for r in rows if r["base_op"] == "|" and r["base_group"]]
+    assert [pick(r, "base_task", "comp_task", "base_group", "base_total_us", "comp_total_us", "diff_us", "ratio") for r in one] == [
+        ("hcom_allReduce__1_0_1", "hcom_allReduce__9_0_1", "dp", 100.0, 80.0, -20.0, 0.8)]
+    split = ("transit_us", "wait_us", "sync_us", "idle_us")
+    assert pick(one[0], *(f"base_{c}" for c in split)) == (30.0, 40.0, 20.0, 30.0)
+    assert pick(one[0], *(f"comp_{c}" for c in split)) == (None, None, None, None)
+    # no sizes in the tasks: the bandwidth cells say so rather than guess
+    assert pick(one[0], "base_bytes", "base_bandwidth_gbps", "base_links") == (None, None, "not recorded")
+    assert pick(rows[0], *(f"base_{c}" for c in split)) == (30.0, 40.0, 20.0, 30.0)  # the summary: its one op
 
 
 def test_no_communication_no_sheet():
@@ -339,7 +364,7 @@ def sample(rel):
 
 def test_sample_gpu_nccl_against_itself():
     side = sample("gpu/nccl_data.pt.trace.json.gz")
-    rows = records(communication_sheets(side, side, OPTS), "CommunicationCompare")
+    rows = [r for r in records(communication_sheets(side, side, OPTS), "CommunicationCompare") if r["base_op"] != "|"]
     assert sorted(r["base_op"] for r in rows) == ["allreduce", "broadcast"]
     assert all(r["comp_op"] == r["base_op"] and r["ratio"] == 1.0 and r["diff_us"] == 0.0 for r in rows)
     assert {r["base_op"]: r["base_calls"] for r in rows} == {"allreduce": 15, "broadcast": 6}

@@ -26,8 +26,11 @@ Tables (pandas DataFrames; times in µs, sizes in bytes):
 ``compute``     every compute kernel (owned or not): name, key, kernel (op type, else the name),
                 core (task type), input_shapes, dur_us, start_us, owner (op index, -1: no op launched
                 it), category (its leaf key of the Computing breakdown, ``categories.categorise``).
-``comm``        communication ops: name, key (the collective), group, start_us, dur_us.
-``comm_tasks``  NPU plane tasks: name, group, plane, start_us, dur_us.
+``comm``        communication ops: name, key (the collective), group, start_us, dur_us, uncovered_us
+                (its time not covered by Computing in the side's breakdown window) and
+                uncovered_wait_us (the part of that no transfer task of its group runs; both NaN
+                when not given, ``Analyzer.comm_op_parts``).
+``comm_tasks``  NPU plane tasks: name, group, plane, start_us, dur_us, transport, link, bytes.
 ``modules``     ``nn.Module`` instances: path ("/nn.Module: Net_0/nn.Module: Linear_0"), name, key
                 (path with each component normalised), parent (module index, -1), level (1 for
                 a top module), start_us, end_us, call_stack, step, phase.
@@ -78,13 +81,16 @@ class SideDetails:
 
 def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
             window: tuple[float, float] | None = None, rules: Rules | None = None,
-            categories: np.ndarray | None = None) -> SideDetails:
+            categories: np.ndarray | None = None,
+            comm_parts: tuple[np.ndarray, np.ndarray] | None = None) -> SideDetails:
     """Build the detail tables of one profile. With ``step``, only that step's: its top-level
     ops (host span), host API events (host span), compute kernels and communication ops
     (starting in ``window``, the step's device window, as its samples are taken). ``rules``:
     the kernel categories (``--categories``; default the shipped ones). ``categories``: the
     category of each compute kernel (device rows of kind COMPUTE, in order) when already
-    decided under ``rules`` (the breakdown's ``Analyzer`` decides them), else decided here."""
+    decided under ``rules`` (the breakdown's ``Analyzer`` decides them), else decided here.
+    ``comm_parts``: each communication op's uncovered time and its Wait part, µs, in device
+    order (``Analyzer.comm_op_parts``)."""
     host = profile.host
     host_span = None
     if step is not None:
@@ -104,7 +110,7 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
     kernels = _kernels(profile, nearest_op, normalizer)
     allocations = _allocations(profile, nearest_op)
     _attach_subtree_totals(ops, kernels, allocations)
-    compute, comm = _compute(profile, normalizer), _comm(profile, normalizer)
+    compute, comm = _compute(profile, normalizer), _comm(profile, normalizer, comm_parts)
     compute = _with_owner_and_category(compute, profile, nearest_op, rules or load_rules(), categories)
     if step is not None:
         keep = (ops["step"].to_numpy() == _step_position(profile, step))
@@ -399,13 +405,16 @@ def _with_owner_and_category(compute: pd.DataFrame, profile: Profile, nearest_op
     return compute
 
 
-def _comm(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
+def _comm(profile: Profile, normalizer: Normalizer, parts: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     device = profile.device
     sub = device[(device["kind"] == COMM).to_numpy()]
     names = sub["name"].to_numpy()
+    missing = np.full(len(sub), np.nan)
+    uncovered, wait = parts if parts is not None and len(parts[0]) == len(sub) else (missing, missing)
     return frame({"name": names, "key": per_unique(names, lambda n: collective_key(str(n), normalizer)),
                          "group": sub["group"].to_numpy(), "start_us": sub["start_us"].to_numpy(),
-                         "dur_us": sub["dur_us"].to_numpy()})
+                         "dur_us": sub["dur_us"].to_numpy(), "uncovered_us": np.asarray(uncovered, dtype=np.float64),
+                         "uncovered_wait_us": np.asarray(wait, dtype=np.float64)})
 
 
 def collective_key(name: str, normalizer: Normalizer) -> str:
