@@ -7,9 +7,10 @@ every result a test makes is held to the same rules.
 
 The rules, per side (base, comparison):
 
-* CommunicationCompare: per collective op row, wait, transit, synchronization and idle time are
-  each ≥ 0 and none exceeds the ops' elapsed time; wait + transit ≤ elapsed; where the sheet has
-  the uncovered time of each op, those add up to the OverallMetrics Uncovered Communication row.
+* CommunicationCompare: on each collective's row and each op's row under it, wait, transit,
+  synchronization and idle time are each ≥ 0 and none exceeds the elapsed time; wait + transit ≤
+  elapsed; the uncovered time ≤ elapsed and its wait part ≤ it; where every collective has its
+  uncovered time, those add up to the OverallMetrics Uncovered Communication row.
 * MemoryCompareStatistic: the per-op sizes add up to the export's own operator-memory total
   (``SideSummary.op_memory_bytes``: Σ operator_memory.csv / OP_MEMORY sizes), when the whole
   profile is compared.
@@ -81,26 +82,32 @@ def _communication(result: ComparisonResult) -> Iterator[Violation]:
         return
     sheet = "CommunicationCompare"
     for prefix, side in SIDES:
-        ops = [r for r in records if r.get(f"{prefix}_op") not in (None, "", "|")]
-        for r in ops:
+        for r in records:  # each collective's row and each op's row under it
             elapsed = r.get(f"{prefix}_total_us")
-            if elapsed is None:
-                continue
-            name = r[f"{prefix}_op"]
             parts = {p: r.get(f"{prefix}_{p}_us") for p in COMM_PARTS}
+            if elapsed is None or all(v is None for v in parts.values()):
+                continue  # a task-type row, or a side without the split
+            op = r.get(f"{prefix}_op")
+            name = op if op not in (None, "", "|") else r.get(f"{prefix}_task")
             for part, value in parts.items():
                 if value is None:
                     continue
                 if _broken(value, ">=", 0.0):
                     yield Violation(sheet, name, side, f"{part} time", value, ">=", 0.0, "", "us")
                 if _broken(value, "<=", elapsed):
-                    yield Violation(sheet, name, side, f"{part} time", value, "<=", elapsed, "the ops' elapsed time", "us")
+                    yield Violation(sheet, name, side, f"{part} time", value, "<=", elapsed, "the elapsed time", "us")
             if parts["wait"] is not None and parts["transit"] is not None:
                 both = parts["wait"] + parts["transit"]
                 if _broken(both, "<=", elapsed):
-                    yield Violation(sheet, name, side, "wait + transit", both, "<=", elapsed, "the ops' elapsed time", "us")
-        uncovered = [r.get(f"{prefix}_uncovered_us") for r in ops]
-        if ops and all(u is not None for u in uncovered) and result.base.step == result.comparison.step:
+                    yield Violation(sheet, name, side, "wait + transit", both, "<=", elapsed, "the elapsed time", "us")
+            uncovered, its_wait = r.get(f"{prefix}_uncovered_us"), r.get(f"{prefix}_uncovered_wait_us")
+            if uncovered is not None and _broken(uncovered, "<=", elapsed):
+                yield Violation(sheet, name, side, "uncovered time", uncovered, "<=", elapsed, "the elapsed time", "us")
+            if uncovered is not None and its_wait is not None and _broken(its_wait, "<=", uncovered):
+                yield Violation(sheet, name, side, "uncovered wait", its_wait, "<=", uncovered, "its uncovered time", "us")
+        collectives = [r for r in records if r.get(f"{prefix}_op") not in (None, "", "|")]
+        uncovered = [r.get(f"{prefix}_uncovered_us") for r in collectives]
+        if collectives and all(u is not None for u in uncovered):
             row = next((o for o in result.overall if o.key == "comm"), None)
             if row is not None:
                 want = getattr(row, f"{prefix}_us")
