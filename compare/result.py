@@ -38,6 +38,10 @@ class SideSummary(msgspec.Struct, kw_only=True):
     peak_allocated_bytes: float | None = None
     peak_reserved_bytes: float | None = None
     process_peak_bytes: float | None = None  # NPU: the process's peak reserved (memory_record APP)
+    # the profiler's own Preparing (torch_npu step_trace_time.csv / analysis.db StepTraceTime):
+    # host step start to the step's first device task, outside E2E; Σ over the steps compared,
+    # µs; None when the export writes none (GPU traces, exports without the column)
+    preparing_us: float | None = None
     sha256: str = ""  # of the input's bytes (JSON/Markdown outputs); "" when not computed
 
 
