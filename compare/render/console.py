@@ -129,8 +129,7 @@ def _echoes_parent(rows: list[OverallRow], i: int) -> bool:
         return False
     parent = max(j for j in range(i) if rows[j].level < row.level)
     end = next((j for j in range(parent + 1, len(rows)) if rows[j].level <= rows[parent].level), len(rows))
-    family = rows[parent + 1:end]  # the parent's rows, down to every level
-    alone = sum(r.level == row.level for r in family) == 1 and all(r.level == row.level for r in family)
+    alone = end - parent == 2  # the parent's only row below it, at any level: this one
     return alone and (row.base_us, row.comp_us) == (rows[parent].base_us, rows[parent].comp_us)
 
 
