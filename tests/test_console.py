@@ -60,20 +60,112 @@ def test_every_line_fits_80_and_200_columns_with_the_same_rows(demo):
     assert not ANSI.search(narrow + wide)
 
 
-def test_the_distribution_has_the_metrics_of_the_wide_table(demo):
+def distribution_rows(result, width: int = 200) -> dict[str, list[str]]:
+    """The distribution's rows by their label (indent stripped): Base, Comparison, Diff, Change."""
+    return {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip())[1:]
+            for line in console.distribution(result, width)[2:]}
+
+
+def test_the_distribution_has_the_workbooks_rows(demo):
     name, result = demo
-    labels = [re.split(r"\s{2,}", line.strip())[0] for line in console.distribution(result, 80)[2:]]
-    assert labels[0] == "Computing" and "Cube" in labels and "Uncovered Communication" in labels
-    assert {"Free", "E2E", "Mem Usage (GiB)", "Peak Allocated (GiB)"} <= set(labels), labels
+    lines = console.distribution(result, 200)[2:]
+    labels = [re.split(r"\s{2,}", line.strip())[0] for line in lines]
+    # the OverallMetrics rows of levels 0 and 1 (and each group's Wait / Transmit), with their labels
+    assert labels[:4] == ["Computing Time", "Flash Attention (Forward)", "Flash Attention (Backward)", "Conv (Forward)"]
+    assert "Matmul" in labels and "Cube" not in labels[:labels.index("Matmul")]  # Matmul is no longer printed as Cube
+    assert {"Uncovered Communication Time", "Free Time", "E2E Time", "Mem Usage (GiB)", "Peak Allocated (GiB)"} <= set(labels)
+    shown = [r for r in result.overall if r.level <= 1 or r.key.endswith((".wait", ".transmit"))]
+    assert [r.label for r in shown if r.key != "free.free" or r.base_us != result.base.free_us] == \
+        labels[:labels.index("E2E Time") + 1]
+    assert "Transmit" in labels  # under the group: what its time is (a GPU trace's groups are all transmit)
     if name != "gpu":  # the NPU side's HCCL data splits wait from transmit
-        assert {"Wait", "Transmit"} <= set(labels)
+        assert "Wait" in labels
+        assert labels[labels.index("Uncovered Communication Time") + 1].endswith("Communication")  # the group, by name
     title = console.distribution(result, 80)[0]
     if name == "gpu_vs_npu":  # 8 GPU steps vs 3 NPU steps: per step by default (perfcmp.scope)
         assert title == "Model Profiling Time Distribution (ms; per step, mean of 8 vs 3 steps)"
-        e2e = next(line for line in console.distribution(result, 80) if line.strip().startswith("E2E"))
-        assert e2e.split()[1:3] == [f"{33.988 / 8:.3f}", f"{12.229 / 3:.3f}"]  # 4.248 and 4.076 (totals 33.988, 12.229 ms)
+        assert distribution_rows(result)["E2E Time"][:2] == [f"{33.988 / 8:.3f}", f"{12.229 / 3:.3f}"]  # 4.248 and 4.076 (totals 33.988, 12.229 ms)
+        assert distribution_rows(result)["Preparing (before E2E)"][:2] == ["–", f"{180.660 / 3 / 1000:.3f}"]  # GPU: none
     else:
         assert title.startswith("Model Profiling Time Distribution (ms; whole profile, ")
+    if name == "npu":  # step_trace_time.csv Preparing: 59.799 + 61.159 + 59.702 vs 63.899 + 59.477 + 57.694 µs
+        assert distribution_rows(result)["Preparing (before E2E)"] == ["0.181", "0.181", "±0.000", "+0.2 %"]
+        assert (result.base.preparing_us, result.comparison.preparing_us) == pytest.approx((180.660, 181.070))
+
+
+def computing_parts(result) -> tuple[float, float, list[float], float]:
+    """(Computing, the concurrent time, the category rows, Σ categories − concurrent) of the
+    base side as the distribution shows them (µs)."""
+    metrics = console.distribution_metrics(result)
+    top = next(i for i, m in enumerate(metrics) if m.label == "Computing Time")
+    end = next(i for i in range(top + 1, len(metrics)) if metrics[i].level == 0)
+    parts = metrics[top + 1:end]
+    concurrent = sum(m.base for m in parts if m.label.startswith("Concurrent Kernels"))
+    categories = [m.base for m in parts if not m.label.startswith("Concurrent Kernels")]
+    return metrics[top].base, concurrent, categories, sum(categories) - concurrent
+
+
+def test_category_rows_add_up_to_computing(demo):
+    _, result = demo
+    computing, _, categories, net = computing_parts(result)
+    assert len(categories) >= 5 and net == pytest.approx(computing, rel=1e-12)
+
+
+def test_concurrent_kernels_row_makes_the_categories_add_up(samples_dir):
+    """A GPU trace whose kernels overlap on several streams: the categories count the overlap
+    twice, the Concurrent Kernels row holds it (hta_trace_diff: Matmul 23.239 + Vector 332.915 +
+    Cube 194.363 − Concurrent 2.369 = Computing 548.148 ms on the test side)."""
+    gpu = samples_dir / "gpu"
+    result = run(CompareOptions(base_path=str(gpu / "hta_trace_diff_test.pt.trace.json.gz"),
+                                comp_path=str(gpu / "hta_trace_diff_control.pt.trace.json.gz"), formats=("console",)))
+    computing, concurrent, categories, net = computing_parts(result)
+    assert concurrent > 0 and sum(categories) > computing and net == pytest.approx(computing, rel=1e-12)
+    rows = distribution_rows(result)
+    assert rows["Concurrent Kernels (counted twice above)"][0] == f"{concurrent / 1000:.3f}" == "2.369"
+    assert [rows[k][0] for k in ("Computing Time", "Matmul", "Vector", "Cube")] == ["548.148", "23.239 (798)", "332.915 (6913)", "194.363 (2101)"]
+
+
+def test_real_export_sdma_split_and_preparing(samples_dir):
+    """Text (base) against DB (comparison) of one job: the TensorMove kernels are SDMA under
+    Computing, as kernel_details.csv lists them (11 kernels, 577.290 µs), the free-time copies SDMA
+    under Free Time; Preparing is the profiler's own (step_trace_time.csv 19358.0 µs,
+    analysis.db StepTraceTime 16681.808 µs)."""
+    real = samples_dir / "npu" / "real_msinsight_level0"
+    result = run(CompareOptions(base_path=str(real / "text" / "rank0_ascend_pt"),
+                                comp_path=str(real / "db" / "rank0_ascend_pt"), formats=("console",)))
+    lines = console.distribution(result, 200)[2:]
+    labels = [line.strip().split("  ")[0] for line in lines]
+    computing, free, e2e = labels.index("Computing Time"), labels.index("Free Time"), labels.index("E2E Time")
+    assert labels.index("SDMA (Tensor Move)") in range(computing, free) and labels.index("SDMA") in range(free, e2e)
+    rows = distribution_rows(result)
+    assert rows["SDMA (Tensor Move)"][0] == "0.577 (11)"  # kernel_details.csv: 11 TensorMove kernels, 577.290 µs
+    sdma = next(r for r in result.overall if r.key == "free.sdma")
+    assert rows["SDMA"][:2] == [f"{sdma.base_us / 1000:.3f} ({sdma.base_count})", f"{sdma.comp_us / 1000:.3f} ({sdma.comp_count})"]
+    assert sdma.base_count == 22  # with the 11 kernels above, the 33 the console once printed as one "SDMA" row
+    assert rows["Preparing (before E2E)"][:2] == ["19.358", "16.682"]
+    assert (result.base.preparing_us, result.comparison.preparing_us) == (19358.0, 16681.808)
+    _, _, _, net = computing_parts(result)
+    assert net == pytest.approx(result.base.computing_us, rel=1e-12)
+    assert result.base.computing_us == pytest.approx(8827.473, rel=1e-6)  # step_trace_time.csv Computing
+
+
+def verdict_row(row: str, diff: float, base: float = 1000.0):
+    from perfcmp.result import VerdictRow
+    dimension, key = row.split(":", 1)
+    return VerdictRow(row=row, dimension=dimension, key=key, unit="us", n_base=5, n_comp=5, base_median=base,
+                      comp_median=base + diff, diff=diff, relative=diff / base, verdict="regressed")
+
+
+def test_each_metric_is_listed_once_among_the_regressions():
+    """Free Time and its "Free" part moved by the same +4.1 ms (no free-time copies): one line.
+    A part that moved by another amount (a group's wait) keeps its own line, and rows of other
+    dimensions are never merged with overall rows."""
+    rows = [verdict_row("overall:free", 4100.0, 20000.0), verdict_row("overall:free.free", 4100.2, 19990.0),
+            verdict_row("overall:comm", 900.0), verdict_row("overall:comm.group:dp: Communication", 900.0),
+            verdict_row("overall:comm.group:dp: Communication.wait", 700.0),
+            verdict_row("comm:allreduce", 900.0)]
+    listed = [r.row for r in console.once(rows)]
+    assert listed == ["overall:free", "overall:comm", "overall:comm.group:dp: Communication.wait", "comm:allreduce"]
 
 
 def test_titles_say_totals_and_the_verdict_says_per_step(demo):
@@ -227,3 +319,21 @@ def test_progress_appears_only_after_a_second_on_a_terminal(monkeypatch):
     quiet.show(500)
     quiet.done()
     assert sys.stderr.getvalue() == ""
+
+
+def test_preparing_is_the_profilers_own_over_the_steps_compared():
+    """``SideSummary.preparing_us``: Σ of the profiler's per-step Preparing over the steps
+    compared, the chosen step's alone, None where the export writes none."""
+    import numpy as np
+
+    from perfcmp.pipeline import reference_preparing
+    from perfcmp.readers.model import table
+
+    steps = table("reference_steps", step_id=np.array([2, 3, 4]), preparing_us=np.array([10.5, 20.25, np.nan]))
+    assert reference_preparing(steps, [2, 3, 4], None) == 30.75  # step 4 wrote no Preparing
+    assert reference_preparing(steps, [2, 3], 3) == 20.25
+    assert reference_preparing(steps, [3], None) == 20.25  # step 2 is not among the profile's steps
+    assert reference_preparing(steps, [2, 3, 4], 4) is None
+    whole = table("reference_steps", step_id=np.array([-1]), preparing_us=np.array([7.0]))  # one row, no step id
+    assert reference_preparing(whole, [1, 2], None) == 7.0 and reference_preparing(whole, [1, 2], 1) is None
+    assert reference_preparing(table("reference_steps"), [1], None) is None  # a GPU trace

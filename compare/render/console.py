@@ -2,12 +2,15 @@
 the verdict and warning footnotes, laid out for the terminal's width (``render/terminal.py``).
 Formatting only: every number comes from the ``ComparisonResult``.
 
-The time distribution is the peer's "Model Profiling Time Distribution" turned on its side:
-one row per metric it shows (computing and its categories, uncovered communication with its
-wait and transmit parts, SDMA, free, E2E, the memory peaks), columns Base / Comparison / Diff /
-Change. Times are milliseconds totalled over what was compared (the whole profiled window, or
-the chosen step); ``(n)`` after a time counts the kernels or copies behind it; memory rows are
-peaks in GiB. The verdict's numbers are per-step medians and say so.
+The time distribution is the OverallMetrics sheet's rows, as the workbook and JSON name them,
+columns Base / Comparison / Diff / Change: the four headline rows, every row one level below
+them (the computing categories with ``Concurrent Kernels``, the time two categories both
+count, so that Σ categories − concurrent = Computing; the SDMA copies that are kernels under
+Computing and the free-time copies under Free; each communication group, with its Wait and
+Transmit), then the profiler's own Preparing where the export writes it (before E2E, not in
+it) and the memory peaks. Times are milliseconds totalled over what was compared (the whole
+profiled window, or the chosen step); ``(n)`` after a time counts the kernels or copies behind
+it; memory rows are peaks in GiB. The verdict's numbers are per-step medians and say so.
 """
 
 from __future__ import annotations
@@ -17,23 +20,18 @@ from dataclasses import dataclass
 from perfcmp import scope
 from perfcmp.render import top_changes
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary
+from perfcmp.keys import OVERALL
+from perfcmp.result import ComparisonResult, OverallRow, SideSummary, VerdictRow
 from perfcmp.verdict import OTHER_ROWS_NOTE
 from perfcmp.wording import GIB, amount, ranked_rows, ratio_change, relative_change
 
 MAX_WARNING_LINES = 10
 TITLE = "Model Profiling Time Distribution"
 
-# Computing categories -> the OverallMetrics row keys each adds up (durations and counts).
-SUMMED_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Cube", ("computing.matmul", "computing.cube", "computing.mc2:")),
-    ("Vector", ("computing.vector",)),
-    ("Conv Forward", ("computing.conv_fwd",)),
-    ("Conv Backward", ("computing.conv_bwd",)),
-    ("Flash Attention Forward", ("computing.fa_fwd",)),
-    ("Flash Attention Backward", ("computing.fa_bwd",)),
-    ("Paged Attention", ("computing.page_attention",)),
-)
+# OverallMetrics rows below level 1 that the distribution shows too: a group's wait and transmit
+DEEPER_ROWS = (".wait", ".transmit")
+GROUP_PREFIX = "comm.group:"
+PREPARING = "Preparing (before E2E)"
 VERDICT_COLOURS = {"regression": "red", "improvement": "green", "inconclusive": "yellow"}
 
 
@@ -105,28 +103,42 @@ def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Pa
 
 
 def distribution_metrics(result: ComparisonResult) -> list[Metric]:
-    """The rows of the time distribution, in order; rows both sides lack are left out."""
-    b, c, overall = result.base, result.comparison, result.overall
-    out = [Metric("Computing", b.computing_us, c.computing_us, keys=("overall:computing",))]
-    for label, prefixes in SUMMED_ROWS:
-        (bd, bn, keys), (cd, cn, _) = _sum_rows(overall, prefixes, "base"), _sum_rows(overall, prefixes, "comp")
-        if bd > 0 or cd > 0:
-            out.append(Metric(label, bd, cd, counts=(bn, cn), level=1, keys=keys))
-    other = [_row_us(overall, "computing.other", side) for side in ("base", "comp")]
-    if any(v > 0 for v in other):
-        out.append(Metric("Other", *other, level=1, keys=("overall:computing.other",)))
-    out.append(Metric("Uncovered Communication", b.uncovered_us, c.uncovered_us, keys=("overall:comm",)))
-    for part in ("wait", "transmit"):
-        parts = [r for r in overall if r.key.startswith("comm.group:") and r.key.endswith(f".{part}")]
-        if parts:
-            out.append(Metric(part.capitalize(), sum(r.base_us for r in parts), sum(r.comp_us for r in parts),
-                              level=1, keys=tuple(f"overall:{r.key}" for r in parts)))
-    sdma = [_sum_rows(overall, ("computing.sdma_tensor_move", "free.sdma"), side) for side in ("base", "comp")]
-    if any(dur > 0 for dur, _, _ in sdma):
-        out.append(Metric("SDMA", sdma[0][0], sdma[1][0], counts=(sdma[0][1], sdma[1][1]), keys=sdma[0][2]))
-    out.append(Metric("Free", b.free_us, c.free_us, keys=("overall:free",)))
-    out.append(Metric("E2E", b.e2e_us, c.e2e_us, keys=("overall:e2e",)))
+    """The rows of the time distribution, in order: the result's overall rows of levels 0 and 1
+    and the groups' wait and transmit rows, with their labels and counts (rows both sides lack
+    are not in the result), Preparing where either side has it, the memory peaks."""
+    b, c = result.base, result.comparison
+    rows = [r for r in result.overall if _shown(r)]
+    out = [Metric(r.label, r.base_us, r.comp_us, counts=_counts(r), level=r.level, keys=(f"overall:{r.key}",))
+           for i, r in enumerate(rows) if not _echoes_parent(rows, i)]
+    if b.preparing_us is not None or c.preparing_us is not None:
+        out.append(Metric(PREPARING, b.preparing_us, c.preparing_us))
     return out + _memory_metrics(b, c)
+
+
+def _shown(row: OverallRow) -> bool:
+    return row.level <= 1 or (row.key.startswith(GROUP_PREFIX) and row.key.endswith(DEEPER_ROWS))
+
+
+def _echoes_parent(rows: list[OverallRow], i: int) -> bool:
+    """Whether ``rows[i]`` only repeats the row above it: a level-1 row that is its parent's one
+    child, without a count or children of its own, equal to the parent on both sides (Free
+    Time's "Free" when there are no free-time copies). The workbook has the row; the console
+    says it once. A group's Wait or Transmit always shows: it says which the group's time is."""
+    row = rows[i]
+    if row.level != 1 or row.base_count is not None or row.comp_count is not None:
+        return False
+    parent = max(j for j in range(i) if rows[j].level < row.level)
+    end = next((j for j in range(parent + 1, len(rows)) if rows[j].level <= rows[parent].level), len(rows))
+    alone = end - parent == 2  # the parent's only row below it, at any level: this one
+    return alone and (row.base_us, row.comp_us) == (rows[parent].base_us, rows[parent].comp_us)
+
+
+def _counts(row: OverallRow) -> tuple[int, int] | None:
+    """The row's kernel / copy counts per side (0 on a side without the row); None for rows
+    without a count (the workbook's "/"), and for level 0 (Computing: its categories have them)."""
+    if row.level == 0 or (row.base_count is None and row.comp_count is None):
+        return None
+    return row.base_count or 0, row.comp_count or 0
 
 
 def _memory_metrics(b: SideSummary, c: SideSummary) -> list[Metric]:
@@ -208,7 +220,7 @@ def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Pai
         items.append(("  rows (per-step medians): " + ", ".join(shown), ()))
     # time rows first (µs and bytes do not rank together), largest change first
     regressed = [r for r in v.rows if r.verdict == "regressed" and r.row != "overall:e2e"]
-    for r in ranked_rows(regressed, worst_first=True)[:5]:
+    for r in once(ranked_rows(regressed, worst_first=True))[:5]:
         tail = f" {relative_change(r)} ({amount(r)})"
         name = r.row if width is None else shorten(r.row, max(width - len("  regressed: ") - len(tail), 12))
         items.append((f"  regressed: {name}{tail}", ()))
@@ -222,6 +234,26 @@ def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Pai
     items += [(f"  {reason}", ()) for reason in v.reasons if not reason.startswith(OTHER_ROWS_NOTE)]
     items += _gate_items(result)
     return _lay_out(items, width, paint)
+
+
+def once(rows: list[VerdictRow]) -> list[VerdictRow]:
+    """``rows`` without those that repeat a row above them in the OverallMetrics hierarchy:
+    a row whose change reads the same (``amount``) as one of its ancestors' in ``rows`` is
+    the same finding twice (``overall:free.free`` when the free-time copies did not move,
+    ``overall:comm.group:…`` when there is one group), so only the ancestor is listed."""
+    shown = {r.row: amount(r) for r in rows if r.dimension == OVERALL}
+
+    def repeats(r: VerdictRow) -> bool:
+        if r.dimension != OVERALL:
+            return False
+        name = r.row
+        while "." in name:  # "overall:a.b.c" -> "overall:a.b" -> "overall:a"; a group "comm.group:x" is under "comm"
+            name = name.rsplit(".", 1)[0]
+            if shown.get(name) == shown[r.row]:
+                return True
+        return False
+
+    return [r for r in rows if not repeats(r)]
 
 
 def footnotes(result: ComparisonResult, width: int | None = None) -> list[str]:
@@ -276,24 +308,6 @@ def _change_style(verdicts: list[str]) -> str | None:
     if "regressed" in verdicts:
         return "red"
     return "green" if "improved" in verdicts else None
-
-
-def _sum_rows(rows: list[OverallRow], prefixes: tuple[str, ...], side: str) -> tuple[float, int, tuple[str, ...]]:
-    """Duration and count of the level-1 rows under ``prefixes`` on one side, and their verdict rows."""
-    dur, count, keys = 0.0, 0, []
-    for r in rows:
-        if r.level == 1 and r.key.startswith(prefixes):
-            dur += r.base_us if side == "base" else r.comp_us
-            count += (r.base_count if side == "base" else r.comp_count) or 0
-            keys.append(f"overall:{r.key}")
-    return dur, count, tuple(keys)
-
-
-def _row_us(rows: list[OverallRow], key: str, side: str) -> float:
-    for r in rows:
-        if r.key == key:
-            return r.base_us if side == "base" else r.comp_us
-    return 0.0
 
 
 def _value(value: float | None, unit: str) -> str:
