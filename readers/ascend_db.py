@@ -36,13 +36,14 @@ import pandas as pd
 
 from perfcmp.readers.ascend import process_group_names, run_info
 from perfcmp.readers.ascend_tasks import task_kinds
-from perfcmp.readers.ascend_memory import block_owners
+from perfcmp.readers.ascend_memory import CANN_BLOCK, block_owners, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_trace import op_type_from_name
 from perfcmp.readers.chrome import SQLITE_MAGIC, max_depth
 from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
 from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
                                     valid_durations)
 from perfcmp.readers.errors import InputError
+from perfcmp.readers.hosttree import thread_label
 from perfcmp.readers.model import COMM, COMPUTE, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.readers.textmatch import CUT_MARK, per_unique
 
@@ -197,7 +198,7 @@ def read_db(db_path: Path, info_dir: Path, shown_as: str) -> Profile:
         db.require("STRING_IDS", ("id", "value"))
         got = {"api": _api_rows(db), "cann": _cann_rows(db), "tasks": _tasks(db), "kernels": _kernels(db),
                "hccl": _hccl_tasks(db), "ops": _comm_ops(db), "lanes": _overlap_rows(db), "links": _links(db),
-               "memory": _memory_rows(db), "blocks": _blocks(db), "facts": _run_facts(db),
+               "memory": _memory_rows(db), "blocks": _blocks(db), "queue": _queue_rows(db), "facts": _run_facts(db),
                "groups": _group_names(db, info_dir, shown_as)}
     return _assemble(got, db_path, info_dir, shown_as, shown, warnings)
 
@@ -225,7 +226,7 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
     return Profile(info=info, steps=steps, host=host, device=device,
                    comm_tasks=_comm_tasks(got["hccl"], got["tasks"], got["groups"], origin, shown, warnings),
                    memory=_memory(got["memory"], origin), timeline=_timeline(got["lanes"], origin, shown, warnings),
-                   allocations=_allocations(got["blocks"], host, device, origin),
+                   allocations=_allocations(got["blocks"], got["queue"], got["links"], host, origin, shown, warnings),
                    reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings), warnings=merge_warnings(warnings))
 
 
@@ -459,9 +460,11 @@ def _memory_rows(db: _Db) -> pd.DataFrame:
 
 
 def _blocks(db: _Db) -> pd.DataFrame:
-    """OP_MEMORY: name, bytes, alloc_ns, release_ns (-1: not released within the trace)."""
+    """OP_MEMORY: name, bytes, alloc_ns, release_ns (-1: not released within the trace), gtid
+    (the allocating thread's globalTid, -1 unknown). The device's own blocks are named as the
+    text export names them (``cann::<kernel>``, ``_device_blocks``)."""
     if not db.usable("OP_MEMORY", ("name", "size", "allocationTime")):
-        return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": []})
+        return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": [], "gtid": []})
     release = _ns("releaseTime") if "releaseTime" in db.columns["OP_MEMORY"] else "-1"
     raw = db.select(f"SELECT name, size, {_ns('allocationTime')} AS alloc_ns, {release} AS release_ns FROM OP_MEMORY")
     frame = pd.DataFrame({"name": db.text(raw["name"]), "bytes": _sizes(db, raw["size"], "OP_MEMORY sizes"), "alloc_ns": _ints(raw["alloc_ns"]),
@@ -469,7 +472,49 @@ def _blocks(db: _Db) -> pd.DataFrame:
     bad = int((frame["alloc_ns"] <= 0).sum())
     if bad:
         db.warn("OP_MEMORY rows without an allocation time left out", bad)
-    return frame[frame["alloc_ns"] > 0].reset_index(drop=True)
+    frame = frame[frame["alloc_ns"] > 0].reset_index(drop=True)
+    gtid = _device_blocks(db, frame)
+    frame["name"] = np.where(gtid >= 0, per_unique(frame["name"].to_numpy(dtype=object), lambda n: CANN_BLOCK + n),
+                             frame["name"].to_numpy(dtype=object))
+    frame["gtid"] = gtid
+    return frame
+
+
+def _device_blocks(db: _Db, blocks: pd.DataFrame) -> np.ndarray:
+    """Per OP_MEMORY block: the globalTid of the NPU_OP_MEM ``allocate`` row of the same name, time
+    and size, -1 when none. NPU_OP_MEM records what CANN allocated for its kernels (component GE,
+    on the task queue's thread): the blocks the text export names ``cann::<kernel>``."""
+    none = np.full(len(blocks), -1, dtype=np.int64)
+    if not len(blocks) or not db.usable("NPU_OP_MEM", ("operatorName", "type", "size", "timestampNs", "globalTid")):
+        return none
+    raw = db.select(f"SELECT operatorName, type, size, {_ns('timestampNs')} AS alloc_ns, globalTid FROM NPU_OP_MEM")
+    allocs = pd.DataFrame({"name": db.text(raw["operatorName"]), "bytes": _floats(raw["size"]), "alloc_ns": _ints(raw["alloc_ns"]),
+                           "gtid": _ints(raw["globalTid"])})[db.text(raw["type"]) == "allocate"]
+    allocs = allocs.drop_duplicates(["name", "bytes", "alloc_ns"])
+    hit = blocks[["name", "bytes", "alloc_ns"]].reset_index(drop=True).reset_index().merge(allocs, on=["name", "bytes", "alloc_ns"])
+    none[hit["index"].to_numpy()] = hit["gtid"].to_numpy()
+    return none
+
+
+def _queue_rows(db: _Db) -> pd.DataFrame:
+    """PYTORCH_API rows of the task queue (type ``queue``): start_ns, end_ns, gtid, id (their
+    connectionId: a CONNECTION_IDS id), enqueue (False: a ``Dequeue@...`` row)."""
+    empty = pd.DataFrame({"start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64), "gtid": np.empty(0, np.int64),
+                          "id": np.empty(0, np.int64), "enqueue": np.empty(0, bool)})
+    if "PYTORCH_API" not in db.columns or not {"startNs", "endNs", "globalTid", "name", "type", "connectionId"} <= db.columns["PYTORCH_API"]:
+        return empty
+    names = dict(API_TYPES)
+    if db.usable("ENUM_API_TYPE", ("id", "name")):
+        enum = db.select("SELECT id, name FROM ENUM_API_TYPE")
+        names.update(zip(_ints(enum["id"]).tolist(), _strs(enum["name"]).tolist()))
+    ids = sorted(k for k, v in names.items() if v == "queue")
+    if not ids:
+        return empty
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, connectionId, name FROM PYTORCH_API "
+                    f"WHERE type IN ({', '.join(map(str, ids))})")
+    return pd.DataFrame({"start_ns": _ints(raw["start_ns"]), "end_ns": _ints(raw["end_ns"]), "gtid": _ints(raw["globalTid"], 0),
+                         "id": _ints(raw["connectionId"]),
+                         "enqueue": per_unique(db.text(raw["name"]), lambda n: not str(n).startswith("Dequeue"), dtype=bool)})
 
 
 def _run_facts(db: _Db) -> dict[str, object]:
@@ -687,11 +732,30 @@ def _timeline(lanes: pd.DataFrame, origin: int, shown: str, warnings: list[ReadW
     return table("timeline", lane=lanes["lane"].to_numpy(dtype=object)[ok], start_us=_us(lanes["start_ns"], origin)[ok], dur_us=dur[ok])
 
 
-def _allocations(blocks: pd.DataFrame, host: pd.DataFrame, device: pd.DataFrame, origin: int) -> pd.DataFrame:
-    """OP_MEMORY blocks and their owning ops (``ascend_memory.block_owners``, as the text reader)."""
+def _allocations(blocks: pd.DataFrame, queue: pd.DataFrame, links: pd.DataFrame | None, host: pd.DataFrame, origin: int,
+                 shown: str, warnings: list[ReadWarning]) -> pd.DataFrame:
+    """OP_MEMORY blocks and their owning ops (``ascend_memory.block_owners``, as the text reader:
+    the device's own blocks through the task queue, on the thread NPU_OP_MEM says they were
+    allocated on)."""
     if not len(blocks):
         return table("allocations")
     alloc, names = _us(blocks["alloc_ns"], origin), blocks["name"].to_numpy(dtype=object)
-    owner = block_owners(host, device, alloc, names)
+    gtid = _ints(blocks["gtid"])
+    thread = np.full(len(blocks), "", dtype=object)
+    thread[gtid >= 0] = per_unique(gtid[gtid >= 0], lambda g: thread_label(g >> 32, g & 0xFFFFFFFF))
+    owner, lost = block_owners(host, _queue(queue, links, origin), alloc, names, thread)
+    warning = unfollowed_warning(shown, lost, blocks["bytes"].to_numpy())
+    if warning is not None:
+        warnings.append(warning)
     return table("allocations", op=owner, name=names, bytes=_floats(blocks["bytes"]), alloc_us=alloc,
                  release_us=_us(blocks["release_ns"], origin))
+
+
+def _queue(rows: pd.DataFrame, links: pd.DataFrame | None, origin: int) -> pd.DataFrame:
+    """``ascend_memory.queue_table`` of the queue rows: the correlation id is the CONNECTION_IDS
+    connectionId of the row's id (the id itself without that table); pid/tid as in ``_host``."""
+    rows = rows[(rows["start_ns"] >= 0) & (rows["end_ns"] >= rows["start_ns"])]
+    pairs = rows.merge(links, on="id") if links is not None else rows.assign(conn=rows["id"])
+    gtid = _ints(pairs["gtid"], 0)
+    return queue_table(pairs["enqueue"].to_numpy(dtype=bool), (gtid >> 32).astype(object), (gtid & 0xFFFFFFFF).astype(object),
+                       _us(pairs["start_ns"], origin), _us(pairs["end_ns"], origin), _ints(pairs["conn"]))
