@@ -13,7 +13,8 @@ with one SELECT and joined in pandas:
   ``PYTORCH_API`` op whose ``CONNECTION_IDS`` list holds the task's connection id;
 * comm_tasks: ``COMMUNICATION_TASK_INFO`` joined to ``TASK``; memory: ``MEMORY_RECORD`` plus the
   process total (``NPU_MEM`` app rows: the text export's APP component); allocations:
-  ``OP_MEMORY``; timeline: ``OVERLAP_ANALYSIS`` when the export has it; reference_steps:
+  ``OP_MEMORY`` (CANN's own blocks, which ``NPU_OP_MEM`` records, owned through the ``queue``
+  rows: ``readers.ascend_memory``); timeline: ``OVERLAP_ANALYSIS`` when the export has it; reference_steps:
   ``StepTraceTime`` of the ``analysis.db`` beside the DB.
 
 Only ``TASK`` and ``STRING_IDS`` are required. A missing optional table leaves its part of the

@@ -48,8 +48,13 @@ def no_queue() -> pd.DataFrame:
 
 def block_owners(host: pd.DataFrame, queue: pd.DataFrame, alloc_us: np.ndarray, names: np.ndarray,
                  alloc_thread: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Host row of the op owning each block, -1 when none; and which blocks were device blocks
-    the queue could not take back to their enqueuing op although the export has a queue.
+    """Host row of the op owning each block, -1 when none; and which device blocks were
+    allocated under a Dequeue whose Enqueue the trace lacks (owned by the op around their
+    allocation instead: ``unfollowed_warning``).
+
+    A device block allocated outside every Dequeue was allocated where its kernel was launched
+    (no task queue, or a synchronous launch): the op around it owns it, as any other block.
+    An Enqueue that no op holds leaves its blocks without an owner (-1): no op enqueued them.
 
     Args:
         host: the host table (``cat``, ``name``, ``pid``, ``tid``, ``start_us``, ``dur_us``, ``parent``).
@@ -67,13 +72,13 @@ def block_owners(host: pd.DataFrame, queue: pd.DataFrame, alloc_us: np.ndarray, 
     named = ~device
     owner[named] = _same_name_around(host[is_op], alloc_us[named], names[named])
     # the device's blocks, and named blocks no op of their name holds: through the queue
-    follow = owner < 0
-    enqueuer = _enqueuing_op(host, is_op, queue, alloc_us[follow], threads[follow])
+    follow = np.flatnonzero(owner < 0)
+    corr = _dequeue_around(queue[~queue["enqueue"].to_numpy()], alloc_us[follow], threads[follow])
+    enqueuer, enqueued = _enqueuing_op(host, is_op, queue, corr)
     owner[follow] = enqueuer
     lost = np.zeros(len(alloc_us), dtype=bool)
-    if len(queue):
-        lost[follow] = (enqueuer < 0) & device[follow]
-    rest = owner < 0
+    lost[follow] = (corr >= 0) & ~enqueued & device[follow]
+    rest = follow[~enqueued]
     owner[rest] = _any_op_around(host, is_op, alloc_us[rest])
     return owner, lost
 
@@ -85,9 +90,9 @@ def unfollowed_warning(shown_as: str, lost: np.ndarray, block_bytes: np.ndarray)
         return None
     mib = float(np.nansum(np.asarray(block_bytes, dtype=np.float64)[lost])) / 2**20
     return ReadWarning(shown_as, (
-        f"device memory blocks ({CANN_BLOCK}<kernel>) allocated outside any Dequeue of the task queue, or under a Dequeue "
-        f"whose Enqueue is not in the trace, {mib:.3f} MiB: owned by the op running at their allocation instead of the "
-        "op that enqueued their kernel, so their per-op memory rows may be misplaced; was the trace cut?"), int(lost.sum()))
+        f"device memory blocks ({CANN_BLOCK}<kernel>) allocated under a Dequeue of the task queue whose Enqueue (same "
+        f"correlation id) is not in the trace, {mib:.3f} MiB: owned by the op running at their allocation instead of the op "
+        "that enqueued their kernel, so their per-op memory rows may be misplaced; was the trace cut?"), int(lost.sum()))
 
 
 def _same_name_around(ops: pd.DataFrame, when: np.ndarray, names: np.ndarray) -> np.ndarray:
@@ -113,31 +118,28 @@ def _same_name_around(ops: pd.DataFrame, when: np.ndarray, names: np.ndarray) ->
     return out
 
 
-def _enqueuing_op(host: pd.DataFrame, is_op: np.ndarray, queue: pd.DataFrame, when: np.ndarray,
-                  threads: np.ndarray) -> np.ndarray:
-    """Per allocation (time, thread label or ""): the op that enqueued the work of the Dequeue
-    around it; -1 when no Dequeue holds it, its correlation id has no Enqueue, or no op holds
-    that Enqueue."""
-    out = np.full(len(when), -1, dtype=np.int64)
-    if not len(when) or not len(queue):
-        return out
-    corr = _dequeue_around(queue[~queue["enqueue"].to_numpy()], when, threads)
+def _enqueuing_op(host: pd.DataFrame, is_op: np.ndarray, queue: pd.DataFrame, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per correlation id (-1 none): the innermost op around the Enqueue of that id on the
+    Enqueue's own thread (-1 when no op holds it), and whether the queue has that Enqueue."""
+    out = np.full(len(corr), -1, dtype=np.int64)
     enq = queue[queue["enqueue"].to_numpy() & (queue["corr"].to_numpy() >= 0)].drop_duplicates("corr")
     at = pd.Series(np.arange(len(enq)), index=enq["corr"].to_numpy()).reindex(corr).fillna(-1).to_numpy(dtype=np.int64)
-    found = np.flatnonzero(at >= 0)
+    found = np.flatnonzero((corr >= 0) & (at >= 0))
     if not len(found):
-        return out
+        return out, np.zeros(len(corr), dtype=bool)
     rows = enq.iloc[at[found]]
     labels = [thread_label(p, t) for p, t in zip(rows["pid"].tolist(), rows["tid"].tolist())]
     inner = enclosing(host, host["parent"].to_numpy(), labels, rows["start_us"].to_numpy())
     out[found] = _up_to_op(host["parent"].to_numpy(), is_op, inner)
-    return out
+    return out, (corr >= 0) & (at >= 0)
 
 
 def _dequeue_around(dequeues: pd.DataFrame, when: np.ndarray, threads: np.ndarray) -> np.ndarray:
     """Correlation id of the Dequeue whose span holds each time, on the allocation's own thread
     when known, else on any queue thread (the latest start wins); -1 when none."""
     corr = np.full(len(when), -1, dtype=np.int64)
+    if not len(when) or not len(dequeues):
+        return corr
     best = np.full(len(when), -np.inf)
     labels = np.array([thread_label(p, t) for p, t in zip(dequeues["pid"].tolist(), dequeues["tid"].tolist())], dtype=object)
     for label in sorted(set(labels.tolist())):

@@ -136,8 +136,8 @@ class AscendTrace:
         device["step_id"] = assign_steps(device, host, steps)
         return Profile(info=info, steps=steps, host=host, device=device,
                        comm_tasks=self._comm_task_table(stream_comm_tasks), memory=self._memory_table(memory),
-                       timeline=self._timeline_table(), warnings=merge_warnings(self.warnings),
-                       allocations=self._allocation_table(host, operator_memory))
+                       timeline=self._timeline_table(), allocations=self._allocation_table(host, operator_memory),
+                       warnings=merge_warnings(self.warnings))  # last: the tables above add warnings
 
     def _allocation_table(self, host: pd.DataFrame, blocks: pd.DataFrame | None) -> pd.DataFrame:
         """operator_memory.csv blocks and the op that owns each (``ascend_memory.block_owners``,
