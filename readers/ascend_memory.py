@@ -128,24 +128,25 @@ def _enqueuing_op(host: pd.DataFrame, is_op: np.ndarray, queue: pd.DataFrame, co
     if not len(found):
         return out, np.zeros(len(corr), dtype=bool)
     rows = enq.iloc[at[found]]
-    labels = [thread_label(p, t) for p, t in zip(rows["pid"].tolist(), rows["tid"].tolist())]
-    inner = enclosing(host, host["parent"].to_numpy(), labels, rows["start_us"].to_numpy())
+    inner = enclosing(host, host["parent"].to_numpy(), list(_thread_labels(rows)), rows["start_us"].to_numpy())
     out[found] = _up_to_op(host["parent"].to_numpy(), is_op, inner)
     return out, (corr >= 0) & (at >= 0)
 
 
 def _dequeue_around(dequeues: pd.DataFrame, when: np.ndarray, threads: np.ndarray) -> np.ndarray:
     """Correlation id of the Dequeue whose span holds each time, on the allocation's own thread
-    when known, else on any queue thread (the latest start wins); -1 when none."""
+    when that is a queue thread, else on any queue thread (the latest start wins); -1 when none."""
     corr = np.full(len(when), -1, dtype=np.int64)
     if not len(when) or not len(dequeues):
         return corr
     best = np.full(len(when), -np.inf)
-    labels = np.array([thread_label(p, t) for p, t in zip(dequeues["pid"].tolist(), dequeues["tid"].tolist())], dtype=object)
-    for label in sorted(set(labels.tolist())):
+    labels = _thread_labels(dequeues)
+    queue_threads = sorted(set(labels.tolist()))
+    anywhere = ~np.isin(threads, queue_threads)  # unknown (""), or a thread the queue does not name alike
+    for label in queue_threads:
         rows = dequeues[labels == label].sort_values("start_us", kind="stable")
         start, end = rows["start_us"].to_numpy(), rows["end_us"].to_numpy()
-        asks = np.flatnonzero((threads == "") | (threads == label))
+        asks = np.flatnonzero(anywhere | (threads == label))
         k = np.searchsorted(start, when[asks], side="right") - 1  # a queue thread runs one Dequeue at a time
         ok = k >= 0
         k = np.clip(k, 0, None)
@@ -153,6 +154,15 @@ def _dequeue_around(dequeues: pd.DataFrame, when: np.ndarray, threads: np.ndarra
         hit = asks[inside]
         corr[hit], best[hit] = rows["corr"].to_numpy()[k[inside]], start[k[inside]]
     return corr
+
+
+def _thread_labels(rows: pd.DataFrame) -> np.ndarray:
+    """``thread_label`` of each row's (pid, tid), made once per thread."""
+    if not len(rows):
+        return np.empty(0, dtype=object)
+    codes = rows.groupby(["pid", "tid"], sort=False, dropna=False).ngroup().to_numpy()  # numbered as first seen
+    firsts = rows.drop_duplicates(["pid", "tid"])
+    return np.array([thread_label(p, t) for p, t in zip(firsts["pid"].tolist(), firsts["tid"].tolist())], dtype=object)[codes]
 
 
 def _up_to_op(parent: np.ndarray, is_op: np.ndarray, rows: np.ndarray) -> np.ndarray:
