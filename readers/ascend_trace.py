@@ -6,7 +6,9 @@ The file is a JSON array whose processes are told apart by ``process_name`` meta
 collective ops followed by its ``Plane k`` task threads) and ``Overlap Analysis`` (the
 profiler's own Computing / Communication / Free partition). Metadata may come anywhere in the
 array, so events are first turned into columns chunk by chunk and given their roles at the end.
-Device tasks are linked to the op that launched them through ``async_npu`` flows.
+Device tasks are linked to the op that launched them through ``async_npu`` flows. The task
+queue's ``Enqueue`` / ``Dequeue`` events (cat enqueue / dequeue, paired by ``args.correlation_id``)
+are no framework ops: they are kept apart, to give operator_memory.csv's device blocks their op.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, dr
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
-from perfcmp.readers.ascend_memory import block_owners, queue_table, unfollowed_warning
+from perfcmp.readers.ascend_memory import block_owners, no_queue, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, frame as table_of, table
 from perfcmp.readers.textmatch import per_unique
@@ -158,7 +160,7 @@ class AscendTrace:
         an unusable duration is left out (it can hold no allocation)."""
         q = self.queue
         if "dur_us" not in q:
-            return queue_table(*(np.empty(0) for _ in range(6)))
+            return no_queue()
         ok = np.isfinite(q["dur_us"]) & (q["dur_us"] >= 0)
         start = self._rel_us(q["ts_ns"][ok])
         return queue_table(q["enqueue"][ok], q["pid"][ok], q["tid"][ok], start, start + q["dur_us"][ok], q["corr"][ok])
