@@ -461,11 +461,11 @@ def _memory_rows(db: _Db) -> pd.DataFrame:
 
 
 def _blocks(db: _Db) -> pd.DataFrame:
-    """OP_MEMORY: name, bytes, alloc_ns, release_ns (-1: not released within the trace), gtid
-    (the allocating thread's globalTid, -1 unknown). The device's own blocks are named as the
-    text export names them (``cann::<kernel>``, ``_device_blocks``)."""
+    """OP_MEMORY: name, bytes, alloc_ns, release_ns (-1: not released within the trace), device
+    (1: CANN allocated it for a kernel, 0: not, -1: unknown, the export has no NPU_OP_MEM) and gtid
+    (the allocating thread's globalTid, -1 unknown): ``_device_blocks``."""
     if not db.usable("OP_MEMORY", ("name", "size", "allocationTime")):
-        return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": [], "gtid": []})
+        return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": [], "device": [], "gtid": []})
     release = _ns("releaseTime") if "releaseTime" in db.columns["OP_MEMORY"] else "-1"
     raw = db.select(f"SELECT name, size, {_ns('allocationTime')} AS alloc_ns, {release} AS release_ns FROM OP_MEMORY")
     frame = pd.DataFrame({"name": db.text(raw["name"]), "bytes": _sizes(db, raw["size"], "OP_MEMORY sizes"), "alloc_ns": _ints(raw["alloc_ns"]),
@@ -474,27 +474,30 @@ def _blocks(db: _Db) -> pd.DataFrame:
     if bad:
         db.warn("OP_MEMORY rows without an allocation time left out", bad)
     frame = frame[frame["alloc_ns"] > 0].reset_index(drop=True)
-    gtid = _device_blocks(db, frame)
-    frame["name"] = np.where(gtid >= 0, per_unique(frame["name"].to_numpy(dtype=object), lambda n: CANN_BLOCK + n),
-                             frame["name"].to_numpy(dtype=object))
-    frame["gtid"] = gtid
+    frame["device"], frame["gtid"] = _device_blocks(db, frame)
     return frame
 
 
-def _device_blocks(db: _Db, blocks: pd.DataFrame) -> np.ndarray:
-    """Per OP_MEMORY block: the globalTid of the NPU_OP_MEM ``allocate`` row of the same name, time
-    and size, -1 when none. NPU_OP_MEM records what CANN allocated for its kernels (component GE,
-    on the task queue's thread): the blocks the text export names ``cann::<kernel>``."""
+def _device_blocks(db: _Db, blocks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per OP_MEMORY block: whether an NPU_OP_MEM ``allocate`` row of the same name, time and size
+    lists it (1 / 0; -1 for every block without that table), and that row's globalTid (-1 none).
+    NPU_OP_MEM records what CANN allocated for its kernels (component GE, on the task queue's
+    thread): the blocks the text export names ``cann::<kernel>``."""
     none = np.full(len(blocks), -1, dtype=np.int64)
-    if not len(blocks) or not db.usable("NPU_OP_MEM", ("operatorName", "type", "size", "timestampNs", "globalTid")):
-        return none
+    if not db.usable("NPU_OP_MEM", ("operatorName", "type", "size", "timestampNs", "globalTid")):
+        return np.full(len(blocks), -1, dtype=np.int8), none
+    if not len(blocks):
+        return np.zeros(0, dtype=np.int8), none
     raw = db.select(f"SELECT operatorName, type, size, {_ns('timestampNs')} AS alloc_ns, globalTid FROM NPU_OP_MEM")
     allocs = pd.DataFrame({"name": db.text(raw["operatorName"]), "bytes": _floats(raw["size"]), "alloc_ns": _ints(raw["alloc_ns"]),
                            "gtid": _ints(raw["globalTid"])})[db.text(raw["type"]) == "allocate"]
     allocs = allocs.drop_duplicates(["name", "bytes", "alloc_ns"])
     hit = blocks[["name", "bytes", "alloc_ns"]].reset_index(drop=True).reset_index().merge(allocs, on=["name", "bytes", "alloc_ns"])
-    none[hit["index"].to_numpy()] = hit["gtid"].to_numpy()
-    return none
+    rows = hit["index"].to_numpy()
+    none[rows] = hit["gtid"].to_numpy()
+    device = np.zeros(len(blocks), dtype=np.int8)
+    device[rows] = 1
+    return device, none
 
 
 def _queue_rows(db: _Db) -> pd.DataFrame:
@@ -740,7 +743,7 @@ def _allocations(blocks: pd.DataFrame, queue: pd.DataFrame, links: pd.DataFrame 
     allocated on)."""
     if not len(blocks):
         return table("allocations")
-    alloc, names = _us(blocks["alloc_ns"], origin), blocks["name"].to_numpy(dtype=object)
+    alloc, names = _us(blocks["alloc_ns"], origin), _device_names(blocks, host)
     gtid = _ints(blocks["gtid"])
     thread = np.full(len(blocks), "", dtype=object)
     thread[gtid >= 0] = per_unique(gtid[gtid >= 0], lambda g: thread_label(g >> 32, g & 0xFFFFFFFF))
@@ -750,6 +753,19 @@ def _allocations(blocks: pd.DataFrame, queue: pd.DataFrame, links: pd.DataFrame 
         warnings.append(warning)
     return table("allocations", op=owner, name=names, bytes=_floats(blocks["bytes"]), alloc_us=alloc,
                  release_us=_us(blocks["release_ns"], origin))
+
+
+def _device_names(blocks: pd.DataFrame, host: pd.DataFrame) -> np.ndarray:
+    """Block names as the text export writes them: ``cann::<kernel>`` for CANN's own blocks. Without
+    NPU_OP_MEM to say which those are, a block named like no framework op of the profile (and
+    not like one at all: no ``::``) is taken for one: GE names its blocks after graph nodes."""
+    names = blocks["name"].to_numpy(dtype=object)
+    device = _ints(blocks["device"]) > 0
+    unknown = _ints(blocks["device"]) < 0
+    if unknown.any():
+        ops = set(host["name"][(host["cat"] == "cpu_op").to_numpy()].tolist())
+        device |= unknown & per_unique(names, lambda n: "::" not in n and n not in ops, dtype=bool)
+    return np.where(device, per_unique(names, lambda n: CANN_BLOCK + n), names)
 
 
 def _queue(rows: pd.DataFrame, links: pd.DataFrame | None, origin: int) -> pd.DataFrame:

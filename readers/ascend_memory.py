@@ -13,8 +13,8 @@ later, such as ``Optimizer.step``.
 
 Every other block is named after the op that allocated it: the innermost op of that name
 around the allocation (on any thread: the text export does not say which). A block with
-neither (no op of its name around it, no queue to follow) belongs to the innermost op around
-its allocation, the latest-starting one across threads.
+neither (no op of its name around it; a device block with no Dequeue around it) belongs to the
+innermost op around its allocation, the latest-starting one across threads.
 """
 
 from __future__ import annotations
@@ -71,14 +71,16 @@ def block_owners(host: pd.DataFrame, queue: pd.DataFrame, alloc_us: np.ndarray, 
     device = per_unique(names, lambda n: str(n).startswith(CANN_BLOCK), dtype=bool)
     named = ~device
     owner[named] = _same_name_around(host[is_op], alloc_us[named], names[named])
-    # the device's blocks, and named blocks no op of their name holds: through the queue
-    follow = np.flatnonzero(owner < 0)
+    # the device's blocks through the queue; a named block no op of its name holds was allocated
+    # on an op's own thread (the queue thread runs no framework op): the op around it
+    follow = np.flatnonzero(device)
     corr = _dequeue_around(queue[~queue["enqueue"].to_numpy()], alloc_us[follow], threads[follow])
     enqueuer, enqueued = _enqueuing_op(host, is_op, queue, corr)
     owner[follow] = enqueuer
     lost = np.zeros(len(alloc_us), dtype=bool)
-    lost[follow] = (corr >= 0) & ~enqueued & device[follow]
-    rest = follow[~enqueued]
+    lost[follow] = (corr >= 0) & ~enqueued
+    rest = np.flatnonzero(named & (owner < 0))
+    rest = np.sort(np.concatenate([rest, follow[~enqueued]]))
     owner[rest] = _any_op_around(host, is_op, alloc_us[rest])
     return owner, lost
 

@@ -465,3 +465,14 @@ def test_a_dequeue_without_its_enqueue_is_a_warning(tmp_path):
     profile = read(root)
     assert profile.allocations["op"].tolist() == [3, 3, 4, 5]  # the op around it, as nothing better is known
     assert warning_count(profile, "whose Enqueue (same correlation id) is not in the trace, 0.004 MiB") == 1
+
+
+def test_without_npu_op_mem_a_block_named_like_no_op_is_cann_s(tmp_path):
+    root = _queued_db(tmp_path)
+    with sqlite3.connect(root / OUT / "ascend_pytorch_profiler_3.db") as conn:
+        conn.execute("DROP TABLE NPU_OP_MEM")
+    conn.close()
+    blocks = read(root).allocations
+    # aten::empty names a framework op (no such op ran: the op around it); the other two name graph nodes
+    assert blocks["name"].tolist() == ["aten::empty", "aten::mm", "cann::MatMulV2_1", "cann::Sync_2"]
+    assert blocks["op"].tolist() == [3, 3, 3, 5]

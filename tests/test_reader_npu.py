@@ -327,12 +327,14 @@ def test_a_cann_block_belongs_to_the_op_that_enqueued_its_kernel(ascend_pt, npu_
     blocks = [("cann::MatMulV2_1", 64, 45),   # in the Dequeue of correlation 7: aten::mm's, not aten::add_'s
               ("aten::add_", 1, 42),          # named: the op of its name around it
               ("cann::Lost_2", 1024, 61),     # its Dequeue's Enqueue is missing: the op around it, and a warning
-              ("cann::Sync_3", 4, 1012)]      # no Dequeue around it: launched in place, inside aten::zero_
+              ("cann::Sync_3", 4, 1012),      # no Dequeue around it: launched in place, inside aten::zero_
+              ("aten::empty", 2, 46)]         # no op of its name: the op around it on an op's thread, not the queue's
     profile = read(_queued_export(ascend_pt, events, blocks))
     host, allocations = profile.host, profile.allocations
-    assert host["name"].to_numpy()[allocations["op"]].tolist() == ["aten::mm", "aten::add_", "c10d::allreduce_", "aten::zero_"]
-    assert allocations["bytes"].tolist() == [65536.0, 1024.0, 1048576.0, 4096.0]
-    assert allocations["alloc_us"].tolist() == [45.0, 42.0, 61.0, 1012.0]
+    assert host["name"].to_numpy()[allocations["op"]].tolist() == ["aten::mm", "aten::add_", "c10d::allreduce_", "aten::zero_",
+                                                                    "aten::add_"]
+    assert allocations["bytes"].tolist() == [65536.0, 1024.0, 1048576.0, 4096.0, 2048.0]
+    assert allocations["alloc_us"].tolist() == [45.0, 42.0, 61.0, 1012.0, 46.0]
     # the queue's events are no host rows
     assert not host["name"].str.startswith(("Enqueue", "Dequeue")).any()
     assert warning_count(profile, "whose Enqueue (same correlation id) is not in the trace, 1.000 MiB") == 1
