@@ -13,7 +13,8 @@ with one SELECT and joined in pandas:
   ``PYTORCH_API`` op whose ``CONNECTION_IDS`` list holds the task's connection id;
 * comm_tasks: ``COMMUNICATION_TASK_INFO`` joined to ``TASK``; memory: ``MEMORY_RECORD`` plus the
   process total (``NPU_MEM`` app rows: the text export's APP component); allocations:
-  ``OP_MEMORY``; timeline: ``OVERLAP_ANALYSIS`` when the export has it; reference_steps:
+  ``OP_MEMORY`` (CANN's own blocks, which ``NPU_OP_MEM`` records, owned through the ``queue``
+  rows: ``readers.ascend_memory``); timeline: ``OVERLAP_ANALYSIS`` when the export has it; reference_steps:
   ``StepTraceTime`` of the ``analysis.db`` beside the DB.
 
 Only ``TASK`` and ``STRING_IDS`` are required. A missing optional table leaves its part of the
@@ -36,13 +37,14 @@ import pandas as pd
 
 from perfcmp.readers.ascend import process_group_names, run_info
 from perfcmp.readers.ascend_tasks import task_kinds
-from perfcmp.readers.ascend_memory import block_owners
+from perfcmp.readers.ascend_memory import CANN_BLOCK, block_owners, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_trace import op_type_from_name
 from perfcmp.readers.chrome import SQLITE_MAGIC, max_depth
 from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
 from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
                                     valid_durations)
 from perfcmp.readers.errors import InputError
+from perfcmp.readers.hosttree import thread_label
 from perfcmp.readers.model import COMM, COMPUTE, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.readers.textmatch import CUT_MARK, per_unique
 
@@ -197,7 +199,7 @@ def read_db(db_path: Path, info_dir: Path, shown_as: str) -> Profile:
         db.require("STRING_IDS", ("id", "value"))
         got = {"api": _api_rows(db), "cann": _cann_rows(db), "tasks": _tasks(db), "kernels": _kernels(db),
                "hccl": _hccl_tasks(db), "ops": _comm_ops(db), "lanes": _overlap_rows(db), "links": _links(db),
-               "memory": _memory_rows(db), "blocks": _blocks(db), "facts": _run_facts(db),
+               "memory": _memory_rows(db), "blocks": _blocks(db), "queue": _queue_rows(db), "facts": _run_facts(db),
                "groups": _group_names(db, info_dir, shown_as)}
     return _assemble(got, db_path, info_dir, shown_as, shown, warnings)
 
@@ -225,7 +227,7 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
     return Profile(info=info, steps=steps, host=host, device=device,
                    comm_tasks=_comm_tasks(got["hccl"], got["tasks"], got["groups"], origin, shown, warnings),
                    memory=_memory(got["memory"], origin), timeline=_timeline(got["lanes"], origin, shown, warnings),
-                   allocations=_allocations(got["blocks"], host, device, origin),
+                   allocations=_allocations(got["blocks"], got["queue"], got["links"], host, origin, shown, warnings),
                    reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings), warnings=merge_warnings(warnings))
 
 
@@ -470,9 +472,11 @@ def _memory_rows(db: _Db) -> pd.DataFrame:
 
 
 def _blocks(db: _Db) -> pd.DataFrame:
-    """OP_MEMORY: name, bytes, alloc_ns, release_ns (-1: not released within the trace)."""
+    """OP_MEMORY: name, bytes, alloc_ns, release_ns (-1: not released within the trace), device
+    (1: CANN allocated it for a kernel, 0: not, -1: unknown, the export has no NPU_OP_MEM) and gtid
+    (the allocating thread's globalTid, -1 unknown): ``_device_blocks``."""
     if not db.usable("OP_MEMORY", ("name", "size", "allocationTime")):
-        return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": []})
+        return pd.DataFrame({"name": [], "bytes": [], "alloc_ns": [], "release_ns": [], "device": [], "gtid": []})
     release = _ns("releaseTime") if "releaseTime" in db.columns["OP_MEMORY"] else "-1"
     raw = db.select(f"SELECT name, size, {_ns('allocationTime')} AS alloc_ns, {release} AS release_ns FROM OP_MEMORY")
     frame = pd.DataFrame({"name": db.text(raw["name"]), "bytes": _sizes(db, raw["size"], "OP_MEMORY sizes"), "alloc_ns": _ints(raw["alloc_ns"]),
@@ -480,7 +484,52 @@ def _blocks(db: _Db) -> pd.DataFrame:
     bad = int((frame["alloc_ns"] <= 0).sum())
     if bad:
         db.warn("OP_MEMORY rows without an allocation time left out", bad)
-    return frame[frame["alloc_ns"] > 0].reset_index(drop=True)
+    frame = frame[frame["alloc_ns"] > 0].reset_index(drop=True)
+    frame["device"], frame["gtid"] = _device_blocks(db, frame)
+    return frame
+
+
+def _device_blocks(db: _Db, blocks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per OP_MEMORY block: whether an NPU_OP_MEM ``allocate`` row of the same name, time and size
+    lists it (1 / 0; -1 for every block without that table), and that row's globalTid (-1 none).
+    NPU_OP_MEM records what CANN allocated for its kernels (component GE, on the task queue's
+    thread): the blocks the text export names ``cann::<kernel>``."""
+    none = np.full(len(blocks), -1, dtype=np.int64)
+    if not db.usable("NPU_OP_MEM", ("operatorName", "type", "size", "timestampNs", "globalTid")):
+        return np.full(len(blocks), -1, dtype=np.int8), none
+    if not len(blocks):
+        return np.zeros(0, dtype=np.int8), none
+    raw = db.select(f"SELECT operatorName, type, size, {_ns('timestampNs')} AS alloc_ns, globalTid FROM NPU_OP_MEM")
+    allocs = pd.DataFrame({"name": db.text(raw["operatorName"]), "bytes": _floats(raw["size"]), "alloc_ns": _ints(raw["alloc_ns"]),
+                           "gtid": _ints(raw["globalTid"])})[db.text(raw["type"]) == "allocate"]
+    allocs = allocs.drop_duplicates(["name", "bytes", "alloc_ns"])
+    hit = blocks[["name", "bytes", "alloc_ns"]].reset_index(drop=True).reset_index().merge(allocs, on=["name", "bytes", "alloc_ns"])
+    rows = hit["index"].to_numpy()
+    none[rows] = hit["gtid"].to_numpy()
+    device = np.zeros(len(blocks), dtype=np.int8)
+    device[rows] = 1
+    return device, none
+
+
+def _queue_rows(db: _Db) -> pd.DataFrame:
+    """PYTORCH_API rows of the task queue (type ``queue``): start_ns, end_ns, gtid, id (their
+    connectionId: a CONNECTION_IDS id), enqueue (False: a ``Dequeue@...`` row)."""
+    empty = pd.DataFrame({"start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64), "gtid": np.empty(0, np.int64),
+                          "id": np.empty(0, np.int64), "enqueue": np.empty(0, bool)})
+    if "PYTORCH_API" not in db.columns or not {"startNs", "endNs", "globalTid", "name", "type", "connectionId"} <= db.columns["PYTORCH_API"]:
+        return empty
+    names = dict(API_TYPES)
+    if db.usable("ENUM_API_TYPE", ("id", "name")):
+        enum = db.select("SELECT id, name FROM ENUM_API_TYPE")
+        names.update(zip(_ints(enum["id"]).tolist(), _strs(enum["name"]).tolist()))
+    ids = sorted(k for k, v in names.items() if v == "queue")
+    if not ids:
+        return empty
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, connectionId, name FROM PYTORCH_API "
+                    f"WHERE type IN ({', '.join(map(str, ids))})")
+    return pd.DataFrame({"start_ns": _ints(raw["start_ns"]), "end_ns": _ints(raw["end_ns"]), "gtid": _ints(raw["globalTid"], 0),
+                         "id": _ints(raw["connectionId"]),
+                         "enqueue": per_unique(db.text(raw["name"]), lambda n: not str(n).startswith("Dequeue"), dtype=bool)})
 
 
 def _run_facts(db: _Db) -> dict[str, object]:
@@ -699,11 +748,43 @@ def _timeline(lanes: pd.DataFrame, origin: int, shown: str, warnings: list[ReadW
     return table("timeline", lane=lanes["lane"].to_numpy(dtype=object)[ok], start_us=_us(lanes["start_ns"], origin)[ok], dur_us=dur[ok])
 
 
-def _allocations(blocks: pd.DataFrame, host: pd.DataFrame, device: pd.DataFrame, origin: int) -> pd.DataFrame:
-    """OP_MEMORY blocks and their owning ops (``ascend_memory.block_owners``, as the text reader)."""
+def _allocations(blocks: pd.DataFrame, queue: pd.DataFrame, links: pd.DataFrame | None, host: pd.DataFrame, origin: int,
+                 shown: str, warnings: list[ReadWarning]) -> pd.DataFrame:
+    """OP_MEMORY blocks and their owning ops (``ascend_memory.block_owners``, as the text reader:
+    the device's own blocks through the task queue, on the thread NPU_OP_MEM says they were
+    allocated on)."""
     if not len(blocks):
         return table("allocations")
-    alloc, names = _us(blocks["alloc_ns"], origin), blocks["name"].to_numpy(dtype=object)
-    owner = block_owners(host, device, alloc, names)
+    alloc, names = _us(blocks["alloc_ns"], origin), _device_names(blocks, host)
+    gtid = _ints(blocks["gtid"])
+    thread = np.full(len(blocks), "", dtype=object)
+    thread[gtid >= 0] = per_unique(gtid[gtid >= 0], lambda g: thread_label(g >> 32, g & 0xFFFFFFFF))
+    owner, lost = block_owners(host, _queue(queue, links, origin), alloc, names, thread)
+    warning = unfollowed_warning(shown, lost, blocks["bytes"].to_numpy())
+    if warning is not None:
+        warnings.append(warning)
     return table("allocations", op=owner, name=names, bytes=_floats(blocks["bytes"]), alloc_us=alloc,
                  release_us=_us(blocks["release_ns"], origin))
+
+
+def _device_names(blocks: pd.DataFrame, host: pd.DataFrame) -> np.ndarray:
+    """Block names as the text export writes them: ``cann::<kernel>`` for CANN's own blocks. Without
+    NPU_OP_MEM to say which those are, a block named like no framework op of the profile (and
+    not like one at all: no ``::``) is taken for one: GE names its blocks after graph nodes."""
+    names = blocks["name"].to_numpy(dtype=object)
+    device = _ints(blocks["device"]) > 0
+    unknown = _ints(blocks["device"]) < 0
+    if unknown.any():
+        ops = set(host["name"][(host["cat"] == "cpu_op").to_numpy()].tolist())
+        device |= unknown & per_unique(names, lambda n: "::" not in n and n not in ops, dtype=bool)
+    return np.where(device, per_unique(names, lambda n: CANN_BLOCK + n), names)
+
+
+def _queue(rows: pd.DataFrame, links: pd.DataFrame | None, origin: int) -> pd.DataFrame:
+    """``ascend_memory.queue_table`` of the queue rows: the correlation id is the CONNECTION_IDS
+    connectionId of the row's id (the id itself without that table); pid/tid as in ``_host``."""
+    rows = rows[(rows["start_ns"] >= 0) & (rows["end_ns"] >= rows["start_ns"])]
+    pairs = rows.merge(links, on="id") if links is not None else rows.assign(conn=rows["id"])
+    gtid = _ints(pairs["gtid"], 0)
+    return queue_table(pairs["enqueue"].to_numpy(dtype=bool), (gtid >> 32).astype(object), (gtid & 0xFFFFFFFF).astype(object),
+                       _us(pairs["start_ns"], origin), _us(pairs["end_ns"], origin), _ints(pairs["conn"]))

@@ -6,7 +6,9 @@ The file is a JSON array whose processes are told apart by ``process_name`` meta
 collective ops followed by its ``Plane k`` task threads) and ``Overlap Analysis`` (the
 profiler's own Computing / Communication / Free partition). Metadata may come anywhere in the
 array, so events are first turned into columns chunk by chunk and given their roles at the end.
-Device tasks are linked to the op that launched them through ``async_npu`` flows.
+Device tasks are linked to the op that launched them through ``async_npu`` flows. The task
+queue's ``Enqueue`` / ``Dequeue`` events (cat enqueue / dequeue, paired by ``args.correlation_id``)
+are no framework ops: they are kept apart, to give operator_memory.csv's device blocks their op.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, dr
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
-from perfcmp.readers.ascend_memory import block_owners
+from perfcmp.readers.ascend_memory import block_owners, no_queue, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, frame as table_of, table
 from perfcmp.readers.textmatch import per_unique
 
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
+# torch_npu's task queue: kept apart (they are no framework ops) to give device memory blocks their op
+QUEUE_CATS = {"enqueue": True, "dequeue": False}
 LAUNCH_FLOW_CAT = "async_npu"
 HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis", "CANN"
 # MindSpore's framework process: its events are framework ops whatever their cat ("" in 2.5+,
@@ -51,7 +55,7 @@ class AscendTrace:
         self.thread_names: dict[tuple, str] = {}
         self.sort_index: dict[tuple, float] = {}
         self.memo = Memo()
-        parts: dict[str, list] = {"host": [], "other": [], "flow": [], "fwdbwd": []}
+        parts: dict[str, list] = {"host": [], "other": [], "flow": [], "fwdbwd": [], "queue": []}
         _, chunks = event_chunks(raw, warnings)
         seen = 0
         try:
@@ -66,12 +70,12 @@ class AscendTrace:
             raise InputError("JSON array without Ascend profiler process metadata (process_name Python, MindSpore, "
                              "Ascend Hardware); expected a torch_npu or MindSpore trace_view.json (or a Kineto trace: "
                              "a JSON object with traceEvents)", shown_as)
-        groups = {k: concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd")}
+        groups = {k: concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd", "queue")}
         groups = drop_far_times(drop_bad_times(groups, shown_as, warnings), shown_as, warnings)
         give_back_free_memory()  # the decoded events' space, before the tables are built
         for k in ("host", "other"):
             warn_cut(groups[k], shown_as, warnings)
-        self.host, self.other, self.flow, self.fwdbwd = (groups[k] for k in ("host", "other", "flow", "fwdbwd"))
+        self.host, self.other, self.flow, self.fwdbwd, self.queue = (groups[k] for k in ("host", "other", "flow", "fwdbwd", "queue"))
         self.role = per_unique(self.other.get("pid", np.empty(0, dtype=object)), lambda p: self.process_role.get(p, ""))
         self.is_mindspore = MINDSPORE in self.process_role.values()
         self.has_hardware = HARDWARE in self.process_role.values()
@@ -81,7 +85,7 @@ class AscendTrace:
         self.origin = min(int(a.min()) for a in starts) if starts else 0
 
     def _add(self, events: list[Event], parts: dict[str, list]) -> None:
-        host, other, flow, fwdbwd = [], [], [], []
+        host, other, flow, fwdbwd, queue = [], [], [], [], []
         for e in events:
             ph = e.ph
             if ph == "M":
@@ -89,7 +93,8 @@ class AscendTrace:
             elif e.ts is None:
                 continue
             elif ph == "X":
-                (host if (e.cat or "") in HOST_CATS else other).append(e)
+                cat = e.cat or ""
+                (host if cat in HOST_CATS else queue if cat in QUEUE_CATS else other).append(e)
             elif ph in ("s", "f") and e.cat == LAUNCH_FLOW_CAT:
                 flow.append(e)
             elif ph in ("s", "f") and e.cat == "fwdbwd":
@@ -108,6 +113,7 @@ class AscendTrace:
         })
         parts["flow"].append(flow_columns(flow, memo))
         parts["fwdbwd"].append(flow_columns(fwdbwd, memo))
+        parts["queue"].append(_queue_columns(queue, memo))
 
     def _metadata(self, e: Event) -> None:
         if e.args is None:
@@ -134,18 +140,32 @@ class AscendTrace:
         device["step_id"] = assign_steps(device, host, steps)
         return Profile(info=info, steps=steps, host=host, device=device,
                        comm_tasks=self._comm_task_table(stream_comm_tasks), memory=self._memory_table(memory),
-                       timeline=self._timeline_table(), warnings=merge_warnings(self.warnings),
-                       allocations=self._allocation_table(host, device, operator_memory))
+                       timeline=self._timeline_table(), allocations=self._allocation_table(host, operator_memory),
+                       warnings=merge_warnings(self.warnings))  # last: the tables above add warnings
 
-    def _allocation_table(self, host: pd.DataFrame, device: pd.DataFrame, blocks: pd.DataFrame | None) -> pd.DataFrame:
-        """operator_memory.csv blocks and the op that owns each (``ascend_memory.block_owners``)."""
+    def _allocation_table(self, host: pd.DataFrame, blocks: pd.DataFrame | None) -> pd.DataFrame:
+        """operator_memory.csv blocks and the op that owns each (``ascend_memory.block_owners``,
+        through the task queue's Enqueue / Dequeue pairs for the device's own blocks)."""
         if blocks is None or blocks.empty:
             return table("allocations")
         alloc = self._rel_us(blocks["alloc_ns"].to_numpy())
         release = np.where(blocks["release_ns"] > 0, self._rel_us(blocks["release_ns"].to_numpy()), np.nan)
-        owner = block_owners(host, device, alloc, blocks["name"].to_numpy())
+        owner, lost = block_owners(host, self._queue_table(), alloc, blocks["name"].to_numpy())
+        warning = unfollowed_warning(self.shown_as, lost, blocks["bytes"].to_numpy())
+        if warning is not None:
+            self.warnings.append(warning)
         return table("allocations", op=owner, name=blocks["name"].to_numpy(), bytes=blocks["bytes"].to_numpy(),
                      alloc_us=alloc, release_us=release)
+
+    def _queue_table(self) -> pd.DataFrame:
+        """The task queue's Enqueue / Dequeue events (``ascend_memory.queue_table``); one with
+        an unusable duration is left out (it can hold no allocation)."""
+        q = self.queue
+        if "dur_us" not in q:
+            return no_queue()
+        ok = np.isfinite(q["dur_us"]) & (q["dur_us"] >= 0)
+        start = self._rel_us(q["ts_ns"][ok])
+        return queue_table(q["enqueue"][ok], q["pid"][ok], q["tid"][ok], start, start + q["dur_us"][ok], q["corr"][ok])
 
     def _rel_us(self, ts_ns: np.ndarray) -> np.ndarray:
         return (ts_ns - self.origin) / 1000.0
@@ -318,6 +338,14 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
         facts[col][rows] = hit[col].to_numpy()
     return facts
+
+
+def _queue_columns(events: list[Event], memo: Memo) -> dict:
+    """Task-queue events: pid, tid, ts_ns, dur_us, ``enqueue`` (False: a Dequeue) and ``corr``
+    (``args.correlation_id``, -1 when missing)."""
+    return {**common_columns(events, memo, with_name=False),
+            "enqueue": np.fromiter((QUEUE_CATS[e.cat] for e in events), dtype=bool, count=len(events)),
+            "corr": ints([(e.args or NO_ARGS).correlation_id for e in events])}
 
 
 def _sort_key(value: int | float | str) -> float:

@@ -67,6 +67,7 @@ class Args(msgspec.Struct, gc=False):
     task_type: str | None = msgspec.field(name="Task Type", default=None)
     stream_id: Number = msgspec.field(name="Stream Id", default=None)
     connection_id: Number = None  # ties an HCCL op to its tasks on the hardware streams
+    correlation_id: Number = None  # torch_npu task queue: pairs an Enqueue with its Dequeue
     # torch_npu HCCL plane tasks
     transport: str | None = msgspec.field(name="transport type", default=None)
     link: str | None = msgspec.field(name="link type", default=None)

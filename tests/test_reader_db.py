@@ -419,3 +419,60 @@ def test_string_ids_that_are_no_int64_name_nothing_and_warn_nothing(tmp_path):
         warnings.simplefilter("error")
         got = db.text(pd.Series([2, float("inf"), 1e300, None, "inline name", 99], dtype=object))
     assert got.tolist() == ["aten::mm", "", "", "", "inline name", ""]
+
+
+# --- device memory blocks owned through the task queue --------------------------------------------
+# aten::mm [10, 30.5) holds the Enqueue (connectionId 9 -> 9000) at 12; the queue thread dequeues
+# it (connectionId 10 -> 9000) at [41, 49), while aten::add_ [40, 50) runs on the main thread.
+# NPU_OP_MEM records two CANN blocks: MatMulV2_1 at 45 on the queue thread (in that Dequeue) and
+# Sync_2 at 65 on the main thread (no Dequeue around it: inside c10d::allreduce_ [60, 75)).
+QUEUE = (100 << 32) | 102
+
+
+def _queued_db(tmp_path) -> Path:
+    rows = {k: list(v) for k, v in ROWS.items()}
+    rows["STRING_IDS"] += [(29, "Dequeue@aclnnMm"), (30, "MatMulV2_1"), (31, "allocate"), (32, "GE"), (33, "Sync_2"),
+                           (34, "release")]
+    rows["PYTORCH_API"].append(_api(str(T + 41_000), str(T + 49_000), QUEUE, 10, 29, kind=50002))
+    rows["CONNECTION_IDS"].append((10, 9000))
+    rows["OP_MEMORY"] += [(30, 4096, T + 45_000, T + 300_000), (33, 512, T + 65_000, N)]
+    rows["NPU_OP_MEM"] = [(30, 1, 31, 4096, T + 45_000, QUEUE, 0, 0, 32, 0), (33, 2, 31, 512, T + 65_000, MAIN, 0, 0, 32, 0),
+                          (30, 1, 34, 4096, T + 300_000, QUEUE, 0, 0, 32, 0)]
+    schema = {**SCHEMA, "NPU_OP_MEM": "operatorName INTEGER, addr INTEGER, type INTEGER, size INTEGER, timestampNs INTEGER, "
+                                      "globalTid INTEGER, totalAllocate NUMERIC, totalReserve NUMERIC, component INTEGER, "
+                                      "deviceId INTEGER"}
+    return write_db(tmp_path / "q_ascend_pt" / OUT / "ascend_pytorch_profiler_3.db", rows, schema).parent.parent
+
+
+def test_a_cann_block_belongs_to_the_op_that_enqueued_its_kernel(tmp_path):
+    profile = read(_queued_db(tmp_path))
+    blocks = profile.allocations
+    # NPU_OP_MEM's blocks get the text export's cann:: names
+    assert blocks["name"].tolist() == ["aten::empty", "aten::mm", "cann::MatMulV2_1", "cann::Sync_2"]
+    # host rows: 3 aten::mm, 4 aten::add_, 5 c10d::allreduce_ (test_host_rows_nest_and_link_forward_to_backward)
+    assert blocks["op"].tolist() == [3, 3, 3, 5]  # MatMulV2_1: aten::mm enqueued it, not aten::add_ around it
+    assert blocks["bytes"].tolist() == [1024.0, 2048.0, 4096.0, 512.0]
+    assert blocks["alloc_us"].tolist() == [10.5, 15.0, 45.0, 65.0]
+    assert not profile.host["name"].str.startswith(("Enqueue", "Dequeue")).any()
+    assert not [w for w in profile.warnings if "Dequeue" in w.message]
+
+
+def test_a_dequeue_without_its_enqueue_is_a_warning(tmp_path):
+    root = _queued_db(tmp_path)
+    with sqlite3.connect(root / OUT / "ascend_pytorch_profiler_3.db") as conn:
+        conn.execute("DELETE FROM PYTORCH_API WHERE name = 5")  # the Enqueue
+    conn.close()
+    profile = read(root)
+    assert profile.allocations["op"].tolist() == [3, 3, 4, 5]  # the op around it, as nothing better is known
+    assert warning_count(profile, "whose Enqueue (same correlation id) is not in the trace, 0.004 MiB") == 1
+
+
+def test_without_npu_op_mem_a_block_named_like_no_op_is_cann_s(tmp_path):
+    root = _queued_db(tmp_path)
+    with sqlite3.connect(root / OUT / "ascend_pytorch_profiler_3.db") as conn:
+        conn.execute("DROP TABLE NPU_OP_MEM")
+    conn.close()
+    blocks = read(root).allocations
+    # aten::empty names a framework op (no such op ran: the op around it); the other two name graph nodes
+    assert blocks["name"].tolist() == ["aten::empty", "aten::mm", "cann::MatMulV2_1", "cann::Sync_2"]
+    assert blocks["op"].tolist() == [3, 3, 3, 5]

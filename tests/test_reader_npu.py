@@ -295,3 +295,53 @@ def test_synthetic_full_sample_reads(samples_dir):
     assert (device.loc[device["kind"] == COMPUTE, "op_type"] != "").all()
     assert profile.info.rank == 0
     assert profile.warnings == []
+
+
+# --- device memory blocks owned through the task queue --------------------------------------------
+# aten::mm [10, 30.5) holds Enqueue (correlation 7) at 12; the queue thread (tid 9) dequeues it at
+# [41, 49), while aten::add_ [40, 50) runs on thread 1; a Dequeue at [60.5, 62) (correlation 8)
+# has no Enqueue in the trace.
+
+OPERATOR_MEMORY_HEADER = ("Name,Size(KB),Allocation Time(us),Release Time(us),Active Release Time(us),Duration(us),"
+                          "Active Duration(us),Allocation Total Allocated(MB),Allocation Total Reserved(MB),"
+                          "Allocation Total Active(MB),Release Total Allocated(MB),Release Total Reserved(MB),"
+                          "Release Total Active(MB),Stream Ptr,Device Type")
+
+
+def _queued_export(ascend_pt, events, blocks):
+    """The literal export with a queue thread's Dequeue events and an operator_memory.csv of
+    ``blocks`` (name, KB, relative allocation µs)."""
+    root = ascend_pt(events=events)
+    rows = [f"{name},{kb},{1731900000000000 + at:.3f}\t,,,,,1.0,2.0,1.0,,,,1,NPU:0" for name, kb, at in blocks]
+    (root / "ASCEND_PROFILER_OUTPUT" / "operator_memory.csv").write_text("\n".join([OPERATOR_MEMORY_HEADER, *rows]) + "\n")
+    return root
+
+
+def _dequeue(rel: float, dur: float, corr: int) -> dict:
+    return {"ph": "X", "name": "Dequeue@aclnnMm", "pid": 100, "tid": 9, "ts": f"{1731900000000000 + rel:.3f}", "dur": dur,
+            "cat": "dequeue", "args": {"correlation_id": corr}}
+
+
+def test_a_cann_block_belongs_to_the_op_that_enqueued_its_kernel(ascend_pt, npu_trace_events):
+    events = npu_trace_events + [_dequeue(41, 8.0, 7), _dequeue(60.5, 1.5, 8)]
+    blocks = [("cann::MatMulV2_1", 64, 45),   # in the Dequeue of correlation 7: aten::mm's, not aten::add_'s
+              ("aten::add_", 1, 42),          # named: the op of its name around it
+              ("cann::Lost_2", 1024, 61),     # its Dequeue's Enqueue is missing: the op around it, and a warning
+              ("cann::Sync_3", 4, 1012),      # no Dequeue around it: launched in place, inside aten::zero_
+              ("aten::empty", 2, 46)]         # no op of its name: the op around it on an op's thread, not the queue's
+    profile = read(_queued_export(ascend_pt, events, blocks))
+    host, allocations = profile.host, profile.allocations
+    assert host["name"].to_numpy()[allocations["op"]].tolist() == ["aten::mm", "aten::add_", "c10d::allreduce_", "aten::zero_",
+                                                                    "aten::add_"]
+    assert allocations["bytes"].tolist() == [65536.0, 1024.0, 1048576.0, 4096.0, 2048.0]
+    assert allocations["alloc_us"].tolist() == [45.0, 42.0, 61.0, 1012.0, 46.0]
+    # the queue's events are no host rows
+    assert not host["name"].str.startswith(("Enqueue", "Dequeue")).any()
+    assert warning_count(profile, "whose Enqueue (same correlation id) is not in the trace, 1.000 MiB") == 1
+
+
+def test_without_a_task_queue_a_cann_block_belongs_to_the_op_around_it(ascend_pt, npu_trace_events):
+    events = [e for e in npu_trace_events if e.get("cat") != "enqueue"]
+    profile = read(_queued_export(ascend_pt, events, [("cann::MatMulV2_1", 64, 45)]))
+    assert profile.host["name"].to_numpy()[profile.allocations["op"]].tolist() == ["aten::add_"]
+    assert not [w for w in profile.warnings if "Dequeue" in w.message]
