@@ -297,11 +297,15 @@ def _vendor_notes(base: SideDetails, comp: SideDetails) -> list[WarningRecord]:
     across = across_vendors(base.vendor, comp.vendor)
     if base.equivalences == across and comp.equivalences == across:
         return []
-    done = "applied" if base.equivalences else "not applied"
+    if base.equivalences:
+        done = ("were applied, so names the profiler keeps apart (MatMulV2 and MatMulV3, two GEMM kernels ...) "
+                "may share an operator or kernel row")
+    else:
+        done = ("were not applied, so the two vendors' names for the same work (a GEMM kernel and MatMulV2 ...) "
+                "may sit on operator and kernel rows of their own")
     return [WarningRecord(side="", source="", message=(
         f"the base profile reads as {base.vendor} and the comparison as {comp.vendor}, but their first bytes said "
-        f"otherwise: the built-in name equivalences were {done}, so operator and kernel rows of "
-        f"{'one' if base.equivalences else 'two'} vendor{'' if base.equivalences else 's'} may not pair as they should"))]
+        f"otherwise: the built-in name equivalences {done}; ApiCompare follows the profiles as read"))]
 
 
 def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[str, Table]:

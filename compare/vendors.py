@@ -5,11 +5,11 @@ The built-in name equivalences (``op_equivalence.toml``: ``MatMulV2`` / ``MatMul
 ``hipLaunchKernel`` / ``AscendCL@aclnn…`` all "launch kernel") exist to pair names that mean
 the same work on two vendors' stacks. Within one vendor they would merge what the profiler
 itself keeps apart (op_statistic.csv counts MatMulV2 and MatMulV3 on rows of their own), so
-they apply only across vendors: GPU against NPU, NVIDIA against AMD.
+they apply only across vendors: GPU against NPU, NVIDIA against AMD (or Intel).
 
-Vendors: ``ASCEND`` (torch_npu and MindSpore exports), ``NVIDIA``, ``AMD``, and ``GPU`` for a
-Kineto trace that names neither (no ``deviceProperties``, no runtime calls: a CPU-only trace);
-an unknown GPU is never taken for another vendor than a known one.
+Vendors: ``ASCEND`` (torch_npu and MindSpore exports), ``NVIDIA``, ``AMD``, ``INTEL``, and
+``GPU`` for a Kineto trace that names none (no ``deviceProperties``, no runtime calls: a
+CPU-only trace); an unknown GPU is never taken for another vendor than a known one.
 
 The op keys are made while each side is read, before the sides meet (possibly in another
 process), so the pipeline decides the pair's rule from the inputs' first bytes
@@ -23,27 +23,27 @@ import re
 import zlib
 from pathlib import Path
 
-import numpy as np
-
 from perfcmp.readers.chrome import GZIP_MAGIC, SQLITE_MAGIC
 from perfcmp.readers.detect import detect
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.model import DeviceKind, Profile
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.readers.textmatch import equals, factorize
 
-ASCEND, NVIDIA, AMD, GPU = "Ascend", "NVIDIA", "AMD", "GPU"
-GPU_VENDORS = frozenset({NVIDIA, AMD, GPU})
+ASCEND, NVIDIA, AMD, INTEL, GPU = "Ascend", "NVIDIA", "AMD", "Intel", "GPU"
+GPU_VENDORS = frozenset({NVIDIA, AMD, INTEL, GPU})
 HEAD_BYTES = 1 << 20  # a Kineto trace writes deviceProperties first; runtime calls follow within the first events
 
 # deviceProperties[0].name: "NVIDIA A100-PG509-200", "Tesla V100-SXM2-16GB", "AMD Instinct MI300X",
 # and ROCm's "AMD Radeon Graphics" for an MI250
 _NVIDIA_DEVICE = re.compile(r"nvidia|tesla|geforce|quadro|titan|\brtx\b|\b[ahblv]100\b|\bh200\b|\bgb?200\b", re.IGNORECASE)
 _AMD_DEVICE = re.compile(r"\bamd\b|radeon|instinct|\bmi\d{3}", re.IGNORECASE)
+_INTEL_DEVICE = re.compile(r"\bintel\b|data center gpu max|\barc\b", re.IGNORECASE)
 # runtime calls: HIP's hip*, CUDA's runtime cuda* and driver cu* (cuLaunchKernel)
 _HIP_CALL = re.compile(r"hip[A-Z]\w*")
 _CUDA_CALL = re.compile(r"cu(da)?[A-Z]\w*")
+_INTEL_CALL = re.compile(r"(ur|ze|pi)[A-Z]\w*")  # Unified Runtime, Level Zero, SYCL plugin interface
 _HEAD_DEVICE = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{[^}]*?"name"\s*:\s*"([^"]*)"')
-_HEAD_CALL = re.compile(rb'"name"\s*:\s*"((?:hip|cuda|cu)[A-Z]\w*)"')
+_HEAD_CALL = re.compile(rb'"name"\s*:\s*"((?:hip|cuda|cu|ur|ze)[A-Z]\w*)"')
 _KINETO_ONLY = (b'"cuda_runtime"', b'"cuda_driver"', b'"ac2g"')  # categories torch_npu does not write
 
 
@@ -56,16 +56,15 @@ def across_vendors(a: str, b: str) -> bool:
 
 
 def gpu_vendor(device_name: str, runtime_names=()) -> str:
-    """NVIDIA, AMD or GPU (unknown) from the device's name, else from the runtime calls' names."""
-    if _AMD_DEVICE.search(device_name or ""):
-        return AMD
-    if _NVIDIA_DEVICE.search(device_name or ""):
-        return NVIDIA
+    """NVIDIA, AMD, Intel or GPU (unknown) from the device's name, else from the runtime calls'
+    names."""
+    for rule, vendor in ((_AMD_DEVICE, AMD), (_NVIDIA_DEVICE, NVIDIA), (_INTEL_DEVICE, INTEL)):
+        if rule.search(device_name or ""):
+            return vendor
     names = list(runtime_names)
-    if any(_HIP_CALL.fullmatch(n) for n in names):
-        return AMD
-    if any(_CUDA_CALL.fullmatch(n) for n in names):
-        return NVIDIA
+    for rule, vendor in ((_HIP_CALL, AMD), (_CUDA_CALL, NVIDIA), (_INTEL_CALL, INTEL)):
+        if any(rule.fullmatch(n) for n in names):
+            return vendor
     return GPU
 
 
@@ -73,9 +72,12 @@ def vendor_of_profile(profile: Profile) -> str:
     """The vendor of a profile as read (see the module docstring)."""
     if profile.info.device == DeviceKind.NPU:
         return ASCEND
-    host = profile.host
-    runtime = per_unique(host["cat"].to_numpy(), lambda c: c == "runtime", dtype=bool)
-    return gpu_vendor(profile.info.device_name, np.unique(host["name"].to_numpy()[runtime].astype(str)).tolist())
+    named = gpu_vendor(profile.info.device_name)
+    if named != GPU:
+        return named
+    host = profile.host  # no device name: the distinct runtime call names (few, however many calls)
+    runtime = equals(host["cat"], "runtime")
+    return gpu_vendor("", [str(n) for n in factorize(host["name"].to_numpy()[runtime])[1].tolist()])
 
 
 def vendor_of_path(path: str) -> str:

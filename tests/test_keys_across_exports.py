@@ -28,7 +28,7 @@ from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.pipeline import _normalizer, _vendor_notes
 from perfcmp.readers import load_profile
 from perfcmp.readers.model import COMPUTE, DeviceKind, Profile, RunInfo, table
-from perfcmp.vendors import AMD, ASCEND, GPU, NVIDIA, across_vendors, gpu_vendor, vendor_of_path, vendor_of_profile
+from perfcmp.vendors import AMD, ASCEND, GPU, INTEL, NVIDIA, across_vendors, gpu_vendor, vendor_of_path, vendor_of_profile
 
 OPTS = DetailOptions()
 TYPES = DetailOptions(use_kernel_type=True)
@@ -140,7 +140,7 @@ def test_within_one_gpu_vendor_runtime_calls_keep_their_names():
 
 @pytest.mark.parametrize("a, b, across", [
     (ASCEND, ASCEND, False), (NVIDIA, NVIDIA, False), (AMD, AMD, False), (GPU, GPU, False),
-    (NVIDIA, AMD, True), (ASCEND, NVIDIA, True), (ASCEND, AMD, True), (ASCEND, GPU, True),
+    (NVIDIA, AMD, True), (INTEL, NVIDIA, True), (ASCEND, NVIDIA, True), (ASCEND, AMD, True), (ASCEND, GPU, True),
     (GPU, NVIDIA, False), (AMD, GPU, False),  # an unknown GPU is never taken for another vendor
 ])
 def test_which_pairs_are_across_vendors(a, b, across):
@@ -150,6 +150,7 @@ def test_which_pairs_are_across_vendors(a, b, across):
 @pytest.mark.parametrize("name, calls, vendor", [
     ("NVIDIA A100-PG509-200", (), NVIDIA), ("Tesla V100-SXM2-16GB", (), NVIDIA), ("AMD Instinct MI300X", (), AMD),
     ("AMD Radeon Graphics", (), AMD),  # ROCm's name for an MI250
+    ("Intel(R) Data Center GPU Max 1550", (), INTEL), ("", ("urEnqueueKernelLaunch",), INTEL),
     ("", ("cudaLaunchKernel",), NVIDIA), ("", ("hipLaunchKernel", "hipMemcpyWithStream"), AMD), ("", (), GPU),
 ])
 def test_gpu_vendor_from_the_device_name_else_the_runtime_calls(name, calls, vendor):
