@@ -99,6 +99,19 @@ def test_gpu_against_npu_still_pairs_the_matmuls():
     assert set(b.compute["key"]) == set(c.compute["key"]) == {"matmul"}
 
 
+CIJK = "Cijk_Ailk_Bjlk_SB_Bias_AS_SAV_UserArgs_MT64x16x16_MI16x16x1_SN_LDSB0"  # a Tensile GEMM (the MI250 sample's)
+
+
+def test_gemm_kernels_of_nvidia_and_amd_share_a_key_only_across_the_vendors():
+    def gpu(name, kernel):
+        return profile(DeviceKind.GPU, name, kernels=[(kernel, "", "kernel", "", 0.0, 10.0)])
+
+    b, c = pair(gpu("NVIDIA A100-PG509-200", "ampere_sgemm_32x32_sliced1x4_tn"), gpu("AMD Instinct MI250X", CIJK))
+    assert b.compute["key"].tolist() == c.compute["key"].tolist() == ["matmul"]
+    b, c = pair(gpu("AMD Instinct MI250X", CIJK), gpu("AMD Instinct MI300X", CIJK.replace("MT64x16x16", "MT128x64x16")))
+    assert b.compute["key"].tolist() == [CIJK] and c.compute["key"].tolist() != [CIJK]  # two GEMM kernels, two rows
+
+
 RUNTIME = "runtime"
 
 
