@@ -204,6 +204,9 @@ def test_level0_against_level1_pairs_kernels_by_name_and_type_and_says_so():
     # both sides with shapes (or neither): keyed by shapes as before, and no note
     assert len(kernel_sheets(b, b, OPTS)["KernelCompare"].rows) == 3 and kernel_notes(b, b, OPTS) == []
     assert kernel_notes(c, c, OPTS) == []
+    # a side with no kernels at all lacks no shapes: no note, shapes kept
+    empty = pair(profile(), profile())[0]
+    assert kernel_notes(b, empty, OPTS) == [] and kernel_sheets(b, empty, OPTS)["KernelCompare"].rows[0][2] == "8,8;8,8"
 
 
 # --- self time: children clipped to the parent ---------------------------------------------------

@@ -47,14 +47,15 @@ KERNEL_COLUMNS = ["order_id", "kernel", "input_shape",
                   "comp_total_us", "comp_avg_us", "comp_max_us", "comp_min_us", "comp_calls",
                   "total_ratio", "avg_ratio"]
 KERNEL_TYPE_COLUMNS = ["order_id", "kernel_type", "core_type", *KERNEL_COLUMNS[3:]]
-MATCH_COLUMNS = ["match", "base_kernels", "comp_kernels"]  # filled for sides of different device kinds only
+# filled for sides of different vendors; "match" also when one side has no kernel shapes
+MATCH_COLUMNS = ["match", "base_kernels", "comp_kernels"]
 
 
 def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
                   pairs: Callable[[], Pairs] | None = None) -> dict[str, Table]:
     """{"KernelCompare": ...}, or {"KernelTypeCompare": ...} with ``opts.use_kernel_type``;
     {} when neither side has compute kernels. ``pairs``: the op alignment, when the caller has
-    it (asked for only when the sides are of different device kinds)."""
+    it (asked for only when the sides are of different vendors)."""
     if base.compute.empty and comp.compute.empty:
         return {}
     if opts.use_kernel_type:
@@ -86,6 +87,8 @@ def shapeless_side(base: SideDetails, comp: SideDetails) -> str | None:
     """"base" or "comparison": the side whose compute kernels carry no input shapes at all while
     the other side's do (a profiler level-0 export against a level-1/2 one); None otherwise
     (both sides with shapes, or neither: their keys already agree on that)."""
+    if base.compute.empty or comp.compute.empty:  # a side without kernels lacks no shapes
+        return None
     has = [_has_shapes(side.compute) for side in (base, comp)]
     if has[0] == has[1]:
         return None
@@ -106,8 +109,6 @@ def kernel_notes(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> l
 
 def _has_shapes(compute: pd.DataFrame) -> bool:
     """Whether any compute kernel has an input shape text (not empty, not missing)."""
-    if compute.empty:
-        return False
     return bool(per_unique(compute["input_shapes"].to_numpy(), _is_shape, dtype=bool).any())
 
 
