@@ -1,5 +1,8 @@
-"""One name normalisation for every comparison: the user's ``--op_name_map`` first, then the
-built-in GPU <-> NPU equivalences of ``op_equivalence.toml``.
+"""One name normalisation for every comparison: the user's ``--op_name_map`` first, then, for
+two profiles of different vendors only (``vendors.across_vendors``: GPU against NPU, NVIDIA
+against AMD), the built-in equivalences of ``op_equivalence.toml``. Within one vendor the
+profiler's own names are the keys: ``MatMulV2`` and ``MatMulV3`` stay two kernel types, as
+op_statistic.csv counts them.
 
 ``key(name)`` is what alignment, statistic sheets, module rows, kernel and communication rows
 compare; the sheets keep showing each side's own name next to it. ``how(name)`` says which rule
@@ -37,6 +40,8 @@ class Normalizer:
 
     user_map: dict[str, str] = field(default_factory=dict)
     exact: dict[str, str] = field(default_factory=dict)
+    # whether the built-in equivalences are in (a pair of profiles of different vendors)
+    builtin: bool = False
     patterns: list[tuple[re.Pattern, str]] = field(default_factory=list)
     _cache: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
 
@@ -64,11 +69,20 @@ class Normalizer:
     def keys(self, names) -> np.ndarray:
         return per_unique(names, lambda n: self.key(str(n)))
 
+    def with_equivalences(self) -> "Normalizer":
+        """This normaliser with the built-in equivalences in (itself when they are): what names a
+        collective ("allreduce" for ``HcclAllreduce``, ``nccl:all_reduce``, NCCL's kernels), for
+        any pair of profiles."""
+        if self.builtin:
+            return self
+        return _add_equivalences(Normalizer(user_map=self.user_map, builtin=True), tomllib.loads(_shipped(OP_EQUIVALENCE)),
+                                 OP_EQUIVALENCE)
+
 
 def load_normalizer(op_name_map: str | None = None, builtin: bool = True) -> Normalizer:
-    """The user's map (JSON object text, a JSON file, or the peer's Python dict literal) plus
-    the built-in equivalences."""
-    norm = Normalizer(user_map=parse_op_name_map(op_name_map) if op_name_map else {})
+    """The user's map (JSON object text, a JSON file, or the peer's Python dict literal) plus,
+    with ``builtin`` (two profiles of different vendors), the built-in equivalences."""
+    norm = Normalizer(user_map=parse_op_name_map(op_name_map) if op_name_map else {}, builtin=builtin)
     if builtin:
         _add_equivalences(norm, tomllib.loads(_shipped(OP_EQUIVALENCE)), OP_EQUIVALENCE)
     return norm

@@ -44,6 +44,7 @@ from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_steps, warning_lines
 from perfcmp.signals import held
 from perfcmp.keys import KEYED_SHEETS, OP, sheet_keys
+from perfcmp.vendors import across_vendors, vendor_of_path, vendor_of_profile
 from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
 
 
@@ -56,7 +57,7 @@ def run(options: CompareOptions) -> ComparisonResult:
     The result is the same either way.
     """
     rules = load_rules(options.categories)
-    names = _normalizer(options)
+    names = _normalizer(options, lambda: (vendor_of_path(options.base_path), vendor_of_path(options.comp_path)))
     paths = (options.base_path, options.comp_path)
     parallel = options.jobs == 2 if options.jobs else budget.worth_a_worker(*paths)
     if not parallel:
@@ -154,12 +155,14 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _normalizer(options: CompareOptions) -> Normalizer | None:
+def _normalizer(options: CompareOptions, vendors=None) -> Normalizer | None:
     """The name normalisation, when any detail comparison is on (a bad --op_name_map fails here,
-    before any profile is read)."""
+    before any profile is read): the user's --op_name_map, and the built-in equivalences only
+    when the two sides are of different vendors (``vendors``: a callable giving both, asked only
+    here; None: one side on its own, of no pair: names as they are)."""
     if not DETAIL_DIMENSIONS & options.detail.enabled:
         return None
-    return load_normalizer(options.detail.op_name_map)
+    return load_normalizer(options.detail.op_name_map, builtin=vendors is not None and across_vendors(*vendors()))
 
 
 def read_side(path: str, step: int | None, options: CompareOptions, with_digest: bool = False) -> _Side:
@@ -189,7 +192,7 @@ def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Ve
 def compare_profiles(base: Profile, comp: Profile, options: CompareOptions, rules: Rules | None = None) -> ComparisonResult:
     """Compare two already-read profiles (the library entry point; ``run`` reads them first)."""
     rules = rules or load_rules(options.categories)
-    names = _normalizer(options)
+    names = _normalizer(options, lambda: (vendor_of_profile(base), vendor_of_profile(comp)))
     shapes = options.detail.use_input_shape
     return _result(_Side.of(base, options.base_step, options.base_path, rules, names, shapes),
                    _Side.of(comp, options.comp_step, options.comp_path, rules, names, shapes), options)
@@ -259,6 +262,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     shown = scope.choose(options.scope, *counts)
     details, moves = {}, []
     if base.details is not None and comp.details is not None:
+        warnings += _vendor_notes(base.details, comp.details)
         moves = migration.summarise(base.details, comp.details, options.detail.use_input_shape,
                                     scope.divisors_of(shown, counts), (base_side.e2e_us, comp_side.e2e_us))
         # the sides' details are this run's own: the sheets may drop what they have used
@@ -288,6 +292,24 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     # a detail sheet that contradicts the rows it refines is said, not shown silently
     result.warnings += [WarningRecord(side="", source=v.sheet, message=v.message()) for v in invariants.violations(result)]
     return result
+
+
+def _vendor_notes(base: SideDetails, comp: SideDetails) -> list[WarningRecord]:
+    """A warning when the sides' names were keyed under the other rule than their vendors as
+    read call for (the inputs' first bytes, ``vendor_of_path``, said otherwise): the built-in
+    equivalences are for two vendors only (``perfcmp.vendors``)."""
+    across = across_vendors(base.vendor, comp.vendor)
+    if base.equivalences == across and comp.equivalences == across:
+        return []
+    if base.equivalences:
+        done = ("were applied, so names the profiler keeps apart (MatMulV2 and MatMulV3, two GEMM kernels ...) "
+                "may share an operator or kernel row")
+    else:
+        done = ("were not applied, so the two vendors' names for the same work (a GEMM kernel and MatMulV2 ...) "
+                "may sit on operator and kernel rows of their own")
+    return [WarningRecord(side="", source="", message=(
+        f"the base profile reads as {base.vendor} and the comparison as {comp.vendor}, but their first bytes said "
+        f"otherwise: the built-in name equivalences {done}; ApiCompare follows the profiles as read"))]
 
 
 def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[str, Table]:

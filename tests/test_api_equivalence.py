@@ -144,11 +144,16 @@ def shipped():
     return tomllib.loads(resources.files("perfcmp").joinpath("api_equivalence.toml").read_text("utf-8"))["equivalent"]
 
 
-def test_every_shipped_group_pairs_a_gpu_call_with_an_npu_call():
-    npu = re.compile(r"^\(?(AscendCL|Communication)")
+def test_every_shipped_group_pairs_calls_of_two_vendors():
+    # Ascend (AscendCL@ / Communication@), AMD (hip...), NVIDIA (cuda... / cu... / nccl...)
+    vendors = [("Ascend", re.compile(r"^\(?(AscendCL|Communication)")), ("AMD", re.compile(r"^hip")),
+               ("NVIDIA", re.compile(r"^(cu|nccl)"))]
     for group in shipped():
         spelled = group.get("names", []) + group.get("patterns", [])
-        assert any(npu.match(s) for s in spelled) and any(not npu.match(s) for s in spelled), group["key"]
+        found = {v for s in spelled for v, rule in vendors if rule.match(s)}
+        assert len(found) >= 2, group["key"]
+        if "Ascend" not in found:  # the GPU-only groups: a CUDA call and its HIP twin
+            assert found == {"AMD", "NVIDIA"}, group["key"]
 
 
 def test_shipped_names_are_runtime_calls_the_op_table_leaves_alone():
@@ -165,7 +170,11 @@ def test_shipped_names_are_runtime_calls_the_op_table_leaves_alone():
     ("cudaLaunchKernel", "launch kernel"), ("cudaLaunchKernelExC", "launch kernel"), ("cuLaunchKernel", "launch kernel"),
     ("hipLaunchKernel", "launch kernel"), ("AscendCL@aclnnInplaceCopy", "launch kernel"),
     ("AscendCL@aclnnInplaceCopyGetWorkspaceSize", None), ("AscendCL@aclopCompileAndExecute", None),
-    ("AscendCL@Add_Tiling", None), ("AscendCL@aclCreateTensorDesc", None), ("cudaFuncSetAttribute", None),
+    ("AscendCL@Add_Tiling", None), ("AscendCL@aclCreateTensorDesc", None), ("cudaFuncSetAttribute", "set function attribute"),
+    ("hipFuncSetAttribute", "set function attribute"), ("hipExtModuleLaunchKernel", "launch kernel"),
+    ("hipGetDevicePropertiesR0600", "device properties"), ("cudaGetDeviceProperties", "device properties"),
+    ("hipStreamSynchronize", "synchronize stream"), ("hipDeviceSynchronize", "synchronize device"),
+    ("hipMemcpyAsync", "copy memory"), ("hipMalloc", "allocate device memory"), ("hipFree", "free device memory"),
     ("cudaMemcpyAsync", "copy memory"), ("hipMemcpyWithStream", "copy memory"), ("AscendCL@aclrtMemcpyAsync", "copy memory"),
     ("cudaMemsetAsync", "set memory"), ("cudaMalloc", "allocate device memory"), ("cudaFree", "free device memory"),
     ("cudaEventRecord", "record event"), ("AscendCL@aclrtRecordEvent", "record event"),

@@ -101,8 +101,10 @@ def test_three_npu_steps_with_slower_matmul_fail_an_e2e_gate_and_name_the_cause(
     rows = {r.row: r for r in verdict.rows}
     assert verdict.overall == "regression" and verdict.exit_code == 1
     assert rows["overall:e2e"].test == "welch-log" and rows["overall:e2e"].n_base_samples == 3
-    # the MatMul kernels and the ops around them, judged on their occurrences
-    assert rows["kernel:matmul"].verdict == "regressed" and rows["kernel:matmul"].basis == "instances (paired)"
+    # the MatMul kernels (each type its own row within one vendor, as op_statistic.csv has them)
+    # and the ops around them, judged on their occurrences
+    for matmul in ("kernel:MatMulV2", "kernel:MatMulV3"):
+        assert rows[matmul].verdict == "regressed" and rows[matmul].basis == "instances (paired)"
     assert rows["op:aten::linear"].verdict == "regressed"
     assert rows["op:autograd::engine::evaluate_function: MmBackward0"].verdict == "regressed"
 
@@ -117,9 +119,11 @@ def test_six_steps_with_much_slower_compute_fail_a_computing_gate(gen, tmp_path)
     rows = {r.row: r for r in result.verdict.rows}
     assert rows["overall:computing"].verdict == "regressed" and result.verdict.exit_code == 1
     regressed = {r.row for r in result.verdict.rows if r.verdict == "regressed"}
-    assert {"kernel:matmul", "op:aten::linear"} <= regressed  # exploratory rows keep their power (BH)
+    # exploratory rows keep their power (BH); each GEMM kernel its own row within one vendor
+    assert {"kernel:ampere_sgemm_128x64_tn", "op:aten::linear"} <= regressed
     summary = markdown.render(result, 10)
-    assert "kernel:matmul" in summary and "op:aten::linear" in summary
+    # the largest GEMM kernel row among the top 10 (markdown escapes its angle brackets)
+    assert "cutlass_80_tensorop_s1688gemm_128x128_16x5_nt_align4" in summary and "op:aten::linear" in summary
 
 
 @pytest.mark.skipif(not RECORDED.is_dir(), reason="recorded traces not present")

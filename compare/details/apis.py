@@ -4,17 +4,19 @@ Per side: total and self time (µs) summed over the calls, the average per call 
 count, from ``SideDetails.apis``. A call is an outermost event of its key: events nested in one
 with the same key (``HcclAllreduce`` inside ``c10d::allreduce_``, both "allreduce") belong to
 that call, so calls and total time count them once; self time is each event's duration minus
-its direct children's, never negative, summed (see ``extract._apis``). Unlike the peer, the
-ratios are computed on the unrounded values (the peer rounds to 0.01 ms first, so a fast API
-shows an infinite average ratio), and an infinite ratio is an empty cell, never an "INF" string.
+its direct children's, each child clipped to the event's span first, never negative, summed
+(see ``extract._apis``). Unlike the peer, the ratios are computed on the unrounded values (the
+peer rounds to 0.01 ms first, so a fast API shows an infinite average ratio), and an infinite
+ratio is an empty cell, never an "INF" string.
 
-Across vendors (one side's device is a GPU, the other's an NPU) the runtime calls are matched
-by job, not by name: the calls of one group of ``api_equivalence.toml`` (or of ``--api-map``)
-become one row per side, e.g. ``cudaStreamSynchronize`` against
-``AscendCL@aclrtSynchronizeStream`` ("synchronize stream"), or every kernel launch
-(``cudaLaunchKernel``, ``cudaLaunchKernelExC``) against every aclnn launch ("launch kernel").
-Only runtime calls fold (framework ops keep their keys), and two profiles of one vendor keep
-one row per name.
+Across vendors (``vendors.across_vendors``: a GPU against an NPU, an NVIDIA GPU against an AMD
+one) the runtime calls are matched by job, not by name: the calls of one group of
+``api_equivalence.toml`` (or of ``--api-map``) become one row per side, e.g.
+``cudaStreamSynchronize`` against ``AscendCL@aclrtSynchronizeStream`` or ``hipStreamSynchronize``
+("synchronize stream"), or every kernel launch (``cudaLaunchKernel``, ``cudaLaunchKernelExC``)
+against every aclnn launch or every ``hipLaunchKernel`` / ``hipExtModuleLaunchKernel`` ("launch
+kernel"). Only runtime calls fold (framework ops keep their keys), and two profiles of one
+vendor keep one row per name.
 
 Rows: the base APIs in order of first appearance (``first_us``), then the comparison-only ones.
 The name shown is the base's (the comparison's for a comparison-only API); a group's row shows
@@ -31,6 +33,7 @@ from perfcmp.details.common import Table, cells, ratios, union_order
 from perfcmp.details.extract import SideDetails
 from perfcmp.names import Normalizer, load_api_map
 from perfcmp.options import DetailOptions
+from perfcmp.vendors import across_vendors
 
 API_COLUMNS = ["order_id", "name",
                "base_total_us", "base_self_us", "base_avg_us", "base_calls",
@@ -44,7 +47,7 @@ def api_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dic
     if base.apis.empty or comp.apis.empty:
         return {}
     frames = [base.apis, comp.apis]
-    if base.device != comp.device:  # across vendors: runtime calls meet by job
+    if across_vendors(base.vendor, comp.vendor):  # runtime calls meet by job
         groups = load_api_map(opts.api_map)
         frames = [fold_runtime_calls(frame, groups) for frame in frames]
     sides = [_per_key(frame) for frame in frames]

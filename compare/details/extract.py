@@ -47,8 +47,9 @@ from perfcmp.categories import Rules, categorise, load_rules
 from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
-from perfcmp.readers.model import COMM, COMPUTE, Profile, frame
+from perfcmp.readers.model import COMM, COMPUTE, DeviceKind, Profile, frame
 from perfcmp.readers.textmatch import equals, factorize, first_rows, per_unique, shared, texts
+from perfcmp.vendors import vendor_of_profile
 
 MODULE_PREFIX = "nn.Module:"
 STEP_PREFIX = "ProfilerStep#"
@@ -69,6 +70,10 @@ class SideDetails:
     modules: pd.DataFrame
     # this side's ``module_tree.ModuleTree``, when built ahead of the comparison (``modules.build_ahead``)
     module_tree: object | None = None
+    # the side's vendor (``vendors``: Ascend, NVIDIA, AMD, GPU), and whether its keys took the
+    # built-in equivalences (made for a pair of different vendors)
+    vendor: str = ""
+    equivalences: bool = False
 
     @property
     def has_modules(self) -> bool:
@@ -121,6 +126,7 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
         device=profile.info.device.value, ops=ops, kernels=kernels, allocations=allocations,
         apis=apis, compute=compute,
         comm=comm, comm_tasks=profile.comm_tasks.copy(), modules=modules,
+        vendor=vendor_of_profile(profile), equivalences=normalizer.builtin,
     )
 
 
@@ -293,8 +299,9 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     allreduce_`` around ``HcclAllreduce``), and a name can nest in itself: of events nested in
     one with the same key only the outermost counts as a call and adds its duration to
     total_us, so nothing is counted twice. self_us adds every event's own self time (duration
-    minus its direct children's, clipped at 0: negative only where the host events were
-    misnested), since those are disjoint: the nest's time outside other keys' events.
+    minus its direct children's, each child clipped to the event's span first,
+    ``clipped_children_us``; then clipped at 0, which only overlapping siblings can need), since
+    those are disjoint: the nest's time outside other keys' events.
 
     ``nested``: the key's calls that lie inside other runtime calls, as a tuple of (the keys of
     the runtime calls around them, sorted; their total_us; their calls); empty for most keys.
@@ -309,10 +316,10 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
     dur = host["dur_us"].to_numpy()
     parent = host["parent"].to_numpy()
     runtime = equals(host["cat"], "runtime")
-    children = np.bincount(parent[parent >= 0], weights=dur[parent >= 0], minlength=len(host))[: len(host)]
+    start = host["start_us"].to_numpy()
+    children = clipped_children_us(start, dur, parent)
     # the kept events in start order (stable: host order among equal starts); keys are numbered
     # in that order, which is the order of the table's rows (each key where it first starts)
-    start = host["start_us"].to_numpy()
     rows = np.flatnonzero(keep)
     rows = rows[np.argsort(start[rows], kind="stable")]
     names = host["name"].to_numpy()[rows]
@@ -338,6 +345,26 @@ def _apis(profile: Profile, normalizer: Normalizer, span: tuple[float, float] | 
         "runtime": np.bincount(code, weights=~runtime[rows], minlength=len(uniques)) == 0,
         "nested": pd.Series([inside.get(k, ()) for k in uniques], dtype=object),
     })
+
+
+def clipped_children_us(start: np.ndarray, dur: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per host event (µs): the time of its direct children, each clipped to the event's own
+    span [start, start + dur) first.
+
+    A child may stick out of its parent (torch_npu writes the profiler's own python function
+    ``autograd/profiler.py(636)`` ending after the ``enumerate(DataLoader)`` op it sits in):
+    unclipped, that child's tail would be taken off the parent's self time, which then shows far
+    too little or, clipped at 0 only afterwards, none at all.
+    """
+    n = len(parent)
+    child = np.flatnonzero(parent >= 0)
+    if child.size == 0:
+        return np.zeros(n, dtype=np.float64)
+    up = parent[child]
+    lo = np.maximum(start[child], start[up])
+    hi = np.minimum(start[child] + dur[child], start[up] + dur[up])
+    inside = np.clip(hi - lo, 0.0, None)  # NaN-free: host events have a start and a duration
+    return np.bincount(up, weights=inside, minlength=n)[:n]
 
 
 def _inside_runtime_calls(parent: np.ndarray, runtime: np.ndarray, outer: np.ndarray, keys: np.ndarray,
@@ -380,8 +407,11 @@ def _compute(profile: Profile, normalizer: Normalizer) -> pd.DataFrame:
     host_shapes = profile.host["input_shapes"].to_numpy()
     shapes = sub["input_shapes"].to_numpy().astype(object)
     from_op = (shapes == "") & (launch >= 0)
-    if len(host_shapes):
-        # GPU kernels carry no shapes: use the launching op's (its runtime call's parent op's) shapes
+    if len(host_shapes) and profile.info.device == DeviceKind.GPU:
+        # GPU kernels carry no shapes: use the launching op's (its runtime call's parent op's)
+        # shapes. Not on NPU: a kernel's shapes there are the kernel's own (kernel_details.csv /
+        # COMPUTE_TASK_INFO), which a profiler level-0 export does not record; the op's, written
+        # in another form, would key its kernels apart from any export that records them
         parent = profile.host["parent"].to_numpy()
         op_row = np.where(launch >= 0, launch, 0)
         op_row = np.where((profile.host["cat"].to_numpy()[op_row] == "runtime") & (parent[op_row] >= 0), parent[op_row], op_row)
@@ -411,7 +441,8 @@ def _comm(profile: Profile, normalizer: Normalizer, parts: tuple[np.ndarray, np.
     names = sub["name"].to_numpy()
     missing = np.full(len(sub), np.nan)
     uncovered, wait = parts if parts is not None and len(parts[0]) == len(sub) else (missing, missing)
-    return frame({"name": names, "key": per_unique(names, lambda n: collective_key(str(n), normalizer)),
+    collectives = normalizer.with_equivalences()  # a collective's kind is no merge of two kernel types
+    return frame({"name": names, "key": per_unique(names, lambda n: collective_key(str(n), collectives)),
                          "group": sub["group"].to_numpy(), "start_us": sub["start_us"].to_numpy(),
                          "dur_us": sub["dur_us"].to_numpy(), "uncovered_us": np.asarray(uncovered, dtype=np.float64),
                          "uncovered_wait_us": np.asarray(wait, dtype=np.float64)})
@@ -420,8 +451,10 @@ def _comm(profile: Profile, normalizer: Normalizer, parts: tuple[np.ndarray, np.
 def collective_key(name: str, normalizer: Normalizer) -> str:
     """The collective a communication op or kernel performs ("allreduce", "allgather", …).
 
-    The built-in equivalences know NCCL kernel and HCCL op names; for others the name itself is
-    reduced the way the peer does (``hcom_allReduce__371_0_1`` -> ``allreduce``).
+    The built-in equivalences know NCCL kernel and HCCL op names (``normalizer`` should hold
+    them, ``Normalizer.with_equivalences``, for any pair: the kind of a collective is the same
+    on either vendor); for others the name itself is reduced the way the peer does
+    (``hcom_allReduce__371_0_1`` -> ``allreduce``).
     """
     key = normalizer.key(name)
     if key != name:

@@ -1,14 +1,22 @@
 """``KernelCompare`` and ``KernelTypeCompare``: device compute kernels grouped and compared.
 
-``KernelCompare`` of two sides of one device kind groups every compute kernel of a side by
-(kernel key, input shapes): the NPU op type (``kernel_details.csv`` "Type") or, where there is
-none, the kernel name, normalised (``SideDetails.compute.key``); shapes are the task's own or, on
-GPU, those of the op that launched it. The peer builds this sheet only for NPU vs NPU; here any
-pair works, and one side may be empty. Two sides of different device kinds (GPU vs NPU) share
-almost no kernel names, so their kernels are matched through the aligned ops that launched
-them, then by name, then by category (``kernel_groups``); the ``match``, ``base_kernels`` and
-``comp_kernels`` columns say how and with what (empty for one device kind).
+``KernelCompare`` of two sides of one vendor groups every compute kernel of a side by (kernel
+key, input shapes): the NPU op type (``kernel_details.csv`` "Type") or, where there is none, the
+kernel name (``SideDetails.compute.key``: the profiler's own name within one vendor, so that
+MatMulV2 and MatMulV3 stay two rows as op_statistic.csv has them); shapes are the task's own
+or, on GPU, those of the op that launched it. The peer builds this sheet only for NPU vs NPU;
+here any pair works, and one side may be empty. Two sides of different vendors (GPU vs NPU,
+NVIDIA vs AMD: ``vendors.across_vendors``) share almost no kernel names, so their kernels are
+matched through the aligned ops that launched them, then by name, then by category
+(``kernel_groups``); the ``match``, ``base_kernels`` and ``comp_kernels`` columns say how and
+with what (empty for one vendor).
 ``KernelTypeCompare`` (``--use_kernel_type``) groups by (kernel key, core type).
+
+A profiler level-0 export records no kernel input shapes; against a level-1/2 export (which
+does) every kernel would be "new" on one side and "-100 %" on the other. When one side has no
+kernel shapes at all, KernelCompare groups both sides by kernel key alone (the name and type),
+a row present on both sides says "name" in its ``match`` column, and ``kernel_notes`` gives the
+warning naming the side without shapes.
 
 Statistics are unrounded (the renderer formats them); a ratio is comparison / base, 1 when both
 are 0 and None (empty cell: infinite) when only the base is 0. A group a side lacks counts as 0
@@ -30,6 +38,8 @@ from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernel_groups import cross_device_columns
 from perfcmp.details.operators import Pairs, align_ops
 from perfcmp.options import DetailOptions
+from perfcmp.readers.textmatch import per_unique
+from perfcmp.vendors import across_vendors
 
 STATS = ("total", "avg", "max", "min", "calls")
 KERNEL_COLUMNS = ["order_id", "kernel", "input_shape",
@@ -37,26 +47,79 @@ KERNEL_COLUMNS = ["order_id", "kernel", "input_shape",
                   "comp_total_us", "comp_avg_us", "comp_max_us", "comp_min_us", "comp_calls",
                   "total_ratio", "avg_ratio"]
 KERNEL_TYPE_COLUMNS = ["order_id", "kernel_type", "core_type", *KERNEL_COLUMNS[3:]]
-MATCH_COLUMNS = ["match", "base_kernels", "comp_kernels"]  # filled for sides of different device kinds only
+# filled for sides of different vendors; "match" also when one side has no kernel shapes
+MATCH_COLUMNS = ["match", "base_kernels", "comp_kernels"]
 
 
 def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
                   pairs: Callable[[], Pairs] | None = None) -> dict[str, Table]:
     """{"KernelCompare": ...}, or {"KernelTypeCompare": ...} with ``opts.use_kernel_type``;
     {} when neither side has compute kernels. ``pairs``: the op alignment, when the caller has
-    it (asked for only when the sides are of different device kinds)."""
+    it (asked for only when the sides are of different vendors)."""
     if base.compute.empty and comp.compute.empty:
         return {}
     if opts.use_kernel_type:
         return {"KernelTypeCompare": _kernel_table(base.compute, comp.compute, "core", KERNEL_TYPE_COLUMNS, by_ratio=True)}
-    if base.device != comp.device:
+    if across_vendors(base.vendor, comp.vendor):
         data = cross_device_columns(base, comp, pairs() if pairs is not None else align_ops(base, comp, opts))
         columns = [*KERNEL_COLUMNS, *MATCH_COLUMNS]
         rows = [[n + 1, *row] for n, row in enumerate(zip(*(data[c] for c in columns[1:])))]
         return {"KernelCompare": Table(columns=columns, rows=rows)}
-    same = _kernel_table(base.compute, comp.compute, "input_shapes", KERNEL_COLUMNS, by_ratio=False)
-    return {"KernelCompare": Table(columns=[*same.columns, *MATCH_COLUMNS],
-                                   rows=[[*row, None, None, None] for row in same.rows])}
+    shapeless = shapeless_side(base, comp)
+    if shapeless is None:
+        same = _kernel_table(base.compute, comp.compute, "input_shapes", KERNEL_COLUMNS, by_ratio=False)
+        return {"KernelCompare": Table(columns=[*same.columns, *MATCH_COLUMNS],
+                                       rows=[[*row, None, None, None] for row in same.rows])}
+    # one side recorded no kernel shapes (profiler level 0): the kernels pair by name and type
+    # alone, on both sides, and each paired row says so in its "match" column
+    same = _kernel_table(*(_without_shapes(side.compute) for side in (base, comp)), "input_shapes", KERNEL_COLUMNS,
+                         by_ratio=False)
+    at = {c: i for i, c in enumerate(same.columns)}
+    rows = [[*row, NAME_ONLY if row[at["base_calls"]] is not None and row[at["comp_calls"]] is not None else None,
+             None, None] for row in same.rows]
+    return {"KernelCompare": Table(columns=[*same.columns, *MATCH_COLUMNS], rows=rows)}
+
+
+NAME_ONLY = "name"  # the "match" of a KernelCompare row paired by kernel name and type alone
+
+
+def shapeless_side(base: SideDetails, comp: SideDetails) -> str | None:
+    """"base" or "comparison": the side whose compute kernels carry no input shapes at all while
+    the other side's do (a profiler level-0 export against a level-1/2 one); None otherwise
+    (both sides with shapes, or neither: their keys already agree on that)."""
+    if base.compute.empty or comp.compute.empty:  # a side without kernels lacks no shapes
+        return None
+    has = [_has_shapes(side.compute) for side in (base, comp)]
+    if has[0] == has[1]:
+        return None
+    return "base" if not has[0] else "comparison"
+
+
+def kernel_notes(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> list[str]:
+    """The warnings KernelCompare's rows need read beside them: kernels paired by name and type
+    alone when one side has no kernel shapes."""
+    if opts.use_kernel_type or across_vendors(base.vendor, comp.vendor):
+        return []
+    side = shapeless_side(base, comp)
+    if side is None:
+        return []
+    return [f"KernelCompare: the {side} profile has no kernel input shapes (profiler level 0?), so kernels are "
+            "paired by name and type alone, on both sides; the input_shape column is empty"]
+
+
+def _has_shapes(compute: pd.DataFrame) -> bool:
+    """Whether any compute kernel has an input shape text (not empty, not missing)."""
+    return bool(per_unique(compute["input_shapes"].to_numpy(), _is_shape, dtype=bool).any())
+
+
+def _is_shape(value) -> bool:
+    # a missing shape may be "" or NaN / None; torch_npu's DB quotes an empty one as '""'
+    return isinstance(value, str) and value.strip().strip('"') != ""
+
+
+def _without_shapes(compute: pd.DataFrame) -> pd.DataFrame:
+    """``compute`` with every input shape empty, so that it groups by kernel key alone."""
+    return compute.assign(input_shapes=np.full(len(compute), "", dtype=object))
 
 
 def _kernel_table(base: pd.DataFrame, comp: pd.DataFrame, second: str, columns: list[str], by_ratio: bool) -> Table:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from perfcmp.details.apis import api_sheets
 from perfcmp.details.communication import communication_sheets
 from perfcmp.details.extract import SideDetails
-from perfcmp.details.kernels import kernel_sheets
+from perfcmp.details.kernels import kernel_notes, kernel_sheets
 from perfcmp.details.modules import module_sheets
 from perfcmp.details.operators import Pairs, align_ops, memory_sheets, operator_sheets
 from perfcmp.options import DetailOptions
@@ -85,7 +85,8 @@ def _kernel_and_memory(base: SideDetails, comp: SideDetails, opts: DetailOptions
     built = {}
     if kernel and "kernel" in opts.enabled:
         name = "KernelTypeCompare" if opts.use_kernel_type else "KernelCompare"
-        built["kernel"] = _one(kernel_sheets(base, comp, opts, pairs), name, "neither profile has compute kernels")
+        sheets, notes = _one(kernel_sheets(base, comp, opts, pairs), name, "neither profile has compute kernels")
+        built["kernel"] = (sheets, notes + (kernel_notes(base, comp, opts) if sheets else []))
     if memory and "memory" in opts.enabled:
         built["memory"] = _one(memory_sheets(base, comp, opts, pairs()) if (base.has_memory or comp.has_memory) else {},
                                "MemoryCompareStatistic",
