@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.model import COMM, Profile, table
+from perfcmp.readers.textmatch import per_unique
 
 GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")  # the text export's HCCL op thread
 KIND = re.compile(r"^(?:hcom_|hccl_)?([A-Za-z]+?)(?:_+\d.*|_+)?$")  # hcom_allReduce__576_0_1 -> allReduce
@@ -115,7 +116,7 @@ def name_groups(profile: Profile, meta: dict[str, GroupMeta]) -> None:
     label), which gives the ordinals of unnamed groups."""
     device, tasks = profile.device, profile.comm_tasks
     ops = device[(device["kind"] == COMM).to_numpy() & (device["group"] != "").to_numpy()]
-    raw = set(ops["group"].tolist()) | set(tasks["group"][tasks["group"] != ""].tolist())
+    raw = set(pd.unique(ops["group"])) | {g for g in pd.unique(tasks["group"]) if g}
     if not raw:
         return
     first = ops.groupby("group", sort=False)["start_us"].min().to_dict()
@@ -128,8 +129,9 @@ def name_groups(profile: Profile, meta: dict[str, GroupMeta]) -> None:
         known = meta.get(hccl, GroupMeta("", ()))
         rows.append((group, describe(known.name, known.ranks, kinds.get(group, ()), ordinal), hccl, known, ordinal))
     labels = _unique({g: label for g, label, *_ in rows})
-    for frame in (device, tasks):
-        frame["group"] = frame["group"].map(lambda g: labels.get(g, g)).to_numpy(dtype=object)
+    for frame in (device, tasks):  # once per distinct label, not per row (the device table may hold millions)
+        mapped = per_unique(frame["group"].to_numpy(dtype=object), lambda g: labels.get(g, g))
+        frame["group"] = pd.Series(mapped, index=frame.index, dtype=object)  # kept an object column (readers.model.frame)
     profile.comm_groups = table(
         "comm_groups", label=np.array([labels[g] for g, *_ in rows], dtype=object),
         hccl=np.array([h for _, _, h, _, _ in rows], dtype=object),
