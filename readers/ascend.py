@@ -15,6 +15,7 @@ from perfcmp.readers.ascend_csv import (read_json_file, read_kernel_details, rea
 from perfcmp.readers.ascend_trace import AscendTrace
 from perfcmp.readers.chrome import RawJson, read_document, sniff_json
 from perfcmp.readers.errors import InputError
+from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, table
 
 PRODUCER = "Ascend PyTorch profiler (torch_npu)"
@@ -34,7 +35,8 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
         raise InputError("is a JSON object; torch_npu writes trace_view.json as a JSON array of events", trace_shown)
     warnings: list[ReadWarning] = []
     groups_meta = process_group_names(info_dir, shown_as, warnings)
-    trace = AscendTrace(raw, trace_shown, warnings, groups_meta)
+    # the trace keeps HCCL's thread names as group labels; name_groups relabels them once the ops are known
+    trace = AscendTrace(raw, trace_shown, warnings, {})
     # The profiler always writes kernel_details.csv when it saw NPU activity; memory_record.csv only
     # with profile_memory=True, so its absence is a choice, not a fault (no memory rows appear).
     if not (output_dir / "kernel_details.csv").is_file() and trace.has_hardware:
@@ -57,6 +59,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     info = run_info(info_dir, shown_as, trace.origin, warnings, mindspore=trace.is_mindspore)
     profile = trace.to_profile(info, side.get("kernel_details.csv"), side.get("memory_record.csv"),
                                side.get("operator_memory.csv"))
+    name_groups(profile, groups_meta)
     reference = side.get("step_trace_time.csv")
     if reference is not None:
         profile.reference_steps = table("reference_steps", **{c: reference[c].to_numpy() for c in reference.columns})
@@ -69,7 +72,9 @@ def read_trace_only(raw: RawJson, shown_as: str) -> Profile:
     trace = AscendTrace(raw, shown_as, warnings, {})
     info = RunInfo(source=shown_as, device=DeviceKind.NPU, producer=MINDSPORE_PRODUCER if trace.is_mindspore else PRODUCER,
                    origin_ns=trace.origin)
-    return trace.to_profile(info, None, None)
+    profile = trace.to_profile(info, None, None)
+    name_groups(profile, {})
+    return profile
 
 
 def _shown(shown_as: str, output_dir: Path, info_dir: Path, name: str) -> str:
@@ -77,8 +82,9 @@ def _shown(shown_as: str, output_dir: Path, info_dir: Path, name: str) -> str:
     return f"{shown_as.rstrip('/')}/{inner}"
 
 
-def process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarning]) -> dict[str, str]:
-    """profiler_metadata.json ``parallel_group_info``: HCCL group id -> process-group name."""
+def process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarning]) -> dict[str, GroupMeta]:
+    """profiler_metadata.json ``parallel_group_info``: HCCL group name -> its process-group name
+    and global ranks (``readers.groups``); {} without the file or the key."""
     path = info_dir / "profiler_metadata.json"
     if not path.is_file():
         return {}
@@ -87,10 +93,8 @@ def process_group_names(info_dir: Path, shown_as: str, warnings: list[ReadWarnin
     except InputError as exc:
         warnings.append(ReadWarning(shown_as, f"profiler_metadata.json ignored: {exc.message}"))
         return {}
-    info = meta.get("parallel_group_info") if isinstance(meta, dict) else None
-    if not isinstance(info, dict):  # absent, null, or not the documented {group id: {...}}
-        return {}
-    return {str(k): str(v.get("group_name")) for k, v in info.items() if isinstance(v, dict) and v.get("group_name")}
+    # absent, null, or not the documented {group id: {...}}: groups are named by their ops
+    return parallel_groups(meta.get("parallel_group_info") if isinstance(meta, dict) else None)
 
 
 def run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarning], mindspore: bool = False) -> RunInfo:

@@ -39,11 +39,12 @@ from perfcmp.readers.ascend import process_group_names, run_info
 from perfcmp.readers.ascend_tasks import task_kinds
 from perfcmp.readers.ascend_memory import CANN_BLOCK, block_owners, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_trace import op_type_from_name
-from perfcmp.readers.chrome import SQLITE_MAGIC, max_depth
+from perfcmp.readers.chrome import SQLITE_MAGIC
 from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
 from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
                                     valid_durations)
 from perfcmp.readers.errors import InputError
+from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups_json
 from perfcmp.readers.hosttree import thread_label
 from perfcmp.readers.model import COMM, COMPUTE, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.readers.textmatch import CUT_MARK, per_unique
@@ -201,7 +202,9 @@ def read_db(db_path: Path, info_dir: Path, shown_as: str) -> Profile:
                "hccl": _hccl_tasks(db), "ops": _comm_ops(db), "lanes": _overlap_rows(db), "links": _links(db),
                "memory": _memory_rows(db), "blocks": _blocks(db), "queue": _queue_rows(db), "facts": _run_facts(db),
                "groups": _group_names(db, info_dir, shown_as)}
-    return _assemble(got, db_path, info_dir, shown_as, shown, warnings)
+    profile = _assemble(got, db_path, info_dir, shown_as, shown, warnings)
+    name_groups(profile, got["groups"])
+    return profile
 
 
 def _inner(shown_as: str, db_path: Path, info_dir: Path) -> str:
@@ -550,23 +553,17 @@ def _run_facts(db: _Db) -> dict[str, object]:
     return facts
 
 
-def _group_names(db: _Db, info_dir: Path, shown_as: str) -> dict[str, str]:
-    """HCCL group name -> process-group name, from META_DATA ``parallel_group_info`` (the JSON
-    profiler_metadata.json holds), else from a profiler_metadata.json beside the export."""
+def _group_names(db: _Db, info_dir: Path, shown_as: str) -> dict[str, GroupMeta]:
+    """HCCL group name -> its process-group name and global ranks (``readers.groups``), from
+    META_DATA ``parallel_group_info`` (the JSON profiler_metadata.json holds), else from a
+    profiler_metadata.json beside the export."""
     if db.usable("META_DATA", ("name", "value")):
         rows = db.select("SELECT value FROM META_DATA WHERE name = 'parallel_group_info'")
         if len(rows):
-            try:
-                info = json.loads(str(rows["value"].iloc[0]))
-            except ValueError:  # not JSON, or an integer of more digits than Python converts
-                db.warn("META_DATA parallel_group_info is not JSON: communication groups keep their HCCL names")
-                info = {}
-            except RecursionError:
-                db.warn(f"META_DATA parallel_group_info is nested deeper than {max_depth()} levels: communication groups "
-                        "keep their HCCL names")
-                info = {}
-            info = info if isinstance(info, dict) else {}
-            return {str(k): str(v["group_name"]) for k, v in info.items() if isinstance(v, dict) and v.get("group_name")}
+            found = parallel_groups_json(str(rows["value"].iloc[0]))
+            if found is None:  # not JSON, nested too deep, or an integer of more digits than Python converts
+                db.warn("META_DATA parallel_group_info is not JSON: communication groups are named by their collectives")
+            return found or {}
     return process_group_names(info_dir, shown_as, db.warnings)
 
 
@@ -682,9 +679,11 @@ def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFram
     return device, rows["conn"].to_numpy()
 
 
-def _label(group: str, names: dict[str, str]) -> str:
-    """A group's label: ``"<process group>: Communication"`` when metadata names it, else HCCL's name."""
-    return f"{names[group]}: Communication" if names.get(group) else group
+def _label(group: str, names: dict[str, GroupMeta]) -> str:
+    """A group's raw label: HCCL's group name, as the text export's ``Group <name> Communication``
+    thread carries it; ``readers.groups.name_groups`` names it by its ranks and kind once the
+    profile is assembled (``names`` is used there)."""
+    return group
 
 
 def _link(host: pd.DataFrame, device: pd.DataFrame, conn: np.ndarray, api: pd.DataFrame, api_rows: np.ndarray,

@@ -23,6 +23,8 @@ Tables (pandas DataFrames; columns declared once below in ``TABLES``):
 ``reference_steps`` the profiler's own per-step breakdown when the export carries one (torch_npu
               ``step_trace_time.csv``, ``analysis.db`` ``StepTraceTime``): perfcmp checks its own
               rows against it (``compare/selfcheck.py``). Empty for GPU traces.
+``comm_groups`` NPU: each communication group's label, HCCL name, process-group name, member
+              ranks and collective kinds (``readers.groups``). Empty for GPU traces.
 ``collectives`` GPU: the input message of each collective op (``record_param_comms`` with
               ``In msg nelems`` and ``dtype``, PyTorch >= 2.1): its host row and bytes. Empty
               otherwise.
@@ -98,6 +100,14 @@ TABLES: dict[str, dict[str, str]] = {
         "transport": "object",  # SDMA, RDMA, LOCAL, ...; "" when not recorded
         "link": "object",  # HCCS, PCIE, SIO, ROCE, ON_CHIP, ... (the link the transport ran over); "" unknown
         "bytes": "float64",  # data the task moved; NaN when not recorded (profiler level 0)
+    },
+    "comm_groups": {  # NPU: each communication group of the profile (readers.groups)
+        "label": "object",  # as in device.group / comm_tasks.group
+        "hccl": "object",  # HCCL's own group name: shared by the group's member ranks, new on every launch
+        "name": "object",  # the process group's name (profiler_metadata parallel_group_info); "" unknown
+        "ranks": "object",  # its members' global ranks, "0,1,2"; "" unknown
+        "kinds": "object",  # its collectives' kinds, "allreduce,broadcast"
+        "order": "int64",  # 1, 2, ... by its first collective's start
     },
     "memory": {
         "ts_us": "float64",
@@ -236,6 +246,7 @@ class Profile:
     allocations: pd.DataFrame = field(default_factory=lambda: table("allocations"))
     reference_steps: pd.DataFrame = field(default_factory=lambda: table("reference_steps"))
     collectives: pd.DataFrame = field(default_factory=lambda: table("collectives"))
+    comm_groups: pd.DataFrame = field(default_factory=lambda: table("comm_groups"))
 
     def check(self) -> None:
         """Assert the model's invariants; a failure here is a bug in a reader."""

@@ -59,7 +59,7 @@ def test_slow_rank_and_slow_link_are_found(sixteen, tmp_path, capsys, monkeypatc
     slow = [r for r in rows if r[1] == "slow rank"]
     assert [(r[0], r[2], r[-1]) for r in slow] == [("comparison", 5, "new")]
     links = [r for r in rows if r[1] == "slow link"]
-    assert links and {r[3].split()[1].split("→")[0] for r in links} == {"9"}  # every slow link leaves rank 9
+    assert links and {r[3].rsplit(" ", 2)[1].split("→")[0] for r in links} == {"9"}  # every slow link leaves rank 9
     doc = json.loads((tmp_path / "c.json").read_text())
     assert [r["rank"] for r in doc["ranks"]] == list(range(16))
     assert {f["kind"] for f in doc["findings"] if f["run"] == "base"} == set()  # the base run is clean
@@ -331,3 +331,37 @@ def test_gpu_ranks_get_an_nccl_transport_from_the_collectives_message_sizes(tmp_
             assert row[f"{prefix}_size_bytes"] == pytest.approx(sent)
             assert row[f"{prefix}_time_us"] == pytest.approx(kernel_us)
             assert row[f"{prefix}_bandwidth"] == pytest.approx(sent / (kernel_us * 1000.0))
+
+
+def test_groups_and_links_pair_across_launches(tmp_path, capsys):
+    """HCCL names a group anew on every launch: the new run's group carries another HCCL name
+    and, without profiler_metadata.json, neither its name nor its ranks (as at profiler level
+    0). Every group and link still pairs, keyed by ranks and kind, and Bandwidth Change is the
+    ratio of the two runs' bandwidths."""
+    gen = gen_traces()
+    base = write_cluster(tmp_path / "base", 4)
+    new = write_cluster(tmp_path / "new", 4, seed=1)
+    for rank in range(4):
+        export = new / f"rank{rank}_ascend_pt"
+        (export / "profiler_metadata.json").unlink()
+        for name in ("trace_view.json", "communication_matrix.json", "communication.json"):
+            path = export / "ASCEND_PROFILER_OUTPUT" / name
+            if path.is_file():
+                path.write_text(path.read_text().replace(gen.NPU_GROUP, "10.0.0.1%eth0_60000_0_1736407029972691"))
+    code, _, err = run(capsys, "-d", str(new), "-bp", str(base), "--format", "json", "-o", str(tmp_path / "out.xlsx"))
+    assert code == 0, err
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert [(g["rank"], g["group"]) for g in doc["groups"]] == [(r, "dp ranks 0-3") for r in range(4)]
+    assert all(g["base_uncovered_us"] and g["comp_uncovered_us"] for g in doc["groups"])
+    assert {g["comp_hccl_group"] for g in doc["groups"]} == {"10.0.0.1%eth0_60000_0_1736407029972691"}
+    assert doc["links"] and all(x["base_bandwidth"] and x["comp_bandwidth"] for x in doc["links"])
+    for x in doc["links"]:
+        assert x["group"] == "dp ranks 0-3"
+        assert x["bandwidth_change"] == pytest.approx(x["comp_bandwidth"] / x["base_bandwidth"] - 1)
+    # a link's figures are its sender's communication_matrix.json (one entry per op: all summed over steps)
+    link = next(x for x in doc["links"] if (x["src"], x["dst"], x["transport"]) == (0, 1, "RDMA"))
+    matrix = json.loads((base / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json").read_text())
+    entries = [pairs["0-1"] for step in matrix.values() for ops in step.values() for pairs in ops.values()
+               if pairs.get("0-1", {}).get("Transport Type") == "RDMA"]
+    assert entries and link["base_size_bytes"] == pytest.approx(sum(e["Transit Size(MB)"] for e in entries) * 1e6)
+    assert link["base_time_us"] == pytest.approx(sum(e["Transit Time(ms)"] for e in entries) * 1000)

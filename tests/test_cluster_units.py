@@ -207,3 +207,97 @@ def test_slow_links_are_worded_per_sending_rank():
         "rank 6's 2 HCCS links (→1, 7; 2 groups) are no longer slow (in the base: 20.0–22.0 GB/s vs the median "
         "75.0 GB/s)"]
     assert wording.headline(result).endswith("3 findings changed between the runs")
+
+
+# --- groups keyed by what they are (issue 23) ---------------------------------------------------
+
+
+def test_group_labels_from_metadata_and_ops():
+    from perfcmp.readers.groups import collective_kind, describe, parallel_groups, ranks_text
+
+    assert [collective_kind(n) for n in ("hcom_allReduce__576_0_1", "hcom_broadcast_", "hcom_reduceScatter__9_1_1",
+                                         "hcom_receive__3_0_1")] == ["allreduce", "broadcast", "reducescatter", "receive"]
+    assert (ranks_text([3, 1, 2, 0]), ranks_text([0, 2, 4]), ranks_text([5])) == ("0-3", "0,2,4", "5")
+    meta = parallel_groups({"10.0.0.1%eth0_60000_0_17": {"group_name": "dp", "group_rank": 1, "global_ranks": [2, 0]},
+                            "55": {"group_name": "", "global_ranks": []}, "66": "tp", "77": {"group_name": "pp"}})
+    assert {k: (m.name, m.ranks) for k, m in meta.items()} == {"10.0.0.1%eth0_60000_0_17": ("dp", (0, 2)), "77": ("pp", ())}
+    assert [describe("dp", (0, 2), ("allreduce",)), describe("pp", (), ("send",)), describe("", (0, 1), ("allreduce", "broadcast")),
+            describe("", (), ("allreduce",), 2), describe("", (), (), 3)] == [
+        "dp ranks 0,2", "pp", "ranks 0-1 allreduce+broadcast", "allreduce group 2", "group 3"]
+
+
+def _rank(rank: int, groups: list, links: list = ()) -> "RankSummary":
+    from perfcmp.cluster.result import RankSummary
+
+    return RankSummary(rank=rank, source=f"r{rank}", rank_from="profile", device="NPU", producer="p", groups=groups,
+                       links=list(links))
+
+
+def _group(hccl: str, uncovered: float, kinds=("allreduce",), ranks=(), name="", order=1) -> "GroupTime":
+    from perfcmp.cluster.result import GroupTime
+
+    return GroupTime(group=f"label of {hccl}", uncovered_us=uncovered, wait_us=uncovered / 4, transmit_us=uncovered * 3 / 4,
+                     hccl=hccl, name=name, ranks=list(ranks), kinds=list(kinds), order=order)
+
+
+def test_groups_and_links_pair_across_two_launches():
+    from perfcmp.cluster import analyse
+
+    # base: HCCL names of its launch, metadata on rank 0 only; new run: other names, no metadata.
+    # Two groups per rank: dp (allreduce over 0-3) and pp (send/receive between 0 and 1 / 2 and 3).
+    base = {r: _rank(r, [_group("A", 100.0 + r, ranks=(0, 1, 2, 3) if r == 0 else (), name="dp" if r == 0 else ""),
+                         _group("P01" if r < 2 else "P23", 10.0, kinds=("receive", "send"), order=2)],
+                     [Link(group="A", src=r, dst=(r + 1) % 4, transport="HCCS", size_bytes=100e6, time_us=4000.0),
+                      Link(group="A", src=r, dst=(r + 1) % 4, transport="HCCS", size_bytes=50e6, time_us=1000.0)])
+            for r in range(4)}
+    comp = {r: _rank(r, [_group("10.0.0.9%eth0_1", 200.0 + r), _group("x" if r < 2 else "y", 20.0, kinds=("send", "receive"))],
+                     [Link(group="10.0.0.9%eth0_1", src=r, dst=(r + 1) % 4, transport="HCCS", size_bytes=150e6,
+                           time_us=10000.0)])
+            for r in range(4)}
+    kb, kc = analyse.group_keys(base), analyse.group_keys(comp)
+    assert kb["A"] == (((0, 1, 2, 3), ("allreduce",), 1), "dp") and kc["10.0.0.9%eth0_1"] == (((0, 1, 2, 3), ("allreduce",), 1), "")
+    assert kb["P23"][0] == kc["y"][0] == ((2, 3), ("receive", "send"), 1)
+    rows = analyse.group_rows(base, comp)
+    assert [(r["rank"], r["group"], r["base_uncovered_us"], r["comp_uncovered_us"]) for r in rows] == [
+        (0, "dp ranks 0-3", 100.0, 200.0), (0, "ranks 0-1 receive+send", 10.0, 20.0),
+        (1, "dp ranks 0-3", 101.0, 201.0), (1, "ranks 0-1 receive+send", 10.0, 20.0),
+        (2, "dp ranks 0-3", 102.0, 202.0), (2, "ranks 2-3 receive+send", 10.0, 20.0),
+        (3, "dp ranks 0-3", 103.0, 203.0), (3, "ranks 2-3 receive+send", 10.0, 20.0)]
+    assert rows[0]["base_hccl_group"] == "A" and rows[0]["comp_hccl_group"] == "10.0.0.9%eth0_1"
+    result = analyse.build(list(base.values()), list(comp.values()), "b", "c")
+    first = result.links[0]
+    # base 0→1: the group's two link entries summed, 150 MB in 5 ms = 30 GB/s; new: 150 MB in 10 ms = 15 GB/s
+    assert (first["group"], first["src"], first["dst"], first["base_bandwidth"], first["comp_bandwidth"]) == (
+        "dp ranks 0-3", 0, 1, 30.0, 15.0)
+    assert first["bandwidth_change"] == pytest.approx(-0.5)
+    assert len(result.links) == 4 and all(x["bandwidth_change"] == pytest.approx(-0.5) for x in result.links)
+
+
+def test_two_groups_of_the_same_ranks_and_kind_stay_apart():
+    from perfcmp.cluster import analyse
+
+    side = {r: _rank(r, [_group("g1", 1.0, order=1), _group("g2", 2.0, order=2)]) for r in (0, 1)}
+    keys = analyse.group_keys(side)
+    assert keys["g1"][0] == ((0, 1), ("allreduce",), 1) and keys["g2"][0] == ((0, 1), ("allreduce",), 2)
+    labels = [r["group"] for r in analyse.group_rows(side, side) if r["rank"] == 0]
+    assert labels == ["ranks 0-1 allreduce", "ranks 0-1 allreduce #2"]
+
+
+def test_db_transports_once_per_op_not_per_package_size(tmp_path):
+    # analysis.db as torch_npu writes it: one row per op, transport and package size, each repeating the op's
+    # transit size and time. Step 1: HCCS 40 MB / 2 ms (2 package sizes), RDMA 8 MB / 4 ms; step 2: HCCS 20 MB / 1 ms.
+    db = sqlite3.connect(tmp_path / "analysis.db")
+    db.execute("CREATE TABLE CommAnalyzerBandwidth (hccl_op_name TEXT, group_name TEXT, transport_type TEXT, "
+               "transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, large_packet_ratio NUMERIC, "
+               "package_size NUMERIC, count NUMERIC, total_duration NUMERIC, step TEXT, type TEXT)")
+    db.executemany("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [
+        ("hcom_allReduce__1_0_1", "g", "HCCS", 40.0, 2.0, 20.0, 0.5, 0.5, 40, 1.0, "step1", "collective"),
+        ("hcom_allReduce__1_0_1", "g", "HCCS", 40.0, 2.0, 20.0, 0.5, 4.0, 5, 1.0, "step1", "collective"),
+        ("hcom_allReduce__1_0_1", "g", "RDMA", 8.0, 4.0, 2.0, 0.0, 8.0, 1, 4.0, "step1", "collective"),
+        ("hcom_allReduce__1_1_1", "g", "HCCS", 20.0, 1.0, 20.0, 1.0, 4.0, 5, 1.0, "step2", "collective"),
+        ("hcom_allReduce__1_1_1", "g", "HCCS", 20.0, 1.0, 20.0, 1.0, 2.0, 2, 0.1, "step2", "collective")])
+    db.commit()
+    db.close()
+    _, transports, notes = links.read(tmp_path, db=True)
+    assert [(t.transport, t.size_bytes, t.time_us) for t in transports] == [("HCCS", 60e6, 3000.0), ("RDMA", 8e6, 4000.0)]
+    assert notes == []

@@ -181,7 +181,7 @@ def test_device_rows_kinds_and_launches(db_pt):
     assert device["op_type"].tolist() == ["MatMulV2", "", "", "", ""]
     assert device["task_type"].tolist() == ["KERNEL_AICORE", "MEMCPY_ASYNC", "EVENT_RECORD", "AI_CORE", "HCCL"]
     assert device["input_shapes"].tolist() == ["8192,512;512,512", "", "", "", ""]
-    assert device["group"].tolist() == ["", "", "", "", "dp: Communication"]
+    assert device["group"].tolist() == ["", "", "", "", "dp"]  # parallel_group_info names it, without ranks
     assert device["step_id"].tolist() == [7] * 5
     assert not [w for w in profile.warnings if "kernel" in w.message]
 
@@ -190,7 +190,7 @@ def test_hccl_tasks_memory_blocks_lanes_and_reference(db_pt):
     profile = read(db_pt())
     tasks = profile.comm_tasks
     assert tasks["name"].tolist() == ["Notify Wait", "SDMA"]  # HCCL's task type is N/A: the hardware one
-    assert tasks["group"].tolist() == ["dp: Communication"] * 2
+    assert tasks["group"].tolist() == ["dp"] * 2
     assert tasks["plane"].tolist() == [4, 4]  # no plane id: the stream
     assert tasks["start_us"].tolist() == [300.1, 320.1] and tasks["dur_us"].tolist() == [20.0, 0.5]
     assert tasks["transport"].tolist() == ["SDMA", ""]
@@ -238,7 +238,8 @@ def test_missing_optional_tables_leave_their_parts_empty(db_pt):
     assert profile.device["launch"].tolist() == [-1] * 5
     # without the kernel table the task types decide: KERNEL_AICORE and AI_CORE tasks are kernels
     assert profile.device["kind"].tolist() == [COMPUTE, SDMA, OTHER, COMPUTE, COMM]
-    assert profile.device["group"].tolist()[4] == "grp0"  # no parallel_group_info: the HCCL name
+    assert profile.device["group"].tolist()[4] == "allreduce group 1"  # no parallel_group_info: its kind and ordinal
+    assert profile.comm_groups[["hccl", "name", "ranks", "kinds"]].values.tolist() == [["grp0", "", "", "allreduce"]]
     for table in ("PYTORCH_API", "COMPUTE_TASK_INFO", "MEMORY_RECORD"):
         assert warning_count(profile, f"no {table} table") == 1
     assert not [w for w in profile.warnings if "OVERLAP_ANALYSIS" in w.message or "CONNECTION_IDS" in w.message]

@@ -64,7 +64,7 @@ def test_full_export_device_tasks(ascend_pt):
     # launched at 10, 40 (step 5); unlinked tasks at 200, 210 by their own start (step 5);
     # aten::zero_ at 1010 (step 6); the allreduce launched at 60 (step 5)
     assert device["step_id"].tolist() == [5, 5, 5, 5, 6, 5]
-    assert device["group"].tolist() == ["", "", "", "", "", "dp: Communication"]
+    assert device["group"].tolist() == ["", "", "", "", "", "dp ranks 0-1"]  # profiler_metadata.json
 
 
 def test_kernel_details_join_by_exact_start_and_name(ascend_pt):
@@ -90,7 +90,7 @@ def test_full_export_comm_tasks_timeline_and_memory(ascend_pt):
     profile = read(ascend_pt())
     comm = profile.comm_tasks
     assert comm["name"].tolist() == ["Notify_Wait", "Memcpy", "Reduce_Inline"]
-    assert comm["group"].tolist() == ["dp: Communication"] * 3
+    assert comm["group"].tolist() == ["dp ranks 0-1"] * 3
     assert comm["plane"].tolist() == [0, 0, 1]
     assert comm["start_us"].tolist() == [300.0, 320.0, 301.0]
     assert comm["dur_us"].tolist() == [20.0, 30.5, 10.0]
@@ -125,7 +125,7 @@ def test_all_three_entry_levels(ascend_pt):
     assert output.device["input_shapes"].tolist()[0] == "8192,512;512,512"
     assert (output.memory["component"] == "PTA").sum() == 2
     assert output.info.rank is None
-    assert output.device["group"].tolist()[5] == "Group 123 Communication"
+    assert output.device["group"].tolist()[5] == "allreduce group 1"
     assert warning_count(output, "profiler_info") == 1
     assert warning_count(output, "profiler_metadata.json") == 0  # older torch_npu writes none: not a fault
 
@@ -138,7 +138,7 @@ def test_trace_view_file_alone_reads_no_side_files(ascend_pt):
     assert device["input_shapes"].tolist() == [""] * 6
     assert device["task_type"].tolist()[0] == "Other"
     assert device["mac_us"].isna().all()
-    assert device["group"].tolist()[5] == "Group 123 Communication"  # no profiler_metadata.json
+    assert device["group"].tolist()[5] == "allreduce group 1"  # no profiler_metadata.json: kind and ordinal
     assert trace.memory.empty
     assert trace.info.rank is None and trace.info.metadata == {}
     assert not [w for w in trace.warnings if "not found" in w.message]
@@ -197,8 +197,9 @@ def test_a_missing_side_file_is_a_warning_where_it_means_something(ascend_pt, mi
     if missing == "profiler_info_0.json":
         assert profile.info.rank is None and profile.info.metadata == {}
     if missing == "profiler_metadata.json":
-        assert profile.device["group"].tolist()[5] == "Group 123 Communication"
-        assert set(profile.comm_tasks["group"]) == {"Group 123 Communication"}
+        assert profile.device["group"].tolist()[5] == "allreduce group 1"
+        assert set(profile.comm_tasks["group"]) == {"allreduce group 1"}
+        assert profile.comm_groups["hccl"].tolist() == ["123"]  # from the thread name Group 123 Communication
 
 
 def test_memory_record_without_pta_rows_uses_every_row(ascend_pt):
@@ -284,7 +285,7 @@ def test_synthetic_full_sample_reads(samples_dir):
     assert (device["launch"] >= 0).all()  # 201 async_npu flows
     comm = device[device["kind"] == COMM]
     assert comm["name"].tolist() == ["hcom_allReduce__371_0_1", "hcom_allReduce__371_1_1", "hcom_allReduce__371_2_1"]
-    assert set(comm["group"]) == {"dp: Communication"}  # profiler_metadata.json: 10467936316148399371 -> dp
+    assert set(comm["group"]) == {"dp ranks 0-7"}  # profiler_metadata.json: 10467936316148399371 -> dp, ranks 0-7
     assert len(profile.comm_tasks) == 264
     assert profile.comm_tasks["plane"].value_counts().to_dict() == {0: 132, 1: 132}
     assert len(profile.timeline) == 398

@@ -125,9 +125,9 @@ def test_hccl_tasks_on_the_hardware_stream_are_the_collectives_plane_tasks(sampl
     tasks = profile.comm_tasks
     # level 0 writes HCCL's tasks on a hardware stream (4), tied to the collective by connection id
     assert tasks.groupby("name").size().to_dict() == {"Notify Wait": 112, "SDMA": 72, "Write Value": 112}
-    assert set(tasks["group"]) == {"Group 0 Communication"} and set(tasks["plane"]) == {4}
+    assert set(tasks["group"]) == {"allreduce group 1"} and set(tasks["plane"]) == {4}  # HCCL thread Group 0 Communication
     b = Analyzer(profile, load_rules()).breakdown()
-    group = "comm.group:Group 0 Communication"
+    group = "comm.group:allreduce group 1"
     # transmit: the SDMA transfers inside the uncovered time, a few ms of the 81.5 ms; the rest waits
     assert 3000 < b.value(group + ".transmit") < 4500
     assert b.value(group + ".wait") + b.value(group + ".transmit") == pytest.approx(b.value(group))

@@ -48,9 +48,9 @@ def test_npu_synthetic_transmit_is_the_transfer_tasks():
     transfer = iv.length(iv.union(moving["start_us"].to_numpy(), (moving["start_us"] + moving["dur_us"]).to_numpy()))
     b = Analyzer(profile, load_rules()).breakdown()
     assert transfer / 1000 == pytest.approx(7.050654)
-    assert b.value("comm.group:dp: Communication") / 1000 == pytest.approx(10.455313)
-    assert b.value("comm.group:dp: Communication.transmit") == pytest.approx(transfer)
-    assert b.value("comm.group:dp: Communication.wait") / 1000 == pytest.approx(10.455313 - 7.050654)
+    assert b.value("comm.group:dp ranks 0-7") / 1000 == pytest.approx(10.455313)
+    assert b.value("comm.group:dp ranks 0-7.transmit") == pytest.approx(transfer)
+    assert b.value("comm.group:dp ranks 0-7.wait") / 1000 == pytest.approx(10.455313 - 7.050654)
 
 
 @pytest.mark.parametrize("sample", sorted(p.name for p in (SAMPLES / "gpu").glob("*.gz")) if SAMPLES.is_dir() else [])

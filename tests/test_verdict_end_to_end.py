@@ -53,7 +53,7 @@ def test_doubled_communication_wait_is_flagged_in_communication(gen, tmp_path):
     verdict = compare(a, b, "communication:+5%")
     rows = {r.row: r for r in verdict.rows}
     assert rows["overall:comm"].verdict == "regressed"
-    assert rows["overall:comm.group:dp: Communication.wait"].verdict == "regressed"
+    assert rows["overall:comm.group:dp ranks 0-7.wait"].verdict == "regressed"
     assert rows["overall:computing"].verdict != "regressed"  # not blamed on compute
     assert verdict.exit_code == 1
 

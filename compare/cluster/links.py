@@ -11,8 +11,20 @@ Text export (``ASCEND_PROFILER_OUTPUT``):
   Bandwidth Info": {"RDMA"|"HCCS"|"PCIE"|"SDMA": {"Transit Size(MB)", "Transit Time(ms)"}}}}}}``.
 
 DB export (``analysis.db``): ``CommAnalyzerMatrix`` (group_name, hccl_op_name, src_rank,
-dst_rank, transport_type, transit_size, transit_time) and ``CommAnalyzerBandwidth``
-(hccl_op_name, transport_type, transit_size, transit_time), by the same rules.
+dst_rank, transport_type, transit_size, transit_time) by the same rules, and
+``CommAnalyzerBandwidth`` (step, type, hccl_op_name, group_name, transport_type, transit_size,
+transit_time, bandwidth, large_packet_ratio, package_size, count, total_duration): the table
+holds communication.json's "Communication Bandwidth Info" flattened, **one row per op, transport
+and package size** of its "Size Distribution"; transit_size (MB) and transit_time (ms) are the
+op's totals for the transport, repeated on each of its package-size rows. So a transport's
+size and time are taken **once per (step, type, group_name, hccl_op_name, transport_type)**
+(the rows' maximum: they are equal), then summed over steps — summing every row counted an op
+once per package size (HCCS ×2 with two sizes). As in the text export, only the "Total Op
+Info" rows are read when the table has them (the ops repeat them).
+
+Which export has what: profiler level 0 writes none of these (the shared level-0 exports,
+2024 and 2025, text and DB, have no communication.json / communication_matrix.json, and
+analysis.db holds only StepTraceTime); levels 1 and 2 write them all.
 
 Sizes are summed over steps and ops, then bandwidth = size / time, the profilers' own
 "Bandwidth(GB/s)" (MB per ms). Profiles recorded at level 0 have none of this (the profiler
@@ -39,6 +51,7 @@ from perfcmp.readers.model import COMM, Profile
 MB = 1e6  # the profilers' "MB" divided by "ms" is their "GB/s": the ratio is kept with decimal units
 TOTAL_OP = "Total Op Info"
 TOTAL_SUFFIX = "-total"
+BANDWIDTH_KEYS = ("step", "type", "group_name", "hccl_op_name")  # what one op's CommAnalyzerBandwidth rows share
 
 
 def read(output_dir: Path | None, db: bool) -> tuple[list[Link], list[Transport], list[str]]:
@@ -178,12 +191,7 @@ def _from_db(path: Path, notes: list[str]) -> tuple[list[Link], list[Transport]]
                           {"Transport Type": transport, "Transit Size(MB)": size, "Transit Time(ms)": time})
         transports: dict[str, list[float]] = {}
         if "CommAnalyzerBandwidth" in tables:
-            rows = db.execute("SELECT hccl_op_name, transport_type, transit_size, transit_time "
-                              "FROM CommAnalyzerBandwidth").fetchall()
-            totals = any(r[0] == TOTAL_OP for r in rows)
-            for op, transport, size, time in rows:
-                if totals and op != TOTAL_OP:
-                    continue
+            for transport, size, time in _op_bandwidths(db):
                 acc = transports.setdefault(str(transport), [0.0, 0.0])
                 acc[0] += _number(size) * MB
                 acc[1] += _number(time) * 1000.0
@@ -194,6 +202,19 @@ def _from_db(path: Path, notes: list[str]) -> tuple[list[Link], list[Transport]]
         db.close()
     return _links(links), [Transport(transport=t, size_bytes=s, time_us=u) for t, (s, u) in sorted(transports.items())
                            if s > 0 or u > 0]
+
+
+def _op_bandwidths(db: sqlite3.Connection) -> list[tuple]:
+    """CommAnalyzerBandwidth as (transport, MB, ms) once per op and transport (module docstring):
+    the "Total Op Info" rows when the table has them, else every op's."""
+    present = {r[1] for r in db.execute("PRAGMA table_info(CommAnalyzerBandwidth)")}
+    keys = [c for c in BANDWIDTH_KEYS if c in present]
+    ops = db.execute("SELECT DISTINCT hccl_op_name FROM CommAnalyzerBandwidth").fetchall()
+    where = "WHERE hccl_op_name = ?" if any(op == TOTAL_OP for op, in ops) else "WHERE hccl_op_name <> ?"
+    # the per-package-size rows of one op and transport each repeat its totals: one of them, never their sum
+    return db.execute(f"SELECT transport_type, MAX(transit_size), MAX(transit_time) FROM CommAnalyzerBandwidth {where} "
+                      f"GROUP BY {', '.join(keys)}, transport_type ORDER BY {', '.join(keys)}, transport_type",
+                      (TOTAL_OP,)).fetchall()
 
 
 def _number(value) -> float:

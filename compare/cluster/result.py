@@ -1,8 +1,9 @@
 """``ClusterResult``: every number a cluster renderer shows, computed once, plain and serialisable.
 
 Times are µs and sizes bytes, as in ``perfcmp.result``; bandwidths are GB/s (10⁹ bytes per
-second, the profilers' unit). Ranks are sorted by id, steps by position, links by (group, src,
-dst, transport): the same inputs give the same document, whichever executor read the ranks.
+second, the profilers' unit). Ranks are sorted by id, steps by position, groups by (rank, label),
+links by (group, src, dst, transport), where a group is named by its ranks and collective kind
+(never by HCCL's per-launch name): the same inputs give the same document, whichever executor read the ranks.
 """
 
 from __future__ import annotations
@@ -34,16 +35,26 @@ class RankStep(msgspec.Struct, kw_only=True):
 
 
 class GroupTime(msgspec.Struct, kw_only=True):
-    """One communication group of one rank over its steps (µs): uncovered time and its parts."""
+    """One communication group of one rank over its steps (µs): uncovered time and its parts,
+    and what the group is (``perfcmp.readers.groups``): HCCL's per-launch name (shared by the
+    group's ranks within a run), its process-group name and ranks where the export records
+    them, and the kinds of its collectives."""
 
-    group: str
+    group: str  # the reader's label
     uncovered_us: float
     wait_us: float
     transmit_us: float
+    hccl: str = ""  # HCCL's group name ("" when the reader has none: then the label stands for it)
+    name: str = ""  # process-group name ("dp"), "" unknown
+    ranks: list[int] = []  # member global ranks from the export, [] unknown
+    kinds: list[str] = []  # "allreduce", "broadcast", ...
+    order: int = 0  # the group's place among the rank's groups, by first collective
 
 
 class Link(msgspec.Struct, kw_only=True):
-    """One link as one rank's profiler saw it, summed over its steps and collectives."""
+    """One link as one rank's profiler saw it, summed over its steps and collectives.
+    ``group`` is HCCL's group name as the export wrote it (per launch); the cluster comparison
+    keys the link by its group's ranks and kind instead (``analyse.group_keys``)."""
 
     group: str
     src: int

@@ -29,6 +29,7 @@ from perfcmp.cluster.result import GroupTime, RankStep, RankSummary
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.readers import load_profile
 from perfcmp.readers.detect import EXPORT_SUFFIXES, OUTPUT_DIR, db_exports
+from perfcmp.readers.groups import comm_group_facts
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.model import COMM, DeviceKind, Profile
 
@@ -91,7 +92,7 @@ def summarise_rank(unit: WorkUnit) -> RankSummary:
         steps.append(RankStep(step=m.step, e2e_us=m.e2e_us, computing_us=m.computing_us, uncovered_us=m.uncovered_us,
                               wait_us=wait, transmit_us=transmit, free_us=m.free_us, receive_us=got,
                               stage_us=m.e2e_us - got, profiler_check=m.profiler_check))
-    groups = _groups(side.breakdown.rows)
+    groups = _groups(side.breakdown.rows, comm_group_facts(profile.comm_groups))
     export = info.metadata.get("export", "")
     link_rows, transports, notes = links.read(_output_dir(unit.path) if info.device == DeviceKind.NPU else None,
                                               db=export == "db")
@@ -111,12 +112,15 @@ def _sum_at(rows: dict[str, list[float | None]], suffix: str, position: int) -> 
                      if row.startswith(_GROUP) and row.endswith(suffix)))
 
 
-def _groups(rows) -> list[GroupTime]:
+def _groups(rows, facts: dict[str, dict]) -> list[GroupTime]:
+    """The breakdown's per-group rows (µs over all steps) with what each group is (``facts``:
+    ``readers.groups.comm_group_facts`` of the profile; a group without facts, as a GPU
+    trace's, stands for itself by its label)."""
     by_key = {r.key: r.dur_us for r in rows}
     names = sorted(k[len("comm.group:"):] for k in by_key
                    if k.startswith("comm.group:") and not k.endswith((_WAIT, _TRANSMIT)))
     return [GroupTime(group=g, uncovered_us=by_key[f"comm.group:{g}"], wait_us=by_key.get(f"comm.group:{g}{_WAIT}", 0.0),
-                      transmit_us=by_key.get(f"comm.group:{g}{_TRANSMIT}", 0.0)) for g in names]
+                      transmit_us=by_key.get(f"comm.group:{g}{_TRANSMIT}", 0.0), **facts.get(g, {})) for g in names]
 
 
 def _receive_per_step(profile: Profile) -> dict[int, float]:
