@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.ascend import process_group_names, run_info
-from perfcmp.readers.ascend_tasks import task_kinds
+from perfcmp.readers.ascend_csv import shapes
+from perfcmp.readers.ascend_tasks import COMPUTE_TASK_TYPES, task_kinds
 from perfcmp.readers.ascend_memory import block_owners
 from perfcmp.readers.ascend_trace import op_type_from_name
 from perfcmp.readers.chrome import SQLITE_MAGIC, max_depth
@@ -43,7 +44,8 @@ from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
 from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
                                     valid_durations)
 from perfcmp.readers.errors import InputError
-from perfcmp.readers.model import COMM, COMPUTE, Profile, ReadWarning, RunInfo, Step, table
+from perfcmp.readers.hosttree import enclosing, thread_label
+from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.readers.textmatch import CUT_MARK, per_unique
 
 EXPECTED = "expected a torch_npu DB export (ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_N.db of an *_ascend_pt directory)"
@@ -197,7 +199,7 @@ def read_db(db_path: Path, info_dir: Path, shown_as: str) -> Profile:
         db.require("STRING_IDS", ("id", "value"))
         got = {"api": _api_rows(db), "cann": _cann_rows(db), "tasks": _tasks(db), "kernels": _kernels(db),
                "hccl": _hccl_tasks(db), "ops": _comm_ops(db), "lanes": _overlap_rows(db), "links": _links(db),
-               "memory": _memory_rows(db), "blocks": _blocks(db), "facts": _run_facts(db),
+               "queue": _queue_rows(db), "memory": _memory_rows(db), "blocks": _blocks(db), "facts": _run_facts(db),
                "groups": _group_names(db, info_dir, shown_as)}
     return _assemble(got, db_path, info_dir, shown_as, shown, warnings)
 
@@ -216,17 +218,50 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
     _drop_far_times(got, shown, warnings)
     step_rows = pd.DataFrame({"start_ns": [s for _, s, _ in got["facts"]["steps"]]}, dtype=np.int64)
     origin = _origin([got["api"], got["cann"], got["tasks"], got["ops"], got["lanes"], step_rows])
-    host, api_rows = _host(got["api"], got["cann"], origin, shown, warnings)
+    info = _info(got["facts"], db_path, info_dir, shown_as, origin, warnings)
+    info = dataclasses.replace(info, metadata={**info.metadata, **_generation(got["tasks"], got["hccl"])})
+    # the text export of a Level0 profile writes no CANN process: its API calls are left out
+    # here too (they still link copies to their ops), so that the two exports show the same APIs
+    level0 = str(info.metadata.get("profiler level", "")).lower().removeprefix("level") == "0"
+    shown_cann = got["cann"].iloc[:0] if level0 else got["cann"]
+    host, api_rows = _host(got["api"], shown_cann, origin, shown, warnings)
     device, conn = _device(got["tasks"], got["kernels"], got["hccl"], got["ops"], got["groups"], origin, shown, warnings)
     _link(host, device, conn, got["api"], api_rows, got["links"], shown, warnings)
+    _link_through_queue(host, device, conn, got["cann"], got["queue"], got["links"], origin)
     steps = steps_from_host(host[host["cat"] == "cpu_op"], shown, warnings) or _table_steps(got["facts"]["steps"], origin)
     device["step_id"] = assign_steps(device, host, steps)
-    info = _info(got["facts"], db_path, info_dir, shown_as, origin, warnings)
     return Profile(info=info, steps=steps, host=host, device=device,
                    comm_tasks=_comm_tasks(got["hccl"], got["tasks"], got["groups"], origin, shown, warnings),
                    memory=_memory(got["memory"], origin), timeline=_timeline(got["lanes"], origin, shown, warnings),
                    allocations=_allocations(got["blocks"], host, device, origin),
                    reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings), warnings=merge_warnings(warnings))
+
+
+# HCCL task types as the runtime names them (an older generation's TASK rows of a collective);
+# newer exports give HCCL's own names there ("Notify Wait", "Memcpy", "Reduce Inline")
+COMM_BASIS = "communication basis"
+
+
+def _generation(tasks: pd.DataFrame, hccl: pd.DataFrame) -> dict[str, str]:
+    """What this export's generation counts as communication time in its own StepTraceTime.
+
+    Two generations of the DB export are told apart by how TASK names HCCL's tasks. The older
+    one (2024: torch_npu 2.1 with the CANN of that year) types them as the runtime does,
+    upper case (``NOTIFY_WAIT``, ``NOTIFY_RECORD``, ``REDUCE_ASYNC_V2``, ``MEMCPY_ASYNC``), and
+    its analysis.db StepTraceTime counts communication as the union of those tasks: a
+    collective's idle gaps between its tasks are Free there (checked on both ranks of a real
+    2024 export: Computing, Communication(Not Overlapped), Free and Stage equal to the ns).
+    The newer one names them as HCCL does (``Notify Wait``, ``Memcpy``) and counts each
+    collective's whole span (COMMUNICATION_OP). Returns the metadata to add: ``communication
+    basis`` = ``"tasks"`` for the older one, nothing otherwise.
+    """
+    if not len(hccl):
+        return {}
+    types = tasks["task_type"][tasks["task_id"].isin(hccl["task_id"]).to_numpy()]
+    named = pd.unique(types[types != ""].to_numpy(dtype=object))
+    if len(named) and all(str(t) == str(t).upper() and " " not in str(t) and "_" in str(t) for t in named):
+        return {COMM_BASIS: "tasks"}
+    return {}
 
 
 SPAN_TABLES = ("api", "cann", "tasks", "ops", "lanes")  # the rows of ``got`` with start_ns and end_ns
@@ -360,24 +395,77 @@ def _call_stacks(db: _Db) -> pd.Series:
     return pd.Series(db.text(raw["stack"]), index=_ints(raw["id"])).groupby(level=0, sort=False).agg(STACK_SEP.join)
 
 
+# CANN_API levels as the text export's CANN process names them ("Node@launch", "AscendCL@aclnnMm")
+CANN_LEVELS = {"acl": "AscendCL", "node": "Node", "runtime": "Runtime", "hccl": "Hccl", "communication": "Hccl",
+               "model": "Model"}
+
+
 def _cann_rows(db: _Db) -> pd.DataFrame:
-    """The AscendCL calls of CANN_API (the level the text export shows): start_ns, end_ns, gtid, name."""
+    """CANN_API calls of every level: start_ns, end_ns, gtid, name (``<Level>@<api>``, as the text
+    export's CANN process spells it), conn (connectionId, -1 none)."""
     if not db.usable("CANN_API", ("startNs", "endNs", "globalTid", "name", "type")):
-        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "name"])
-    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type FROM CANN_API")
-    raw = raw[_api_types(db, raw["type"]) == "acl"]
+        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "name", "conn"])
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type, "
+                    f"{db.column('CANN_API', 'connectionId')} AS conn FROM CANN_API")
+    level = per_unique(_api_types(db, raw["type"]), lambda k: CANN_LEVELS.get(str(k).lower(), ""))
+    raw, level = raw[level != ""], level[level != ""]
+    names = per_unique(list(zip(level, db.text(raw["name"]))), lambda p: f"{p[0]}@{p[1]}")
     return pd.DataFrame({"start_ns": raw["start_ns"].to_numpy(), "end_ns": raw["end_ns"].to_numpy(),
-                         "gtid": _ints(raw["globalTid"], 0), "name": per_unique(db.text(raw["name"]), lambda n: f"AscendCL@{n}")})
+                         "gtid": _ints(raw["globalTid"], 0), "name": names, "conn": _ints(raw["conn"])})
+
+
+def _queue_rows(db: _Db) -> pd.DataFrame:
+    """PYTORCH_API ``queue`` rows (the task queue's Enqueue on the framework thread and the
+    Dequeue@<op> on the thread that makes the CANN calls): start_ns, end_ns, gtid, conn, dequeue."""
+    if not db.usable("PYTORCH_API", ("startNs", "endNs", "globalTid", "name", "type", "connectionId")):
+        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "conn", "dequeue"])
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type, connectionId "
+                    "FROM PYTORCH_API")
+    raw = raw[_api_types(db, raw["type"]) == "queue"]
+    dequeue = per_unique(db.text(raw["name"]), lambda n: n.startswith("Dequeue"), dtype=bool)
+    return pd.DataFrame({"start_ns": _ints(raw["start_ns"]), "end_ns": _ints(raw["end_ns"]), "gtid": _ints(raw["globalTid"], 0),
+                         "conn": _ints(raw["connectionId"]), "dequeue": dequeue})
 
 
 def _tasks(db: _Db) -> pd.DataFrame:
-    """TASK: start_ns, end_ns, task_id (globalTaskId), stream, conn (-1 none), task_type (its name)."""
+    """TASK: start_ns, end_ns, task_id (globalTaskId), stream, conn (-1 none), task_type (its name),
+    rts_id (the runtime's taskId, -1 when the export lacks it)."""
     raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTaskId AS task_id, "
-                    "streamId AS stream, connectionId AS conn, taskType AS task_type FROM TASK")
-    for col in ("task_id", "stream", "conn"):
+                    f"streamId AS stream, connectionId AS conn, taskType AS task_type, {db.column('TASK', 'taskId')} AS rts_id "
+                    "FROM TASK")
+    for col in ("task_id", "stream", "conn", "rts_id"):
         raw[col] = _ints(raw[col])
     raw["task_type"] = db.text(raw["task_type"])
     return raw
+
+
+def kernel_duplicates(tasks: pd.DataFrame, listed: np.ndarray) -> np.ndarray:
+    """Mask of the TASK rows that only repeat a kernel the kernel table lists.
+
+    A MIX or Cube kernel is written as two TASK rows with one COMPUTE_TASK_INFO row: the listed
+    one, and a second one with the same stream, runtime task id and connection id around it
+    (a microsecond or two earlier and later) and a kernel's task type. The text export shows that
+    kernel once, with the listed row's times, so the second row is no task of its own. So is a
+    second TASK row that repeats a listed row's globalTaskId.
+
+    Args:
+        tasks: ``_tasks`` rows (stream, rts_id, conn, task_id, task_type).
+        listed: per row, whether COMPUTE_TASK_INFO lists its globalTaskId.
+    """
+    n = len(tasks)
+    out = np.zeros(n, dtype=bool)
+    if not n or not listed.any():
+        return out
+    key = pd.DataFrame({"stream": tasks["stream"].to_numpy(), "rts": tasks["rts_id"].to_numpy(),
+                        "conn": tasks["conn"].to_numpy()})
+    known = (key["rts"] >= 0).to_numpy() & (key["conn"] >= 0).to_numpy()
+    owners = key[listed & known].drop_duplicates()
+    twin = key.reset_index().merge(owners, on=["stream", "rts", "conn"], how="inner")["index"].to_numpy()
+    out[twin] = True
+    kernel_typed = per_unique(tasks["task_type"].to_numpy(dtype=object), lambda t: str(t).upper() in COMPUTE_TASK_TYPES, dtype=bool)
+    out &= ~listed & kernel_typed  # the listed row itself stays, and so does a copy launched with it
+    repeated = listed & pd.Series(tasks["task_id"].to_numpy()).where(listed).duplicated().to_numpy()
+    return out | repeated
 
 
 def _kernels(db: _Db) -> pd.DataFrame | None:
@@ -389,7 +477,10 @@ def _kernels(db: _Db) -> pd.DataFrame | None:
     raw = db.select(f"SELECT globalTaskId AS task_id, name, {col['opType']} AS op_type, {col['taskType']} AS core, "
                     f"{col['inputShapes']} AS input_shapes FROM COMPUTE_TASK_INFO")
     frame = pd.DataFrame({"task_id": _ints(raw["task_id"]),
-                          **{c: _known(db.text(raw[c])) for c in ("name", "op_type", "core", "input_shapes")}})
+                          **{c: _known(db.text(raw[c])) for c in ("name", "op_type", "core")},
+                          # the DB keeps the quotes the CSV writer put round a shape list ("8,16;16"):
+                          # the text export's reader takes them off, and so must this one
+                          "input_shapes": shapes(pd.Series(_known(db.text(raw["input_shapes"])), dtype=object))})
     repeated = int(frame["task_id"].duplicated().sum())
     if repeated:
         db.warn("COMPUTE_TASK_INFO rows repeating a globalTaskId (the first one used)", repeated)
@@ -592,7 +683,7 @@ def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFram
     own = tasks.merge(kernels, on="task_id", how="left", indicator=True) if has_table else tasks.assign(_merge="left_only")
     listed = (own["_merge"] == "both").to_numpy()
     repeats_op = ~listed & own["conn"].isin(ops["conn"][ops["conn"] >= 0]).to_numpy()  # the collective's own task
-    keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op
+    keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op & ~kernel_duplicates(own, listed)
     own, listed = own[keep].reset_index(drop=True), listed[keep]
     facts = {c: own[c].fillna("").to_numpy(dtype=object) if c in own else np.full(len(own), "", dtype=object)
              for c in ("name", "op_type", "core", "input_shapes")}
@@ -652,6 +743,45 @@ def _link(host: pd.DataFrame, device: pd.DataFrame, conn: np.ndarray, api: pd.Da
     forward = host["forward"].to_numpy().copy()
     forward[peers["row"].to_numpy(dtype=np.int64)[1::2]] = peers["row"].to_numpy(dtype=np.int64)[0::2]
     host["forward"] = forward
+
+
+def _link_through_queue(host: pd.DataFrame, device: pd.DataFrame, conn: np.ndarray, cann: pd.DataFrame,
+                        queue: pd.DataFrame, links: pd.DataFrame | None, origin: int) -> None:
+    """``device.launch`` of the copies a CANN call launched (``aclrtMemcpyAsync``, the copies of
+    ``aclopCompileAndExecute``), which CONNECTION_IDS does not tie to an op.
+
+    The call runs on the task queue's thread inside a ``Dequeue@<op>`` row; that row's
+    connection id, through CONNECTION_IDS, is the one of the ``Enqueue`` row on the framework
+    thread, and the op around the Enqueue launched the task, as the text export's flow says.
+    Tasks already linked are left as they are. Times never cross threads: only ids are followed.
+    """
+    launch = device["launch"].to_numpy().copy()
+    # copies only: the text export draws no launch flow to event records and waits, so they stay unlinked
+    todo = np.flatnonzero((launch < 0) & (conn >= 0) & (device["kind"] == SDMA).to_numpy())
+    if not len(todo) or not len(cann) or not len(queue):
+        return
+    calls = cann[_ints(cann["conn"]) >= 0]
+    calls = pd.DataFrame({"conn": _ints(calls["conn"]), "gtid": _ints(calls["gtid"], 0), "t": _ints(calls["start_ns"])})
+    want = pd.DataFrame({"row": todo, "conn": conn[todo]}).merge(calls.drop_duplicates("conn"), on="conn")
+    deq = queue[queue["dequeue"].to_numpy(dtype=bool)]
+    # the Dequeue row around each call, on the call's own thread
+    pairs = want.merge(pd.DataFrame({"gtid": _ints(deq["gtid"], 0), "lo": _ints(deq["start_ns"]), "hi": _ints(deq["end_ns"]),
+                                     "qid": _ints(deq["conn"])}), on="gtid")
+    pairs = pairs[(pairs["lo"] <= pairs["t"]) & (pairs["t"] <= pairs["hi"]) & (pairs["qid"] >= 0)]
+    pairs = pairs.sort_values(["row", "lo"], ascending=[True, False], kind="stable").drop_duplicates("row")  # innermost
+    ids = links if links is not None else pd.DataFrame({"id": pairs["qid"], "conn": pairs["qid"]})
+    pairs = pairs.merge(ids.rename(columns={"id": "qid", "conn": "link"}), on="qid")
+    enq = queue[~queue["dequeue"].to_numpy(dtype=bool)]
+    enq = pd.DataFrame({"eid": _ints(enq["conn"]), "egtid": _ints(enq["gtid"], 0), "et": _ints(enq["start_ns"])})
+    enq = enq[enq["eid"] >= 0].merge(ids.rename(columns={"id": "eid", "conn": "link"}), on="eid")
+    pairs = pairs.merge(enq, on="link").drop_duplicates("row")
+    if not len(pairs):
+        return
+    gtid = pairs["egtid"].to_numpy(dtype=np.int64)
+    keys = [thread_label(p, t) for p, t in zip((gtid >> 32).tolist(), (gtid & 0xFFFFFFFF).tolist())]
+    owner = enclosing(host, host["parent"].to_numpy(), keys, _us(pairs["et"], origin))
+    launch[pairs["row"].to_numpy(dtype=np.int64)] = owner
+    device["launch"] = launch
 
 
 def _comm_tasks(hccl: pd.DataFrame, tasks: pd.DataFrame, groups: dict[str, str], origin: int, shown: str,
