@@ -2,8 +2,10 @@
 
 torch_npu writes its per-step Computing / Communication(Not Overlapped) / Free / Stage in
 ``step_trace_time.csv`` (text) or ``analysis.db`` ``StepTraceTime`` (DB). perfcmp computes the
-same four numbers from the tasks themselves; a difference means perfcmp misread the export
-(a new task type, a changed file), which is exactly what a new CANN release can bring.
+same four numbers from the tasks themselves, by the definitions of the export's own generation
+(``readers.ascend_db._generation``). A difference is reported as what it is — which row of
+which step, both numbers, and that perfcmp's own value is the one shown — without a guess at
+its cause.
 
 What is compared, per step the profiler lists:
 
@@ -58,7 +60,8 @@ class StepCheck:
 def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = False,
                 known: dict[tuple[float, float], Breakdown] | None = None) -> list[StepCheck]:
     """One ``StepCheck`` per profiler row whose step perfcmp also found (a profile without
-    steps is checked as one row against the profiler's row without a step id). ``known``:
+    steps is checked as one row against the profiler's row without a step id; so is a
+    profile with steps against such a row: its whole span, first step to last). ``known``:
     breakdowns already made, by window (a step whose window is its span is not broken down again)."""
     rows = ROWS[:2] if mindspore else ROWS
     if reference.empty:
@@ -67,6 +70,11 @@ def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = F
     if not spans and not analyzer.step_windows():
         lo, hi = analyzer.whole_window()
         spans = {-1: (lo, hi)} if hi > lo else {}
+    elif spans and -1 not in spans and (reference["step_id"] == -1).any():
+        # a row without a step (CANN 9 / torch_npu 2.10 write one with an empty Step cell even
+        # when the trace has ProfilerStep#N) covers the whole profile: the first step's first
+        # work to the last step's last work
+        spans[-1] = (min(lo for lo, _ in spans.values()), max(hi for _, hi in spans.values()))
     work_iv = _work(analyzer)
     out = []
     for row in reference.itertuples(index=False):
@@ -97,8 +105,8 @@ def warning_lines(checks: list[StepCheck], source_name: str) -> list[tuple[str, 
                 f"step {c.step}: {ours / 1000:.3f} ms here, {theirs / 1000:.3f} ms in the profiler's ({_relative(ours, theirs)})")
     return [(f"{label} differs from the profiler's own {source_name} — " + "; ".join(items[:3]) +
              ("; …" if len(items) > 3 else "") +
-             ": perfcmp may have misread this export (a new CANN release?); its rows for these steps are "
-             "suspect, please report it", len(items))
+             f": perfcmp keeps its own {label}, computed from the export's tasks, in every row and sheet; "
+             "each step's profiler check gives the difference", len(items))
             for label, items in by_row.items()]
 
 
