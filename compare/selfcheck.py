@@ -102,7 +102,8 @@ def warning_lines(checks: list[StepCheck], source_name: str) -> list[tuple[str, 
     for c in checks:
         for label, ours, theirs in c.differences:
             by_row.setdefault(label, []).append(
-                f"step {c.step}: {ours / 1000:.3f} ms here, {theirs / 1000:.3f} ms in the profiler's ({_relative(ours, theirs)})")
+                f"{'the whole profile (its row without a step)' if c.step < 0 else f'step {c.step}'}: "
+                f"{ours / 1000:.3f} ms here, {theirs / 1000:.3f} ms in the profiler's ({_relative(ours, theirs)})")
     return [(f"{label} differs from the profiler's own {source_name} — " + "; ".join(items[:3]) +
              ("; …" if len(items) > 3 else "") +
              f": perfcmp keeps its own {label}, computed from the export's tasks, in every row and sheet; "

@@ -423,3 +423,89 @@ def test_string_ids_that_are_no_int64_name_nothing_and_warn_nothing(tmp_path):
         warnings.simplefilter("error")
         got = db.text(pd.Series([2, float("inf"), 1e300, None, "inline name", 99], dtype=object))
     assert got.tolist() == ["aten::mm", "", "", "", "inline name", ""]
+
+
+# --- issue 23: a kernel counted once, shapes unquoted, copies through the queue, generations ----
+
+
+def _with(changes: dict[str, list[tuple]], strings: dict[int, str] | None = None) -> dict[str, list[tuple]]:
+    """ROWS with some tables' rows replaced (and STRING_IDS extended)."""
+    rows = {**ROWS, **changes}
+    rows["STRING_IDS"] = list({**STRINGS, **(strings or {})}.items())
+    return rows
+
+
+def _db_pt(tmp_path, rows) -> Path:
+    root = tmp_path / "d_ascend_pt"
+    write_db(root / OUT / "ascend_pytorch_profiler_3.db", rows)
+    return root
+
+
+def test_a_mix_kernels_second_task_row_is_not_a_second_kernel(tmp_path):
+    # MatMul as a MIX kernel: the listed TASK row [20.125, 120.375) and, around it, a second row
+    # [19, 121.5) with the same stream (2), runtime taskId (0) and connectionId (500) but its own
+    # globalTaskId (40) that COMPUTE_TASK_INFO does not list, as torch_npu's DB writes it
+    wrapper = (T + 19_000, T + 121_500, 0, 500, 40, 100, 26, 4294967295, 2, 0, 0)
+    profile = read(_db_pt(tmp_path, _with({"TASK": ROWS["TASK"] + [wrapper]})))
+    device = profile.device
+    launched_by_mm = device[device["launch"] == 4]  # aten::mm's host row
+    assert launched_by_mm["name"].tolist() == ["aclnnMm_MatMulCommon_MatMulV2"]
+    assert launched_by_mm["dur_us"].tolist() == [100.25]  # the listed row's times, once
+    assert len(device) == 5  # as without the second row: kernel, copy, event, unlisted AI_CORE, collective
+
+
+def test_a_task_row_repeating_a_listed_global_task_id_is_counted_once(tmp_path):
+    repeat = (T + 20_125, T + 120_375, 0, 500, 0, 100, 6, 1, 2, 0, 0)  # globalTaskId 0 again, another context
+    profile = read(_db_pt(tmp_path, _with({"TASK": ROWS["TASK"] + [repeat]})))
+    compute = profile.device[profile.device["kind"] == COMPUTE]
+    assert compute["name"].tolist() == ["aclnnMm_MatMulCommon_MatMulV2"]
+
+
+def test_a_copy_on_the_kernels_stream_and_task_id_is_kept(tmp_path):
+    # a copy sharing the kernel's stream, taskId and connectionId is no kernel's second row
+    copy = (T + 121_000, T + 122_000, 0, 500, 41, 100, 10, 4294967295, 2, 0, 0)
+    profile = read(_db_pt(tmp_path, _with({"TASK": ROWS["TASK"] + [copy]})))
+    assert (profile.device["kind"] == SDMA).sum() == 2
+
+
+def test_db_shapes_lose_the_csv_quotes(tmp_path):
+    # COMPUTE_TASK_INFO inputShapes as some exports store it: with the CSV writer's quotes
+    profile = read(_db_pt(tmp_path, _with({}, {21: '"8192,512;512,512"'})))
+    assert profile.device["input_shapes"].tolist()[0] == "8192,512;512,512"
+
+
+def test_a_copy_made_by_a_cann_call_belongs_to_the_op_that_enqueued_it(tmp_path):
+    # aten::add_ [40, 50) enqueues at 41 (connection 7 -> link 7000); on the queue thread
+    # (tid 102) Dequeue@add [140, 160) holds aclrtMemcpyAsync [141, 142) (CANN connection 502),
+    # which launched the copy task [170, 171): no CONNECTION_IDS row names 502
+    queue_tid = (100 << 32) | 102
+    strings = {29: "Dequeue@add", 30: "aclrtMemcpyAsync"}
+    api = ROWS["PYTORCH_API"] + [_api(str(T + 41_000), str(T + 41_500), MAIN, 7, 5, kind=50002),
+                                 _api(str(T + 140_000), str(T + 160_000), queue_tid, 8, 29, kind=50002)]
+    links = ROWS["CONNECTION_IDS"] + [(7, 7000), (8, 7000)]
+    cann = ROWS["CANN_API"] + [(T + 141_000, T + 142_000, 20000, queue_tid, 502, 30)]
+    task = (T + 170_000, T + 171_000, 0, 502, 42, 100, 10, 0, 2, 42, 0)
+    profile = read(_db_pt(tmp_path, _with({"PYTORCH_API": api, "CONNECTION_IDS": links, "CANN_API": cann,
+                                           "TASK": ROWS["TASK"] + [task]}, strings)))
+    device, host = profile.device, profile.host
+    copy = device[device["start_us"] == 170.0]
+    assert copy["kind"].tolist() == [SDMA]
+    assert host["name"][copy["launch"].iloc[0]] == "aten::add_"
+    assert "AscendCL@aclrtMemcpyAsync" in set(host["name"])  # the call itself, on the CANN track
+
+
+def test_hccl_tasks_typed_by_the_runtime_make_the_older_generation(tmp_path):
+    # the collective [300, 350.5) with two HCCL tasks [300.1, 320.1) and [320.1, 320.6): typed
+    # NOTIFY_WAIT / MEMCPY_ASYNC as 2024's exports type them, communication is their union
+    # (20.5 µs), not the collective's span (50.5 µs); named as HCCL names them, the span
+    strings = {31: "NOTIFY_WAIT"}
+    tasks = [row if row[4] not in (5, 6) else row[:6] + ((31 if row[4] == 5 else 10),) + row[7:] for row in ROWS["TASK"]]
+    older = read(_db_pt(tmp_path, _with({"TASK": tasks, "OVERLAP_ANALYSIS": []}, strings)))
+    assert older.info.metadata["communication basis"] == "tasks"
+    from perfcmp.breakdown import Analyzer
+    from perfcmp.categories import load_rules
+    b = Analyzer(older, load_rules()).breakdown()
+    assert b.uncovered_us == pytest.approx(20.5)
+    newer = read(_db_pt(tmp_path / "newer", _with({"OVERLAP_ANALYSIS": []})))
+    assert "communication basis" not in newer.info.metadata
+    assert Analyzer(newer, load_rules()).breakdown().uncovered_us == pytest.approx(50.5)
