@@ -456,16 +456,40 @@ def kernel_duplicates(tasks: pd.DataFrame, listed: np.ndarray) -> np.ndarray:
     out = np.zeros(n, dtype=bool)
     if not n or not listed.any():
         return out
-    key = pd.DataFrame({"stream": tasks["stream"].to_numpy(), "rts": tasks["rts_id"].to_numpy(),
-                        "conn": tasks["conn"].to_numpy()})
-    known = (key["rts"] >= 0).to_numpy() & (key["conn"] >= 0).to_numpy()
-    owners = key[listed & known].drop_duplicates()
-    twin = key.reset_index().merge(owners, on=["stream", "rts", "conn"], how="inner")["index"].to_numpy()
-    out[twin] = True
+    known = (tasks["rts_id"] >= 0).to_numpy() & (tasks["conn"] >= 0).to_numpy()
+    out = _same_launch(tasks, listed & known)
     kernel_typed = per_unique(tasks["task_type"].to_numpy(dtype=object), lambda t: str(t).upper() in COMPUTE_TASK_TYPES, dtype=bool)
     out &= ~listed & kernel_typed  # the listed row itself stays, and so does a copy launched with it
     repeated = listed & pd.Series(tasks["task_id"].to_numpy()).where(listed).duplicated().to_numpy()
     return out | repeated
+
+
+def _same_launch(tasks: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Mask of the tasks with the (stream, runtime task id, connection id) of one of ``rows``."""
+    key = pd.DataFrame({"stream": tasks["stream"].to_numpy(), "rts": tasks["rts_id"].to_numpy(), "conn": tasks["conn"].to_numpy()})
+    hit = key.reset_index().merge(key[rows].drop_duplicates(), on=["stream", "rts", "conn"], how="inner")["index"].to_numpy()
+    out = np.zeros(len(tasks), dtype=bool)
+    out[hit] = True
+    return out
+
+
+# TASK's runtime task types of kernels -> the hardware task type the text export's trace writes
+# for the same kernel ("Task Type"), when COMPUTE_TASK_INFO gives no core type (profiler level 0
+# writes N/A there, as kernel_details.csv does): seen on the two 2025 level-0 exports of one job,
+# where KERNEL_AIVEC and KERNEL_AICORE kernels are AI_CORE in the trace and the DSA kernel's
+# STARS_COMMON is DSA_SQE
+RTS_AS_TRACE = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_CORE", "KERNEL_AICPU": "AI_CPU", "KERNEL_MIX_AIC": "MIX_AIC",
+                "KERNEL_MIX_AIV": "MIX_AIV", "STARS_COMMON": "DSA_SQE"}
+MIX_TYPES = ("MIX_AIC", "MIX_AIV")
+
+
+def _as_trace_types(task_type: np.ndarray, listed: np.ndarray, mixed: np.ndarray) -> np.ndarray:
+    """The kernels' task types spelt as the text export's trace spells them (``RTS_AS_TRACE``); a
+    kernel written as two TASK rows is a MIX one (MIX_AIV unless its type says MIX_AIC), as the
+    trace shows it. Tasks that are no listed kernel keep TASK's type."""
+    spelt = per_unique(task_type, lambda t: RTS_AS_TRACE.get(str(t).upper(), t))
+    spelt = np.where(mixed & ~np.isin(spelt, MIX_TYPES), "MIX_AIV", spelt)
+    return np.where(listed, spelt, task_type)
 
 
 def _kernels(db: _Db) -> pd.DataFrame | None:
@@ -683,13 +707,15 @@ def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFram
     own = tasks.merge(kernels, on="task_id", how="left", indicator=True) if has_table else tasks.assign(_merge="left_only")
     listed = (own["_merge"] == "both").to_numpy()
     repeats_op = ~listed & own["conn"].isin(ops["conn"][ops["conn"] >= 0]).to_numpy()  # the collective's own task
-    keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op & ~kernel_duplicates(own, listed)
-    own, listed = own[keep].reset_index(drop=True), listed[keep]
+    second = kernel_duplicates(own, listed)
+    mixed = listed & _same_launch(own, second)  # a kernel written as two TASK rows: a MIX kernel
+    keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op & ~second
+    own, listed, mixed = own[keep].reset_index(drop=True), listed[keep], mixed[keep]
     facts = {c: own[c].fillna("").to_numpy(dtype=object) if c in own else np.full(len(own), "", dtype=object)
              for c in ("name", "op_type", "core", "input_shapes")}
     task_type = own["task_type"].to_numpy(dtype=object)
     name = np.where(facts["name"] != "", facts["name"], task_type)
-    core = np.where(facts["core"] != "", facts["core"], task_type)
+    core = np.where(facts["core"] != "", facts["core"], _as_trace_types(task_type, listed, mixed))
     kind, misfit = task_kinds(name, task_type, listed, core, has_table)
     if misfit:
         warnings.append(ReadWarning(shown, misfit.replace("the kernel table", "COMPUTE_TASK_INFO")))

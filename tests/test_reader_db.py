@@ -181,7 +181,8 @@ def test_device_rows_kinds_and_launches(db_pt):
     assert device["stream"].tolist() == [2, 2, 2, 2, -1]
     assert device["launch"].tolist() == [4, 5, -1, -1, 6]
     assert device["op_type"].tolist() == ["MatMulV2", "", "", "", ""]
-    assert device["task_type"].tolist() == ["KERNEL_AICORE", "MEMCPY_ASYNC", "EVENT_RECORD", "AI_CORE", "HCCL"]
+    # COMPUTE_TASK_INFO's core type is N/A: the kernel's runtime type as the text export's trace spells it
+    assert device["task_type"].tolist() == ["AI_CORE", "MEMCPY_ASYNC", "EVENT_RECORD", "AI_CORE", "HCCL"]
     assert device["input_shapes"].tolist() == ["8192,512;512,512", "", "", "", ""]
     assert device["group"].tolist() == ["", "", "", "", "dp: Communication"]
     assert device["step_id"].tolist() == [7] * 5
@@ -451,6 +452,7 @@ def test_a_mix_kernels_second_task_row_is_not_a_second_kernel(tmp_path):
     launched_by_mm = device[device["launch"] == 4]  # aten::mm's host row
     assert launched_by_mm["name"].tolist() == ["aclnnMm_MatMulCommon_MatMulV2"]
     assert launched_by_mm["dur_us"].tolist() == [100.25]  # the listed row's times, once
+    assert launched_by_mm["task_type"].tolist() == ["MIX_AIV"]  # as the text export's trace types such a kernel
     assert len(device) == 5  # as without the second row: kernel, copy, event, unlisted AI_CORE, collective
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from perfcmp.breakdown import Analyzer
 from perfcmp.categories import load_rules
-from perfcmp.options import CompareOptions
+from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.pipeline import run
 from perfcmp.readers.ascend_csv import read_step_trace_time
 from perfcmp.selfcheck import check_steps, warning_lines
@@ -198,3 +198,21 @@ def test_an_export_with_an_empty_step_cell_is_checked_end_to_end(samples_dir, tm
     result = run(CompareOptions(str(copy), str(copy), output=str(tmp_path / "out"), formats=("json",)))
     messages = [w.message for w in result.warnings]
     assert len(messages) == 2 and all("the whole profile (its row without a step)" in m for m in messages)
+
+
+def test_kernel_types_of_text_and_db_exports_of_one_job_pair(samples_dir, tmp_path):
+    # level 0 writes no core type in either kernel table: the DB's runtime task types are spelt
+    # as the text export's trace spells them (KERNEL_AIVEC and KERNEL_AICORE -> AI_CORE, a kernel
+    # with a second TASK row -> MIX_AIV, the DSA kernel's STARS_COMMON -> DSA_SQE)
+    generation = "real_msinsight_level0"
+    result = run(CompareOptions(str(export(samples_dir, generation, "text", 0)), str(export(samples_dir, generation, "db", 0)),
+                                output=str(tmp_path), formats=("json",), detail=DetailOptions(use_kernel_type=True)))
+    table = result.details["KernelTypeCompare"]
+    col = {c: i for i, c in enumerate(table.columns)}
+    rows = list(table.rows)
+    assert len(rows) == 32
+    assert [(r[col["kernel_type"]], r[col["core_type"]]) for r in rows if r[col["base_calls"]] != r[col["comp_calls"]]] == []
+    cores = {}
+    for r in rows:
+        cores[r[col["core_type"]]] = cores.get(r[col["core_type"]], 0) + r[col["comp_calls"]]
+    assert cores == {"AI_CORE": 172, "MIX_AIV": 13, "DSA_SQE": 2}  # the text trace's own counts
