@@ -11,7 +11,9 @@ What is compared, per step the profiler lists:
 
 * Computing and Communication(Not Overlapped): perfcmp's, over the step's own work span;
 * Stage: the span itself, first work to last (perfcmp's step window adds the idle time
-  between steps that falls in the step's host span, which the profiler reports apart);
+  between steps that falls in the step's host span, which the profiler reports apart); the
+  profiler leaves a pipeline's receive time (``hcom_receive``, its Bubble) out of it, so the
+  span less that time is accepted too;
 * Free: the span's free time. The profiler adds to a step every free interval that *starts*
   inside it, so its Free may also hold the idle time up to the next work: both readings are
   accepted.
@@ -33,6 +35,7 @@ import pandas as pd
 
 from perfcmp import intervals as iv
 from perfcmp.breakdown import Analyzer, Breakdown
+from perfcmp.readers.textmatch import per_unique
 
 RELATIVE = 0.005
 ABSOLUTE_US = 1.0
@@ -89,7 +92,8 @@ def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = F
         for key, label in rows:
             if not np.isfinite(theirs[key]):
                 continue
-            accepted = (ours[key], ours[key] + trailing) if key == "free" else (ours[key],)
+            accepted = {"free": (ours[key], ours[key] + trailing),
+                        "stage": (ours[key], ours[key] - _bubble(analyzer, span))}.get(key, (ours[key],))
             if all(_differs(value, theirs[key]) for value in accepted):
                 differences.append((label, float(ours[key]), float(theirs[key])))
         out.append(StepCheck(int(row.step_id), tuple(differences)))
@@ -118,6 +122,18 @@ def _differs(ours: float, theirs: float) -> bool:
 
 def _relative(ours: float, theirs: float) -> str:
     return f"{(ours - theirs) / theirs * 100:+.1f} %" if theirs else f"{(ours - theirs) / 1000:+.3f} ms"
+
+
+def _bubble(analyzer: Analyzer, span: tuple[float, float]) -> float:
+    """The step's pipeline bubble as torch_npu counts it (its Stage leaves it out): the summed
+    time of its ``hcom_receive`` collectives inside ``span`` (µs)."""
+    comm = np.flatnonzero(analyzer.is_comm)
+    receive = comm[per_unique(analyzer.tasks["name"].to_numpy(dtype=object)[comm], lambda n: str(n).startswith("hcom_receive"),
+                              dtype=bool)] if len(comm) else comm
+    if not len(receive):
+        return 0.0
+    s, e = iv.clip(analyzer.start[receive], analyzer.end[receive], *span)
+    return float((e - s).sum())
 
 
 def _work(analyzer: Analyzer) -> iv.Intervals:

@@ -234,7 +234,8 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
                    comm_tasks=_comm_tasks(got["hccl"], got["tasks"], got["groups"], origin, shown, warnings),
                    memory=_memory(got["memory"], origin), timeline=_timeline(got["lanes"], origin, shown, warnings),
                    allocations=_allocations(got["blocks"], host, device, origin),
-                   reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings), warnings=merge_warnings(warnings))
+                   reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings,
+                                                                    got["facts"]["devices"]), warnings=merge_warnings(warnings))
 
 
 # HCCL task types as the runtime names them (an older generation's TASK rows of a collective);
@@ -588,8 +589,12 @@ def _blocks(db: _Db) -> pd.DataFrame:
 
 
 def _run_facts(db: _Db) -> dict[str, object]:
-    """device_name (NPU_INFO), rank (RANK_DEVICE_MAP), schema (META_DATA) and steps (STEP_TIME: id, start_ns, end_ns)."""
-    facts: dict[str, object] = {"device_name": "", "rank": None, "schema": "", "steps": []}
+    """device_name (NPU_INFO), rank (RANK_DEVICE_MAP), schema (META_DATA), steps (STEP_TIME: id,
+    start_ns, end_ns) and devices (TASK's device ids)."""
+    facts: dict[str, object] = {"device_name": "", "rank": None, "schema": "", "steps": [], "devices": ()}
+    if "deviceId" in db.columns["TASK"]:
+        found = _ints(db.select("SELECT DISTINCT deviceId FROM TASK")["deviceId"])
+        facts["devices"] = tuple(sorted(int(d) for d in found if 0 <= d < NO_ID))
     if db.usable("NPU_INFO", ("name",)):
         names = [str(n).strip() for n in db.select("SELECT name FROM NPU_INFO")["name"] if n is not None and str(n).strip()]
         facts["device_name"] = names[0] if names else ""
@@ -625,8 +630,11 @@ def _group_names(db: _Db, info_dir: Path, shown_as: str) -> dict[str, str]:
     return process_group_names(info_dir, shown_as, db.warnings)
 
 
-def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning]) -> pd.DataFrame:
-    """analysis.db ``StepTraceTime`` (µs) as ``reference_steps``; empty without the file or table."""
+def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning], devices: tuple[int, ...] = ()) -> pd.DataFrame:
+    """analysis.db ``StepTraceTime`` (µs) as ``reference_steps``; empty without the file or table.
+
+    Newer torch_npu writes a row per step and device (a ``deviceId`` column): only the rows of
+    ``devices`` (the devices of this export's TASK rows) are this export's, when it names any."""
     if not path.is_file():
         return table("reference_steps")
     side: list[ReadWarning] = []
@@ -634,12 +642,15 @@ def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning]) -> pd.
         with _Db(path, f"{shown.rsplit('/', 1)[0]}/analysis.db" if "/" in shown else "analysis.db", side) as db:
             if not db.usable("StepTraceTime", ("step", "computing", "communication_not_overlapped", "free")):
                 raise InputError("has no StepTraceTime table with step, computing, communication_not_overlapped and free")
-            cols = {c: db.column("StepTraceTime", c) for c in ("stage", "preparing")}
+            cols = {c: db.column("StepTraceTime", c) for c in ("stage", "preparing", "deviceId")}
             raw = db.select(f"SELECT step, computing, communication_not_overlapped, free, {cols['stage']} AS stage, "
-                            f"{cols['preparing']} AS preparing FROM StepTraceTime")
+                            f"{cols['preparing']} AS preparing, {cols['deviceId']} AS device FROM StepTraceTime")
     except InputError as exc:
         warnings.append(ReadWarning(shown, f"analysis.db ignored ({exc.message}): no check against the profiler's own step breakdown"))
         return table("reference_steps")
+    device = _ints(raw["device"])
+    if devices and np.isin(device, devices).any():
+        raw = raw[np.isin(device, devices)]
     return table("reference_steps", step_id=_ints(raw["step"]), computing_us=_floats(raw["computing"]),
                  uncovered_us=_floats(raw["communication_not_overlapped"]), free_us=_floats(raw["free"]),
                  stage_us=_floats(raw["stage"]), preparing_us=_floats(raw["preparing"]))

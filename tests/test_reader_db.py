@@ -511,3 +511,39 @@ def test_hccl_tasks_typed_by_the_runtime_make_the_older_generation(tmp_path):
     newer = read(_db_pt(tmp_path / "newer", _with({"OVERLAP_ANALYSIS": []})))
     assert "communication basis" not in newer.info.metadata
     assert Analyzer(newer, load_rules()).breakdown().uncovered_us == pytest.approx(50.5)
+
+
+def test_step_trace_time_rows_of_other_devices_are_not_this_exports(tmp_path):
+    # newer torch_npu writes StepTraceTime per device: this export's TASK rows are device 0's
+    root = tmp_path / "d_ascend_pt"
+    write_db(root / OUT / "ascend_pytorch_profiler_3.db")
+    write_db(root / OUT / "analysis.db", {"StepTraceTime": [(0, "7", 100.25, 50.5, 849.25, 330.375),
+                                                           (1, "7", 1.0, 2.0, 3.0, 4.0)]},
+             {"StepTraceTime": "deviceId INTEGER, step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, "
+                               "free NUMERIC, stage NUMERIC"})
+    reference = read(root).reference_steps
+    assert reference[["step_id", "computing_us", "stage_us"]].values.tolist() == [[7, 100.25, 330.375]]
+
+
+def test_a_pipelines_receive_time_is_out_of_the_profilers_stage(db_pt):
+    import pandas as pd
+
+    from perfcmp.breakdown import Analyzer
+    from perfcmp.categories import load_rules
+    from perfcmp.selfcheck import check_steps
+
+    profile = read(db_pt())
+    profile.device.loc[profile.device["kind"] == COMM, "name"] = "hcom_receive__1_0_1"
+    analyzer = Analyzer(profile, load_rules())
+    assert analyzer.step_spans()[7] == (20.125, 350.5)  # the kernel's start to the collective's end
+    span = 350.5 - 20.125
+    b = analyzer.breakdown((20.125, 350.5))
+
+    def reference(stage: float) -> pd.DataFrame:
+        return pd.DataFrame({"step_id": [7], "computing_us": [b.computing_us], "uncovered_us": [b.uncovered_us],
+                             "free_us": [b.free_us], "stage_us": [stage], "preparing_us": [float("nan")]})
+
+    # torch_npu's Stage = the span less its hcom_receive time (its Bubble): 330.375 - 50.5
+    assert [c.ok for c in check_steps(analyzer, reference(span - 50.5))] == [True]
+    assert [c.ok for c in check_steps(analyzer, reference(span))] == [True]
+    assert [c.summary() for c in check_steps(analyzer, reference(span - 20.0))] == ["Stage +6.4 %"]  # 330.375 against 310.375
