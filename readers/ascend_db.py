@@ -6,15 +6,23 @@ with one SELECT and joined in pandas:
 
 * host: ``PYTORCH_API`` (type ``op`` -> cpu_op, ``trace`` -> python_function, ``mstx`` ->
   user_annotation; ``queue`` Enqueue/Dequeue rows are left out, as the text reader leaves them
-  out) and the AscendCL level of ``CANN_API`` as runtime rows on a track of their own;
-* device: ``TASK`` rows (kernels are the ones ``COMPUTE_TASK_INFO`` lists), without HCCL's own
-  tasks (``COMMUNICATION_TASK_INFO``) and without the one task per collective that only repeats
-  its ``COMMUNICATION_OP`` row, plus a row per ``COMMUNICATION_OP``. A task's launching op is the
-  ``PYTORCH_API`` op whose ``CONNECTION_IDS`` list holds the task's connection id;
+  out) and every level of ``CANN_API`` (``AscendCL@``, ``Node@``, ``Runtime@``, ``Hccl@``, as the
+  text export's CANN process names them) as runtime rows on a track of their own — none for a
+  Level0 profile, whose text export writes no CANN process;
+* device: ``TASK`` rows (kernels are the ones ``COMPUTE_TASK_INFO`` lists, each once: a MIX
+  kernel's second TASK row is dropped), without HCCL's own tasks (``COMMUNICATION_TASK_INFO``)
+  and without the one task per collective that only repeats its ``COMMUNICATION_OP`` row, plus a
+  row per ``COMMUNICATION_OP``. A task's launching op is the ``PYTORCH_API`` op whose
+  ``CONNECTION_IDS`` list holds the task's connection id; a copy made by a CANN call belongs to
+  the op around the ``Enqueue`` that the call's ``Dequeue`` row is tied to;
 * comm_tasks: ``COMMUNICATION_TASK_INFO`` joined to ``TASK``; memory: ``MEMORY_RECORD`` plus the
   process total (``NPU_MEM`` app rows: the text export's APP component); allocations:
   ``OP_MEMORY``; timeline: ``OVERLAP_ANALYSIS`` when the export has it; reference_steps:
-  ``StepTraceTime`` of the ``analysis.db`` beside the DB.
+  ``StepTraceTime`` of the ``analysis.db`` beside the DB (this export's device's rows).
+
+The export's generation is told from its own tables (``_generation``) and written into the run's
+metadata where it changes a definition: the 2024 exports count communication as the union of
+HCCL's tasks, not of the collectives' spans.
 
 Only ``TASK`` and ``STRING_IDS`` are required. A missing optional table leaves its part of the
 profile empty, with a warning when the user would miss it. Times stay exact integer ns until
@@ -36,7 +44,7 @@ import pandas as pd
 
 from perfcmp.readers.ascend import process_group_names, run_info
 from perfcmp.readers.ascend_csv import shapes
-from perfcmp.readers.ascend_tasks import COMPUTE_TASK_TYPES, task_kinds
+from perfcmp.readers.ascend_tasks import as_trace_types, kernel_duplicates, same_launch, task_kinds
 from perfcmp.readers.ascend_memory import block_owners
 from perfcmp.readers.ascend_trace import op_type_from_name
 from perfcmp.readers.chrome import SQLITE_MAGIC, max_depth
@@ -219,7 +227,8 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
     step_rows = pd.DataFrame({"start_ns": [s for _, s, _ in got["facts"]["steps"]]}, dtype=np.int64)
     origin = _origin([got["api"], got["cann"], got["tasks"], got["ops"], got["lanes"], step_rows])
     info = _info(got["facts"], db_path, info_dir, shown_as, origin, warnings)
-    info = dataclasses.replace(info, metadata={**info.metadata, **_generation(got["tasks"], got["hccl"])})
+    if db_path.name.startswith("ascend_pytorch_profiler"):  # the rule was established on torch_npu's exports
+        info = dataclasses.replace(info, metadata={**info.metadata, **_generation(got["tasks"], got["hccl"])})
     # the text export of a Level0 profile writes no CANN process: its API calls are left out
     # here too (they still link copies to their ops), so that the two exports show the same APIs
     level0 = str(info.metadata.get("profiler level", "")).lower().removeprefix("level") == "0"
@@ -438,59 +447,6 @@ def _tasks(db: _Db) -> pd.DataFrame:
         raw[col] = _ints(raw[col])
     raw["task_type"] = db.text(raw["task_type"])
     return raw
-
-
-def kernel_duplicates(tasks: pd.DataFrame, listed: np.ndarray) -> np.ndarray:
-    """Mask of the TASK rows that only repeat a kernel the kernel table lists.
-
-    A MIX or Cube kernel is written as two TASK rows with one COMPUTE_TASK_INFO row: the listed
-    one, and a second one with the same stream, runtime task id and connection id around it
-    (a microsecond or two earlier and later) and a kernel's task type. The text export shows that
-    kernel once, with the listed row's times, so the second row is no task of its own. So is a
-    second TASK row that repeats a listed row's globalTaskId.
-
-    Args:
-        tasks: ``_tasks`` rows (stream, rts_id, conn, task_id, task_type).
-        listed: per row, whether COMPUTE_TASK_INFO lists its globalTaskId.
-    """
-    n = len(tasks)
-    out = np.zeros(n, dtype=bool)
-    if not n or not listed.any():
-        return out
-    known = (tasks["rts_id"] >= 0).to_numpy() & (tasks["conn"] >= 0).to_numpy()
-    out = _same_launch(tasks, listed & known)
-    kernel_typed = per_unique(tasks["task_type"].to_numpy(dtype=object), lambda t: str(t).upper() in COMPUTE_TASK_TYPES, dtype=bool)
-    out &= ~listed & kernel_typed  # the listed row itself stays, and so does a copy launched with it
-    repeated = listed & pd.Series(tasks["task_id"].to_numpy()).where(listed).duplicated().to_numpy()
-    return out | repeated
-
-
-def _same_launch(tasks: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """Mask of the tasks with the (stream, runtime task id, connection id) of one of ``rows``."""
-    key = pd.DataFrame({"stream": tasks["stream"].to_numpy(), "rts": tasks["rts_id"].to_numpy(), "conn": tasks["conn"].to_numpy()})
-    hit = key.reset_index().merge(key[rows].drop_duplicates(), on=["stream", "rts", "conn"], how="inner")["index"].to_numpy()
-    out = np.zeros(len(tasks), dtype=bool)
-    out[hit] = True
-    return out
-
-
-# TASK's runtime task types of kernels -> the hardware task type the text export's trace writes
-# for the same kernel ("Task Type"), when COMPUTE_TASK_INFO gives no core type (profiler level 0
-# writes N/A there, as kernel_details.csv does): seen on the two 2025 level-0 exports of one job,
-# where KERNEL_AIVEC and KERNEL_AICORE kernels are AI_CORE in the trace and the DSA kernel's
-# STARS_COMMON is DSA_SQE
-RTS_AS_TRACE = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_CORE", "KERNEL_AICPU": "AI_CPU", "KERNEL_MIX_AIC": "MIX_AIC",
-                "KERNEL_MIX_AIV": "MIX_AIV", "STARS_COMMON": "DSA_SQE"}
-MIX_TYPES = ("MIX_AIC", "MIX_AIV")
-
-
-def _as_trace_types(task_type: np.ndarray, listed: np.ndarray, mixed: np.ndarray) -> np.ndarray:
-    """The kernels' task types spelt as the text export's trace spells them (``RTS_AS_TRACE``); a
-    kernel written as two TASK rows is a MIX one (MIX_AIV unless its type says MIX_AIC), as the
-    trace shows it. Tasks that are no listed kernel keep TASK's type."""
-    spelt = per_unique(task_type, lambda t: RTS_AS_TRACE.get(str(t).upper(), t))
-    spelt = np.where(mixed & ~np.isin(spelt, MIX_TYPES), "MIX_AIV", spelt)
-    return np.where(listed, spelt, task_type)
 
 
 def _kernels(db: _Db) -> pd.DataFrame | None:
@@ -719,14 +675,14 @@ def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFram
     listed = (own["_merge"] == "both").to_numpy()
     repeats_op = ~listed & own["conn"].isin(ops["conn"][ops["conn"] >= 0]).to_numpy()  # the collective's own task
     second = kernel_duplicates(own, listed)
-    mixed = listed & _same_launch(own, second)  # a kernel written as two TASK rows: a MIX kernel
+    mixed = listed & same_launch(own, second)  # a kernel written as two TASK rows: a MIX kernel
     keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op & ~second
     own, listed, mixed = own[keep].reset_index(drop=True), listed[keep], mixed[keep]
     facts = {c: own[c].fillna("").to_numpy(dtype=object) if c in own else np.full(len(own), "", dtype=object)
              for c in ("name", "op_type", "core", "input_shapes")}
     task_type = own["task_type"].to_numpy(dtype=object)
     name = np.where(facts["name"] != "", facts["name"], task_type)
-    core = np.where(facts["core"] != "", facts["core"], _as_trace_types(task_type, listed, mixed))
+    core = np.where(facts["core"] != "", facts["core"], as_trace_types(task_type, listed, mixed))
     kind, misfit = task_kinds(name, task_type, listed, core, has_table)
     if misfit:
         warnings.append(ReadWarning(shown, misfit.replace("the kernel table", "COMPUTE_TASK_INFO")))
