@@ -757,11 +757,14 @@ def _link_through_queue(host: pd.DataFrame, device: pd.DataFrame, conn: np.ndarr
     calls = pd.DataFrame({"conn": _ints(calls["conn"]), "gtid": _ints(calls["gtid"], 0), "t": _ints(calls["start_ns"])})
     want = pd.DataFrame({"row": todo, "conn": conn[todo]}).merge(calls.drop_duplicates("conn"), on="conn")
     deq = queue[queue["dequeue"].to_numpy(dtype=bool)]
-    # the Dequeue row around each call, on the call's own thread
-    pairs = want.merge(pd.DataFrame({"gtid": _ints(deq["gtid"], 0), "lo": _ints(deq["start_ns"]), "hi": _ints(deq["end_ns"]),
-                                     "qid": _ints(deq["conn"])}), on="gtid")
-    pairs = pairs[(pairs["lo"] <= pairs["t"]) & (pairs["t"] <= pairs["hi"]) & (pairs["qid"] >= 0)]
-    pairs = pairs.sort_values(["row", "lo"], ascending=[True, False], kind="stable").drop_duplicates("row")  # innermost
+    deq = pd.DataFrame({"gtid": _ints(deq["gtid"], 0), "lo": _ints(deq["start_ns"]), "hi": _ints(deq["end_ns"]),
+                        "qid": _ints(deq["conn"])})
+    # the Dequeue row around each call, on the call's own thread: the last one to start at or
+    # before the call (a thread dequeues one op at a time), if it is still running then
+    pairs = pd.merge_asof(want[want["t"] >= 0].sort_values("t", kind="stable"), deq[deq["lo"] >= 0].sort_values("lo", kind="stable"),
+                          left_on="t", right_on="lo", by="gtid", direction="backward")
+    pairs = pairs[(pairs["t"] <= pairs["hi"]) & (pairs["qid"] >= 0)]
+    pairs = pairs.assign(qid=pairs["qid"].astype(np.int64))
     ids = links if links is not None else pd.DataFrame({"id": pairs["qid"], "conn": pairs["qid"]})
     pairs = pairs.merge(ids.rename(columns={"id": "qid", "conn": "link"}), on="qid")
     enq = queue[~queue["dequeue"].to_numpy(dtype=bool)]
