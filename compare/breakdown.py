@@ -15,7 +15,8 @@ bookkeeping tasks never stretch a window, which is how the profilers count it to
   last one's end); a profile without steps, from its first work to its last.
 * Computing: the union of compute kernels (NPU: the profiler's ``Computing`` lane only when the
   export has no kernel tasks at all).
-* Uncovered communication: the union of communication ops minus Computing.
+* Uncovered communication: the union of communication ops minus Computing (an export whose
+  generation counts its collectives' tasks instead, the 2024 DB export: the union of those tasks).
 * Free: E2E − Computing − Uncovered; its SDMA part is copy time that overlaps neither.
 * Categories: a category's time is the summed duration of its kernels inside the window and its
   count the number of those kernels, as the profiler's op_statistic.csv counts them. Kernels that
@@ -118,6 +119,7 @@ class Analyzer:
                       for lane in ("compute", "comm") for m in [(timeline["lane"] == lane).to_numpy()] if m.any()}
         self.pmu_share = np.clip(np.nan_to_num(tasks["pmu_compute_us"].to_numpy() / np.maximum(tasks["dur_us"].to_numpy(), 1e-12),
                                                nan=1.0), 0.0, 1.0)
+        self.comm_parts = _comm_parts(profile)
         self._steps: dict[int, tuple[float, float]] | None = None  # step windows, computed once
         self._spans: dict[int, tuple[float, float]] = {}  # each step's own work span, with the windows
         self._by_start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _rows_near
@@ -188,7 +190,11 @@ class Analyzer:
         no_kernels = not self.is_compute.any()
         compute_iv = (self._lane("compute", lo, hi) if no_kernels else None) or iv.union(s[live & is_compute], e[live & is_compute])
         comm_mask = live & self.is_comm[near]
-        comm_iv = iv.union(s[comm_mask], e[comm_mask]) if comm_mask.any() else (self._lane("comm", lo, hi) or iv.EMPTY)
+        comm_s, comm_e, comm_group = s, e, self.group[near]
+        if self.comm_parts is not None:  # the export's generation counts its collectives' tasks, not their spans
+            comm_s, comm_e = iv.clip(self.comm_parts[0], self.comm_parts[1], lo, hi)
+            comm_mask, comm_group = comm_e > comm_s, self.comm_parts[2]
+        comm_iv = iv.union(comm_s[comm_mask], comm_e[comm_mask]) if comm_mask.any() else (self._lane("comm", lo, hi) or iv.EMPTY)
         uncovered_iv = iv.subtract(comm_iv, compute_iv)
         busy = iv.merge(compute_iv, comm_iv)
         sdma_mask = live & self.is_sdma[near]
@@ -202,7 +208,7 @@ class Analyzer:
         kernels = int((live & is_compute).sum())
         rows = [MetricRow("computing", "Computing Time", 0, computing, kernels)] + category_rows
         rows.append(MetricRow("comm", "Uncovered Communication Time", 0, uncovered))
-        rows += self._comm_rows(s, e, comm_mask, self.group[near], uncovered_iv)
+        rows += self._comm_rows(comm_s, comm_e, comm_mask, comm_group, uncovered_iv)
         rows += [MetricRow("free", "Free Time", 0, free),
                  MetricRow("free.sdma", "SDMA", 1, sdma, int(sdma_mask.sum())),
                  MetricRow("free.free", "Free", 1, free - sdma),
@@ -216,7 +222,8 @@ class Analyzer:
         window (µs: the op's span minus Computing, as ``breakdown`` counts the group's), and the
         Wait part of it (no transfer task of its group runs; 0 for a group without task data,
         whose time is all Transmit). Σ over a group's ops = the group's row when its ops do not
-        overlap each other."""
+        overlap each other. An export whose generation counts its collectives' tasks (``comm_parts``)
+        counts them here too, each op the tasks within its span."""
         rows = np.flatnonzero(self.is_comm)
         if self.host_mode or not rows.size:
             return np.zeros(rows.size), np.zeros(rows.size)
@@ -225,7 +232,11 @@ class Analyzer:
         live = (e > s) & self.is_compute
         compute_iv = (self._lane("compute", lo, hi) if not self.is_compute.any() else None) or iv.union(s[live], e[live])
         op_s, op_e = s[rows], e[rows]
-        uncovered_iv = iv.subtract(iv.union(op_s, op_e), compute_iv)
+        if self.comm_parts is not None:  # the generation's communication: its tasks, each within its op's span
+            task_s, task_e = iv.clip(self.comm_parts[0], self.comm_parts[1], lo, hi)
+            uncovered_iv = iv.subtract(iv.union(task_s[task_e > task_s], task_e[task_e > task_s]), compute_iv)
+        else:
+            uncovered_iv = iv.subtract(iv.union(op_s, op_e), compute_iv)
         uncovered = iv.covered(uncovered_iv, op_s, op_e)
         wait = np.zeros(rows.size)
         group = self.group[rows]
@@ -387,6 +398,18 @@ def transfer_mask(tasks: pd.DataFrame) -> np.ndarray:
     keep = np.zeros(len(code), dtype=bool)
     keep[order] = is_transfer | handshake
     return keep
+
+
+def _comm_parts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The intervals communication time is made of, when they are not the collectives' spans:
+    (start µs, end µs, group) of each HCCL task, for an export whose generation counts the
+    union of its collectives' tasks (``info.metadata["communication basis"] == "tasks"``: the
+    2024 DB export, see ``readers.ascend_db._generation``); None otherwise."""
+    tasks = profile.comm_tasks
+    if profile.info.metadata.get("communication basis") != "tasks" or tasks.empty:
+        return None
+    start = tasks["start_us"].to_numpy(dtype=np.float64)
+    return start, start + tasks["dur_us"].to_numpy(dtype=np.float64), tasks["group"].to_numpy(dtype=object)
 
 
 def _host_tasks(profile: Profile) -> pd.DataFrame:

@@ -6,16 +6,24 @@ with one SELECT and joined in pandas:
 
 * host: ``PYTORCH_API`` (type ``op`` -> cpu_op, ``trace`` -> python_function, ``mstx`` ->
   user_annotation; ``queue`` Enqueue/Dequeue rows are left out, as the text reader leaves them
-  out) and the AscendCL level of ``CANN_API`` as runtime rows on a track of their own;
-* device: ``TASK`` rows (kernels are the ones ``COMPUTE_TASK_INFO`` lists), without HCCL's own
-  tasks (``COMMUNICATION_TASK_INFO``) and without the one task per collective that only repeats
-  its ``COMMUNICATION_OP`` row, plus a row per ``COMMUNICATION_OP``. A task's launching op is the
-  ``PYTORCH_API`` op whose ``CONNECTION_IDS`` list holds the task's connection id;
+  out) and every level of ``CANN_API`` (``AscendCL@``, ``Node@``, ``Runtime@``, ``Hccl@``, as the
+  text export's CANN process names them) as runtime rows on a track of their own — none for a
+  Level0 profile, whose text export writes no CANN process;
+* device: ``TASK`` rows (kernels are the ones ``COMPUTE_TASK_INFO`` lists, each once: a MIX
+  kernel's second TASK row is dropped), without HCCL's own tasks (``COMMUNICATION_TASK_INFO``)
+  and without the one task per collective that only repeats its ``COMMUNICATION_OP`` row, plus a
+  row per ``COMMUNICATION_OP``. A task's launching op is the ``PYTORCH_API`` op whose
+  ``CONNECTION_IDS`` list holds the task's connection id; a copy made by a CANN call belongs to
+  the op around the ``Enqueue`` that the call's ``Dequeue`` row is tied to;
 * comm_tasks: ``COMMUNICATION_TASK_INFO`` joined to ``TASK``; memory: ``MEMORY_RECORD`` plus the
   process total (``NPU_MEM`` app rows: the text export's APP component); allocations:
   ``OP_MEMORY`` (CANN's own blocks, which ``NPU_OP_MEM`` records, owned through the ``queue``
   rows: ``readers.ascend_memory``); timeline: ``OVERLAP_ANALYSIS`` when the export has it; reference_steps:
-  ``StepTraceTime`` of the ``analysis.db`` beside the DB.
+  ``StepTraceTime`` of the ``analysis.db`` beside the DB (this export's device's rows).
+
+The export's generation is told from its own tables (``_generation``) and written into the run's
+metadata where it changes a definition: the 2024 exports count communication as the union of
+HCCL's tasks, not of the collectives' spans.
 
 Only ``TASK`` and ``STRING_IDS`` are required. A missing optional table leaves its part of the
 profile empty, with a warning when the user would miss it. Times stay exact integer ns until
@@ -36,7 +44,8 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.ascend import process_group_names, run_info
-from perfcmp.readers.ascend_tasks import task_kinds
+from perfcmp.readers.ascend_csv import shapes
+from perfcmp.readers.ascend_tasks import as_trace_types, kernel_duplicates, same_launch, task_kinds
 from perfcmp.readers.ascend_memory import CANN_BLOCK, block_owners, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_trace import op_type_from_name
 from perfcmp.readers.chrome import SQLITE_MAGIC
@@ -45,8 +54,8 @@ from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_si
                                     valid_durations)
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups_json
-from perfcmp.readers.hosttree import thread_label
-from perfcmp.readers.model import COMM, COMPUTE, Profile, ReadWarning, RunInfo, Step, table
+from perfcmp.readers.hosttree import enclosing, thread_label
+from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.readers.textmatch import CUT_MARK, per_unique
 
 EXPECTED = "expected a torch_npu DB export (ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_N.db of an *_ascend_pt directory)"
@@ -200,7 +209,7 @@ def read_db(db_path: Path, info_dir: Path, shown_as: str) -> Profile:
         db.require("STRING_IDS", ("id", "value"))
         got = {"api": _api_rows(db), "cann": _cann_rows(db), "tasks": _tasks(db), "kernels": _kernels(db),
                "hccl": _hccl_tasks(db), "ops": _comm_ops(db), "lanes": _overlap_rows(db), "links": _links(db),
-               "memory": _memory_rows(db), "blocks": _blocks(db), "queue": _queue_rows(db), "facts": _run_facts(db),
+               "queue": _queue_rows(db), "memory": _memory_rows(db), "blocks": _blocks(db), "facts": _run_facts(db),
                "groups": _group_names(db, info_dir, shown_as)}
     profile = _assemble(got, db_path, info_dir, shown_as, shown, warnings)
     name_groups(profile, got["groups"])
@@ -221,17 +230,52 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
     _drop_far_times(got, shown, warnings)
     step_rows = pd.DataFrame({"start_ns": [s for _, s, _ in got["facts"]["steps"]]}, dtype=np.int64)
     origin = _origin([got["api"], got["cann"], got["tasks"], got["ops"], got["lanes"], step_rows])
-    host, api_rows = _host(got["api"], got["cann"], origin, shown, warnings)
+    info = _info(got["facts"], db_path, info_dir, shown_as, origin, warnings)
+    if db_path.name.startswith("ascend_pytorch_profiler"):  # the rule was established on torch_npu's exports
+        info = dataclasses.replace(info, metadata={**info.metadata, **_generation(got["tasks"], got["hccl"])})
+    # the text export of a Level0 profile writes no CANN process: its API calls are left out
+    # here too (they still link copies to their ops), so that the two exports show the same APIs
+    level0 = str(info.metadata.get("profiler level", "")).lower().removeprefix("level") == "0"
+    shown_cann = got["cann"].iloc[:0] if level0 else got["cann"]
+    host, api_rows = _host(got["api"], shown_cann, origin, shown, warnings)
     device, conn = _device(got["tasks"], got["kernels"], got["hccl"], got["ops"], got["groups"], origin, shown, warnings)
     _link(host, device, conn, got["api"], api_rows, got["links"], shown, warnings)
+    _link_through_queue(host, device, conn, got["cann"], got["queue"], got["links"], origin)
     steps = steps_from_host(host[host["cat"] == "cpu_op"], shown, warnings) or _table_steps(got["facts"]["steps"], origin)
     device["step_id"] = assign_steps(device, host, steps)
-    info = _info(got["facts"], db_path, info_dir, shown_as, origin, warnings)
     return Profile(info=info, steps=steps, host=host, device=device,
                    comm_tasks=_comm_tasks(got["hccl"], got["tasks"], got["groups"], origin, shown, warnings),
                    memory=_memory(got["memory"], origin), timeline=_timeline(got["lanes"], origin, shown, warnings),
                    allocations=_allocations(got["blocks"], got["queue"], got["links"], host, origin, shown, warnings),
-                   reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings), warnings=merge_warnings(warnings))
+                   reference_steps=_reference_steps(db_path.parent / "analysis.db", shown, warnings,
+                                                                    got["facts"]["devices"]), warnings=merge_warnings(warnings))
+
+
+# HCCL task types as the runtime names them (an older generation's TASK rows of a collective);
+# newer exports give HCCL's own names there ("Notify Wait", "Memcpy", "Reduce Inline")
+COMM_BASIS = "communication basis"
+
+
+def _generation(tasks: pd.DataFrame, hccl: pd.DataFrame) -> dict[str, str]:
+    """What this export's generation counts as communication time in its own StepTraceTime.
+
+    Two generations of the DB export are told apart by how TASK names HCCL's tasks. The older
+    one (2024: torch_npu 2.1 with the CANN of that year) types them as the runtime does,
+    upper case (``NOTIFY_WAIT``, ``NOTIFY_RECORD``, ``REDUCE_ASYNC_V2``, ``MEMCPY_ASYNC``), and
+    its analysis.db StepTraceTime counts communication as the union of those tasks: a
+    collective's idle gaps between its tasks are Free there (checked on both ranks of a real
+    2024 export: Computing, Communication(Not Overlapped), Free and Stage equal to the ns).
+    The newer one names them as HCCL does (``Notify Wait``, ``Memcpy``) and counts each
+    collective's whole span (COMMUNICATION_OP). Returns the metadata to add: ``communication
+    basis`` = ``"tasks"`` for the older one, nothing otherwise.
+    """
+    if not len(hccl):
+        return {}
+    types = tasks["task_type"][tasks["task_id"].isin(hccl["task_id"]).to_numpy()]
+    named = pd.unique(types[types != ""].to_numpy(dtype=object))
+    if len(named) and all(str(t) == str(t).upper() and " " not in str(t) and "_" in str(t) for t in named):
+        return {COMM_BASIS: "tasks"}
+    return {}
 
 
 SPAN_TABLES = ("api", "cann", "tasks", "ops", "lanes")  # the rows of ``got`` with start_ns and end_ns
@@ -365,21 +409,45 @@ def _call_stacks(db: _Db) -> pd.Series:
     return pd.Series(db.text(raw["stack"]), index=_ints(raw["id"])).groupby(level=0, sort=False).agg(STACK_SEP.join)
 
 
+# CANN_API levels as the text export's CANN process names them ("Node@launch", "AscendCL@aclnnMm")
+CANN_LEVELS = {"acl": "AscendCL", "node": "Node", "runtime": "Runtime", "hccl": "Hccl", "communication": "Hccl",
+               "model": "Model"}
+
+
 def _cann_rows(db: _Db) -> pd.DataFrame:
-    """The AscendCL calls of CANN_API (the level the text export shows): start_ns, end_ns, gtid, name."""
+    """CANN_API calls of every level: start_ns, end_ns, gtid, name (``<Level>@<api>``, as the text
+    export's CANN process spells it), conn (connectionId, -1 none)."""
     if not db.usable("CANN_API", ("startNs", "endNs", "globalTid", "name", "type")):
-        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "name"])
-    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type FROM CANN_API")
-    raw = raw[_api_types(db, raw["type"]) == "acl"]
+        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "name", "conn"])
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type, "
+                    f"{db.column('CANN_API', 'connectionId')} AS conn FROM CANN_API")
+    level = per_unique(_api_types(db, raw["type"]), lambda k: CANN_LEVELS.get(str(k).lower(), ""))
+    raw, level = raw[level != ""], level[level != ""]
+    names = per_unique(list(zip(level, db.text(raw["name"]))), lambda p: f"{p[0]}@{p[1]}")
     return pd.DataFrame({"start_ns": raw["start_ns"].to_numpy(), "end_ns": raw["end_ns"].to_numpy(),
-                         "gtid": _ints(raw["globalTid"], 0), "name": per_unique(db.text(raw["name"]), lambda n: f"AscendCL@{n}")})
+                         "gtid": _ints(raw["globalTid"], 0), "name": names, "conn": _ints(raw["conn"])})
+
+
+def _queue_rows(db: _Db) -> pd.DataFrame:
+    """PYTORCH_API ``queue`` rows (the task queue's Enqueue on the framework thread and the
+    Dequeue@<op> on the thread that makes the CANN calls): start_ns, end_ns, gtid, conn, dequeue."""
+    if not db.usable("PYTORCH_API", ("startNs", "endNs", "globalTid", "name", "type", "connectionId")):
+        return pd.DataFrame(columns=["start_ns", "end_ns", "gtid", "conn", "dequeue"])
+    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, name, type, connectionId "
+                    "FROM PYTORCH_API")
+    raw = raw[_api_types(db, raw["type"]) == "queue"]
+    dequeue = per_unique(db.text(raw["name"]), lambda n: n.startswith("Dequeue"), dtype=bool)
+    return pd.DataFrame({"start_ns": _ints(raw["start_ns"]), "end_ns": _ints(raw["end_ns"]), "gtid": _ints(raw["globalTid"], 0),
+                         "conn": _ints(raw["connectionId"]), "dequeue": dequeue})
 
 
 def _tasks(db: _Db) -> pd.DataFrame:
-    """TASK: start_ns, end_ns, task_id (globalTaskId), stream, conn (-1 none), task_type (its name)."""
+    """TASK: start_ns, end_ns, task_id (globalTaskId), stream, conn (-1 none), task_type (its name),
+    rts_id (the runtime's taskId, -1 when the export lacks it)."""
     raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTaskId AS task_id, "
-                    "streamId AS stream, connectionId AS conn, taskType AS task_type FROM TASK")
-    for col in ("task_id", "stream", "conn"):
+                    f"streamId AS stream, connectionId AS conn, taskType AS task_type, {db.column('TASK', 'taskId')} AS rts_id "
+                    "FROM TASK")
+    for col in ("task_id", "stream", "conn", "rts_id"):
         raw[col] = _ints(raw[col])
     raw["task_type"] = db.text(raw["task_type"])
     return raw
@@ -394,7 +462,10 @@ def _kernels(db: _Db) -> pd.DataFrame | None:
     raw = db.select(f"SELECT globalTaskId AS task_id, name, {col['opType']} AS op_type, {col['taskType']} AS core, "
                     f"{col['inputShapes']} AS input_shapes FROM COMPUTE_TASK_INFO")
     frame = pd.DataFrame({"task_id": _ints(raw["task_id"]),
-                          **{c: _known(db.text(raw[c])) for c in ("name", "op_type", "core", "input_shapes")}})
+                          **{c: _known(db.text(raw[c])) for c in ("name", "op_type", "core")},
+                          # the DB keeps the quotes the CSV writer put round a shape list ("8,16;16"):
+                          # the text export's reader takes them off, and so must this one
+                          "input_shapes": shapes(pd.Series(_known(db.text(raw["input_shapes"])), dtype=object))})
     repeated = int(frame["task_id"].duplicated().sum())
     if repeated:
         db.warn("COMPUTE_TASK_INFO rows repeating a globalTaskId (the first one used)", repeated)
@@ -514,30 +585,13 @@ def _device_blocks(db: _Db, blocks: pd.DataFrame) -> tuple[np.ndarray, np.ndarra
     return device, none
 
 
-def _queue_rows(db: _Db) -> pd.DataFrame:
-    """PYTORCH_API rows of the task queue (type ``queue``): start_ns, end_ns, gtid, id (their
-    connectionId: a CONNECTION_IDS id), enqueue (False: a ``Dequeue@...`` row)."""
-    empty = pd.DataFrame({"start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64), "gtid": np.empty(0, np.int64),
-                          "id": np.empty(0, np.int64), "enqueue": np.empty(0, bool)})
-    if "PYTORCH_API" not in db.columns or not {"startNs", "endNs", "globalTid", "name", "type", "connectionId"} <= db.columns["PYTORCH_API"]:
-        return empty
-    names = dict(API_TYPES)
-    if db.usable("ENUM_API_TYPE", ("id", "name")):
-        enum = db.select("SELECT id, name FROM ENUM_API_TYPE")
-        names.update(zip(_ints(enum["id"]).tolist(), _strs(enum["name"]).tolist()))
-    ids = sorted(k for k, v in names.items() if v == "queue")
-    if not ids:
-        return empty
-    raw = db.select(f"SELECT {_ns('startNs')} AS start_ns, {_ns('endNs')} AS end_ns, globalTid, connectionId, name FROM PYTORCH_API "
-                    f"WHERE type IN ({', '.join(map(str, ids))})")
-    return pd.DataFrame({"start_ns": _ints(raw["start_ns"]), "end_ns": _ints(raw["end_ns"]), "gtid": _ints(raw["globalTid"], 0),
-                         "id": _ints(raw["connectionId"]),
-                         "enqueue": per_unique(db.text(raw["name"]), lambda n: not str(n).startswith("Dequeue"), dtype=bool)})
-
-
 def _run_facts(db: _Db) -> dict[str, object]:
-    """device_name (NPU_INFO), rank (RANK_DEVICE_MAP), schema (META_DATA) and steps (STEP_TIME: id, start_ns, end_ns)."""
-    facts: dict[str, object] = {"device_name": "", "rank": None, "schema": "", "steps": []}
+    """device_name (NPU_INFO), rank (RANK_DEVICE_MAP), schema (META_DATA), steps (STEP_TIME: id,
+    start_ns, end_ns) and devices (TASK's device ids)."""
+    facts: dict[str, object] = {"device_name": "", "rank": None, "schema": "", "steps": [], "devices": ()}
+    if "deviceId" in db.columns["TASK"]:
+        found = _ints(db.select("SELECT DISTINCT deviceId FROM TASK")["deviceId"])
+        facts["devices"] = tuple(sorted(int(d) for d in found if 0 <= d < NO_ID))
     if db.usable("NPU_INFO", ("name",)):
         names = [str(n).strip() for n in db.select("SELECT name FROM NPU_INFO")["name"] if n is not None and str(n).strip()]
         facts["device_name"] = names[0] if names else ""
@@ -567,8 +621,11 @@ def _group_names(db: _Db, info_dir: Path, shown_as: str) -> dict[str, GroupMeta]
     return process_group_names(info_dir, shown_as, db.warnings)
 
 
-def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning]) -> pd.DataFrame:
-    """analysis.db ``StepTraceTime`` (µs) as ``reference_steps``; empty without the file or table."""
+def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning], devices: tuple[int, ...] = ()) -> pd.DataFrame:
+    """analysis.db ``StepTraceTime`` (µs) as ``reference_steps``; empty without the file or table.
+
+    Newer torch_npu writes a row per step and device (a ``deviceId`` column): only the rows of
+    ``devices`` (the devices of this export's TASK rows) are this export's, when it names any."""
     if not path.is_file():
         return table("reference_steps")
     side: list[ReadWarning] = []
@@ -576,12 +633,15 @@ def _reference_steps(path: Path, shown: str, warnings: list[ReadWarning]) -> pd.
         with _Db(path, f"{shown.rsplit('/', 1)[0]}/analysis.db" if "/" in shown else "analysis.db", side) as db:
             if not db.usable("StepTraceTime", ("step", "computing", "communication_not_overlapped", "free")):
                 raise InputError("has no StepTraceTime table with step, computing, communication_not_overlapped and free")
-            cols = {c: db.column("StepTraceTime", c) for c in ("stage", "preparing")}
+            cols = {c: db.column("StepTraceTime", c) for c in ("stage", "preparing", "deviceId")}
             raw = db.select(f"SELECT step, computing, communication_not_overlapped, free, {cols['stage']} AS stage, "
-                            f"{cols['preparing']} AS preparing FROM StepTraceTime")
+                            f"{cols['preparing']} AS preparing, {cols['deviceId']} AS device FROM StepTraceTime")
     except InputError as exc:
         warnings.append(ReadWarning(shown, f"analysis.db ignored ({exc.message}): no check against the profiler's own step breakdown"))
         return table("reference_steps")
+    device = _ints(raw["device"])
+    if devices and np.isin(device, devices).any():
+        raw = raw[np.isin(device, devices)]
     return table("reference_steps", step_id=_ints(raw["step"]), computing_us=_floats(raw["computing"]),
                  uncovered_us=_floats(raw["communication_not_overlapped"]), free_us=_floats(raw["free"]),
                  stage_us=_floats(raw["stage"]), preparing_us=_floats(raw["preparing"]))
@@ -649,13 +709,15 @@ def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFram
     own = tasks.merge(kernels, on="task_id", how="left", indicator=True) if has_table else tasks.assign(_merge="left_only")
     listed = (own["_merge"] == "both").to_numpy()
     repeats_op = ~listed & own["conn"].isin(ops["conn"][ops["conn"] >= 0]).to_numpy()  # the collective's own task
-    keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op
-    own, listed = own[keep].reset_index(drop=True), listed[keep]
+    second = kernel_duplicates(own, listed)
+    mixed = listed & same_launch(own, second)  # a kernel written as two TASK rows: a MIX kernel
+    keep = ~own["task_id"].isin(hccl["task_id"]).to_numpy() & ~repeats_op & ~second
+    own, listed, mixed = own[keep].reset_index(drop=True), listed[keep], mixed[keep]
     facts = {c: own[c].fillna("").to_numpy(dtype=object) if c in own else np.full(len(own), "", dtype=object)
              for c in ("name", "op_type", "core", "input_shapes")}
     task_type = own["task_type"].to_numpy(dtype=object)
     name = np.where(facts["name"] != "", facts["name"], task_type)
-    core = np.where(facts["core"] != "", facts["core"], task_type)
+    core = np.where(facts["core"] != "", facts["core"], as_trace_types(task_type, listed, mixed))
     kind, misfit = task_kinds(name, task_type, listed, core, has_table)
     if misfit:
         warnings.append(ReadWarning(shown, misfit.replace("the kernel table", "COMPUTE_TASK_INFO")))
@@ -711,6 +773,48 @@ def _link(host: pd.DataFrame, device: pd.DataFrame, conn: np.ndarray, api: pd.Da
     forward = host["forward"].to_numpy().copy()
     forward[peers["row"].to_numpy(dtype=np.int64)[1::2]] = peers["row"].to_numpy(dtype=np.int64)[0::2]
     host["forward"] = forward
+
+
+def _link_through_queue(host: pd.DataFrame, device: pd.DataFrame, conn: np.ndarray, cann: pd.DataFrame,
+                        queue: pd.DataFrame, links: pd.DataFrame | None, origin: int) -> None:
+    """``device.launch`` of the copies a CANN call launched (``aclrtMemcpyAsync``, the copies of
+    ``aclopCompileAndExecute``), which CONNECTION_IDS does not tie to an op.
+
+    The call runs on the task queue's thread inside a ``Dequeue@<op>`` row; that row's
+    connection id, through CONNECTION_IDS, is the one of the ``Enqueue`` row on the framework
+    thread, and the op around the Enqueue launched the task, as the text export's flow says.
+    Tasks already linked are left as they are. Times never cross threads: only ids are followed.
+    """
+    launch = device["launch"].to_numpy().copy()
+    # copies only: the text export draws no launch flow to event records and waits, so they stay unlinked
+    todo = np.flatnonzero((launch < 0) & (conn >= 0) & (device["kind"] == SDMA).to_numpy())
+    if not len(todo) or not len(cann) or not len(queue):
+        return
+    calls = cann[_ints(cann["conn"]) >= 0]
+    calls = pd.DataFrame({"conn": _ints(calls["conn"]), "gtid": _ints(calls["gtid"], 0), "t": _ints(calls["start_ns"])})
+    want = pd.DataFrame({"row": todo, "conn": conn[todo]}).merge(calls.drop_duplicates("conn"), on="conn")
+    deq = queue[queue["dequeue"].to_numpy(dtype=bool)]
+    deq = pd.DataFrame({"gtid": _ints(deq["gtid"], 0), "lo": _ints(deq["start_ns"]), "hi": _ints(deq["end_ns"]),
+                        "qid": _ints(deq["conn"])})
+    # the Dequeue row around each call, on the call's own thread: the last one to start at or
+    # before the call (a thread dequeues one op at a time), if it is still running then
+    pairs = pd.merge_asof(want[want["t"] >= 0].sort_values("t", kind="stable"), deq[deq["lo"] >= 0].sort_values("lo", kind="stable"),
+                          left_on="t", right_on="lo", by="gtid", direction="backward")
+    pairs = pairs[(pairs["t"] <= pairs["hi"]) & (pairs["qid"] >= 0)]
+    pairs = pairs.assign(qid=pairs["qid"].astype(np.int64))
+    ids = links if links is not None else pd.DataFrame({"id": pairs["qid"], "conn": pairs["qid"]})
+    pairs = pairs.merge(ids.rename(columns={"id": "qid", "conn": "link"}), on="qid")
+    enq = queue[~queue["dequeue"].to_numpy(dtype=bool)]
+    enq = pd.DataFrame({"eid": _ints(enq["conn"]), "egtid": _ints(enq["gtid"], 0), "et": _ints(enq["start_ns"])})
+    enq = enq[enq["eid"] >= 0].merge(ids.rename(columns={"id": "eid", "conn": "link"}), on="eid")
+    pairs = pairs.merge(enq, on="link").drop_duplicates("row")
+    if not len(pairs):
+        return
+    gtid = pairs["egtid"].to_numpy(dtype=np.int64)
+    keys = [thread_label(p, t) for p, t in zip((gtid >> 32).tolist(), (gtid & 0xFFFFFFFF).tolist())]
+    owner = enclosing(host, host["parent"].to_numpy(), keys, _us(pairs["et"], origin))
+    launch[pairs["row"].to_numpy(dtype=np.int64)] = owner
+    device["launch"] = launch
 
 
 def _comm_tasks(hccl: pd.DataFrame, tasks: pd.DataFrame, groups: dict[str, str], origin: int, shown: str,
@@ -783,6 +887,9 @@ def _queue(rows: pd.DataFrame, links: pd.DataFrame | None, origin: int) -> pd.Da
     """``ascend_memory.queue_table`` of the queue rows: the correlation id is the CONNECTION_IDS
     connectionId of the row's id (the id itself without that table); pid/tid as in ``_host``."""
     rows = rows[(rows["start_ns"] >= 0) & (rows["end_ns"] >= rows["start_ns"])]
+    rows = pd.DataFrame({"start_ns": rows["start_ns"].to_numpy(), "end_ns": rows["end_ns"].to_numpy(),
+                         "gtid": rows["gtid"].to_numpy(), "id": rows["conn"].to_numpy(),  # a CONNECTION_IDS id
+                         "enqueue": ~rows["dequeue"].to_numpy(dtype=bool)})
     pairs = rows.merge(links, on="id") if links is not None else rows.assign(conn=rows["id"])
     gtid = _ints(pairs["gtid"], 0)
     return queue_table(pairs["enqueue"].to_numpy(dtype=bool), (gtid >> 32).astype(object), (gtid & 0xFFFFFFFF).astype(object),

@@ -17,11 +17,16 @@ either: the profiler leaves it out of its own Computing (on a real DB export, 13
 ``KERNEL_AICORE`` tasks, 0.26 ms, are exactly the difference). Only when an export has no kernel
 table — or one that lists fewer than half of the kernel-typed tasks, i.e. from another run — is
 a task's kind read from its task type, and only when the task type is unknown too, from its name.
+
+A DB export writes some kernels as two TASK rows (``kernel_duplicates``: one is no task of its
+own) and names task types as the runtime does; ``as_trace_types`` spells a kernel's type as the
+text export's trace does, so that both exports of one job show the same kernels.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA
 from perfcmp.readers.textmatch import per_unique
@@ -103,3 +108,57 @@ def task_kinds(names: np.ndarray, task_types: np.ndarray, listed: np.ndarray, co
     facts = list(zip(names, task_types, listed, cores))
     kinds = per_unique(facts, lambda f: task_kind(f[0], f[1], trusted, f[2], f[3])) if facts else np.empty(0, dtype=object)
     return kinds, message
+
+
+def kernel_duplicates(tasks: pd.DataFrame, listed: np.ndarray) -> np.ndarray:
+    """Mask of the TASK rows that only repeat a kernel the kernel table lists.
+
+    A MIX or Cube kernel is written as two TASK rows with one COMPUTE_TASK_INFO row: the listed
+    one, and a second one with the same stream, runtime task id and connection id around it
+    (a microsecond or two earlier and later) and a kernel's task type. The text export shows that
+    kernel once, with the listed row's times, so the second row is no task of its own. So is a
+    second TASK row that repeats a listed row's globalTaskId.
+
+    Args:
+        tasks: TASK rows (``readers.ascend_db._tasks``): stream, rts_id (the runtime's task id),
+            conn (connection id), task_id (globalTaskId), task_type.
+        listed: per row, whether COMPUTE_TASK_INFO lists its globalTaskId.
+    """
+    n = len(tasks)
+    out = np.zeros(n, dtype=bool)
+    if not n or not listed.any():
+        return out
+    known = (tasks["rts_id"] >= 0).to_numpy() & (tasks["conn"] >= 0).to_numpy()
+    out = same_launch(tasks, listed & known)
+    kernel_typed = per_unique(tasks["task_type"].to_numpy(dtype=object), lambda t: str(t).upper() in COMPUTE_TASK_TYPES, dtype=bool)
+    out &= ~listed & kernel_typed  # the listed row itself stays, and so does a copy launched with it
+    repeated = listed & pd.Series(tasks["task_id"].to_numpy()).where(listed).duplicated().to_numpy()
+    return out | repeated
+
+
+def same_launch(tasks: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Mask of the tasks with the (stream, runtime task id, connection id) of one of ``rows``."""
+    key = pd.DataFrame({"stream": tasks["stream"].to_numpy(), "rts": tasks["rts_id"].to_numpy(), "conn": tasks["conn"].to_numpy()})
+    hit = key.reset_index().merge(key[rows].drop_duplicates(), on=["stream", "rts", "conn"], how="inner")["index"].to_numpy()
+    out = np.zeros(len(tasks), dtype=bool)
+    out[hit] = True
+    return out
+
+
+# TASK's runtime task types of kernels -> the hardware task type the text export's trace writes
+# for the same kernel ("Task Type"), when COMPUTE_TASK_INFO gives no core type (profiler level 0
+# writes N/A there, as kernel_details.csv does): seen on the two 2025 level-0 exports of one job,
+# where KERNEL_AIVEC and KERNEL_AICORE kernels are AI_CORE in the trace and the DSA kernel's
+# STARS_COMMON is DSA_SQE
+RTS_AS_TRACE = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_CORE", "KERNEL_AICPU": "AI_CPU", "KERNEL_MIX_AIC": "MIX_AIC",
+                "KERNEL_MIX_AIV": "MIX_AIV", "STARS_COMMON": "DSA_SQE"}
+MIX_TYPES = ("MIX_AIC", "MIX_AIV")
+
+
+def as_trace_types(task_type: np.ndarray, listed: np.ndarray, mixed: np.ndarray) -> np.ndarray:
+    """The kernels' task types spelt as the text export's trace spells them (``RTS_AS_TRACE``); a
+    kernel written as two TASK rows is a MIX one (MIX_AIV unless its type says MIX_AIC), as the
+    trace shows it. Tasks that are no listed kernel keep TASK's type."""
+    spelt = per_unique(task_type, lambda t: RTS_AS_TRACE.get(str(t).upper(), t))
+    spelt = np.where(mixed & ~np.isin(spelt, MIX_TYPES), "MIX_AIV", spelt)
+    return np.where(listed, spelt, task_type)

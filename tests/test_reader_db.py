@@ -149,20 +149,22 @@ def same(values, expected) -> bool:
 def test_host_rows_nest_and_link_forward_to_backward(db_pt):
     profile = read(db_pt())
     host = profile.host
-    assert host["name"].tolist() == ["AscendCL@aclnnMm", "ProfilerStep#7", "main.py(1): train", "aten::mm", "aten::add_",
-                                     "c10d::allreduce_", "MmBackward0"]
-    assert host["cat"].tolist() == ["runtime", "cpu_op", "python_function", "cpu_op", "cpu_op", "cpu_op", "cpu_op"]
-    assert host["pid"].tolist() == ["100 CANN", 100, 100, 100, 100, 100, 100]
-    assert host["tid"].tolist() == [100, 100, 100, 100, 100, 100, 101]
-    assert host["parent"].tolist() == [-1, -1, 1, 2, 2, 2, -1]
-    assert host["start_us"].tolist() == [11.0, 0.0, 5.0, 10.0, 40.0, 60.0, 600.0]
-    assert host["dur_us"].tolist() == [1.5, 1000.0, 895.0, 20.5, 10.0, 15.0, 100.0]
-    assert host["forward"].tolist() == [-1, -1, -1, -1, -1, -1, 3]
-    assert host["backward"].tolist() == [False] * 6 + [True]
+    # every CANN level, named as the text export's CANN process names it (Node@launch inside
+    # the AscendCL call), on a track of its own
+    assert host["name"].tolist() == ["AscendCL@aclnnMm", "Node@launch", "ProfilerStep#7", "main.py(1): train", "aten::mm",
+                                     "aten::add_", "c10d::allreduce_", "MmBackward0"]
+    assert host["cat"].tolist() == ["runtime", "runtime", "cpu_op", "python_function", "cpu_op", "cpu_op", "cpu_op", "cpu_op"]
+    assert host["pid"].tolist() == ["100 CANN", "100 CANN", 100, 100, 100, 100, 100, 100]
+    assert host["tid"].tolist() == [100, 100, 100, 100, 100, 100, 100, 101]
+    assert host["parent"].tolist() == [-1, 0, -1, 2, 3, 3, 3, -1]
+    assert host["start_us"].tolist() == [11.0, 11.1, 0.0, 5.0, 10.0, 40.0, 60.0, 600.0]
+    assert host["dur_us"].tolist() == [1.5, 0.9, 1000.0, 895.0, 20.5, 10.0, 15.0, 100.0]
+    assert host["forward"].tolist() == [-1, -1, -1, -1, -1, -1, -1, 4]
+    assert host["backward"].tolist() == [False] * 7 + [True]
     # put back in their own columns, spelt as the text export's trace_view.json has them
-    assert host.loc[3, "input_shapes"] == '"8192,512;\\r\\n512,512"'
-    assert host.loc[3, "input_types"] == '"float;\\r\\nfloat"'
-    assert host.loc[3, "call_stack"] == "frame_inner;\r\nframe_outer"
+    assert host.loc[4, "input_shapes"] == '"8192,512;\\r\\n512,512"'
+    assert host.loc[4, "input_types"] == '"float;\\r\\nfloat"'
+    assert host.loc[4, "call_stack"] == "frame_inner;\r\nframe_outer"
     assert warning_count(profile, "host events with a missing, NaN or negative duration") == 1
     assert [(s.step_id, s.start_us, s.end_us) for s in profile.steps] == [(7, 0.0, 1000.0)]
 
@@ -177,9 +179,10 @@ def test_device_rows_kinds_and_launches(db_pt):
     assert device["start_us"].tolist() == [20.125, 130.0, 140.0, 150.0, 300.0]
     assert device["dur_us"].tolist() == [100.25, 4.0, 2.0, 1.0, 50.5]
     assert device["stream"].tolist() == [2, 2, 2, 2, -1]
-    assert device["launch"].tolist() == [3, 4, -1, -1, 5]
+    assert device["launch"].tolist() == [4, 5, -1, -1, 6]
     assert device["op_type"].tolist() == ["MatMulV2", "", "", "", ""]
-    assert device["task_type"].tolist() == ["KERNEL_AICORE", "MEMCPY_ASYNC", "EVENT_RECORD", "AI_CORE", "HCCL"]
+    # COMPUTE_TASK_INFO's core type is N/A: the kernel's runtime type as the text export's trace spells it
+    assert device["task_type"].tolist() == ["AI_CORE", "MEMCPY_ASYNC", "EVENT_RECORD", "AI_CORE", "HCCL"]
     assert device["input_shapes"].tolist() == ["8192,512;512,512", "", "", "", ""]
     assert device["group"].tolist() == ["", "", "", "", "dp"]  # parallel_group_info names it, without ranks
     assert device["step_id"].tolist() == [7] * 5
@@ -201,7 +204,7 @@ def test_hccl_tasks_memory_blocks_lanes_and_reference(db_pt):
     assert memory["reserved_bytes"].tolist() == [2000.0, 4000.0, 5000.0]
     blocks = profile.allocations
     assert blocks["name"].tolist() == ["aten::empty", "aten::mm"]
-    assert blocks["op"].tolist() == [3, 3]  # no aten::empty op: the op around it; aten::mm by name
+    assert blocks["op"].tolist() == [4, 4]  # no aten::empty op: the op around it; aten::mm by name
     assert blocks["bytes"].tolist() == [1024.0, 2048.0] and blocks["alloc_us"].tolist() == [10.5, 15.0]
     assert same(blocks["release_us"].tolist(), [30.0, math.nan])
     timeline = profile.timeline
@@ -356,16 +359,18 @@ def test_real_db_export(samples_dir, rank):
     profile = read(db.parent.parent)
     device = profile.device
     compute = device[device["kind"] == COMPUTE]
-    # the kernel table's rows only: 13 more KERNEL_AICORE / AI_CORE tasks it does not list are
-    # left out of Computing, as the profiler's own StepTraceTime leaves them out
+    # the kernel table's rows only: the 13 more KERNEL_AICORE / AI_CORE tasks it does not list
+    # are the second TASK rows of 13 MIX / Cube kernels (same stream, taskId and connectionId):
+    # no tasks of their own, as the text export's trace shows those kernels once
     assert len(compute) == _count(db, "SELECT count(*) FROM COMPUTE_TASK_INFO") == 187
     unlisted = device[device["task_type"].isin(["KERNEL_AICORE", "AI_CORE"]).to_numpy() & (device["kind"] != COMPUTE).to_numpy()]
-    assert len(unlisted) == 13
+    assert len(unlisted) == 0
     assert (compute["launch"] >= 0).all()  # every kernel has its launching op
     assert profile.warnings == []
     assert (device["kind"] == COMM).sum() == _count(db, "SELECT count(*) FROM COMMUNICATION_OP") == 4
     assert len(profile.comm_tasks) == _count(db, "SELECT count(*) FROM COMMUNICATION_TASK_INFO") == 296
-    assert len(device) == _count(db, "SELECT count(*) FROM TASK") - 296 - 4 + 4  # less HCCL's and the collectives' own tasks
+    # less HCCL's tasks, the collectives' own tasks and the 13 kernels' second rows
+    assert len(device) == _count(db, "SELECT count(*) FROM TASK") - 296 - 4 + 4 - 13
     assert [s.step_id for s in profile.steps] == [50]
     assert (device["step_id"] == 50).all()
     with sqlite3.connect(f"file:{db.parent / 'analysis.db'}?mode=ro", uri=True) as conn:
@@ -450,8 +455,9 @@ def test_a_cann_block_belongs_to_the_op_that_enqueued_its_kernel(tmp_path):
     blocks = profile.allocations
     # NPU_OP_MEM's blocks get the text export's cann:: names
     assert blocks["name"].tolist() == ["aten::empty", "aten::mm", "cann::MatMulV2_1", "cann::Sync_2"]
-    # host rows: 3 aten::mm, 4 aten::add_, 5 c10d::allreduce_ (test_host_rows_nest_and_link_forward_to_backward)
-    assert blocks["op"].tolist() == [3, 3, 3, 5]  # MatMulV2_1: aten::mm enqueued it, not aten::add_ around it
+    owners = profile.host["name"].to_numpy()[blocks["op"].to_numpy()].tolist()
+    # MatMulV2_1: aten::mm enqueued it, not aten::add_ around it
+    assert owners == ["aten::mm", "aten::mm", "aten::mm", "c10d::allreduce_"]
     assert blocks["bytes"].tolist() == [1024.0, 2048.0, 4096.0, 512.0]
     assert blocks["alloc_us"].tolist() == [10.5, 15.0, 45.0, 65.0]
     assert not profile.host["name"].str.startswith(("Enqueue", "Dequeue")).any()
@@ -464,7 +470,8 @@ def test_a_dequeue_without_its_enqueue_is_a_warning(tmp_path):
         conn.execute("DELETE FROM PYTORCH_API WHERE name = 5")  # the Enqueue
     conn.close()
     profile = read(root)
-    assert profile.allocations["op"].tolist() == [3, 3, 4, 5]  # the op around it, as nothing better is known
+    owners = profile.host["name"].to_numpy()[profile.allocations["op"].to_numpy()].tolist()
+    assert owners == ["aten::mm", "aten::mm", "aten::add_", "c10d::allreduce_"]  # the op around it, as nothing better is known
     assert warning_count(profile, "whose Enqueue (same correlation id) is not in the trace, 0.004 MiB") == 1
 
 
@@ -473,7 +480,132 @@ def test_without_npu_op_mem_a_block_named_like_no_op_is_cann_s(tmp_path):
     with sqlite3.connect(root / OUT / "ascend_pytorch_profiler_3.db") as conn:
         conn.execute("DROP TABLE NPU_OP_MEM")
     conn.close()
-    blocks = read(root).allocations
+    profile = read(root)
+    blocks = profile.allocations
     # aten::empty names a framework op (no such op ran: the op around it); the other two name graph nodes
     assert blocks["name"].tolist() == ["aten::empty", "aten::mm", "cann::MatMulV2_1", "cann::Sync_2"]
-    assert blocks["op"].tolist() == [3, 3, 3, 5]
+    owners = profile.host["name"].to_numpy()[blocks["op"].to_numpy()].tolist()
+    assert owners == ["aten::mm", "aten::mm", "aten::mm", "c10d::allreduce_"]
+
+
+# --- issue 23: a kernel counted once, shapes unquoted, copies through the queue, generations ----
+
+
+def _with(changes: dict[str, list[tuple]], strings: dict[int, str] | None = None) -> dict[str, list[tuple]]:
+    """ROWS with some tables' rows replaced (and STRING_IDS extended)."""
+    rows = {**ROWS, **changes}
+    rows["STRING_IDS"] = list({**STRINGS, **(strings or {})}.items())
+    return rows
+
+
+def _db_pt(tmp_path, rows) -> Path:
+    root = tmp_path / "d_ascend_pt"
+    write_db(root / OUT / "ascend_pytorch_profiler_3.db", rows)
+    return root
+
+
+def test_a_mix_kernels_second_task_row_is_not_a_second_kernel(tmp_path):
+    # MatMul as a MIX kernel: the listed TASK row [20.125, 120.375) and, around it, a second row
+    # [19, 121.5) with the same stream (2), runtime taskId (0) and connectionId (500) but its own
+    # globalTaskId (40) that COMPUTE_TASK_INFO does not list, as torch_npu's DB writes it
+    wrapper = (T + 19_000, T + 121_500, 0, 500, 40, 100, 26, 4294967295, 2, 0, 0)
+    profile = read(_db_pt(tmp_path, _with({"TASK": ROWS["TASK"] + [wrapper]})))
+    device = profile.device
+    launched_by_mm = device[device["launch"] == 4]  # aten::mm's host row
+    assert launched_by_mm["name"].tolist() == ["aclnnMm_MatMulCommon_MatMulV2"]
+    assert launched_by_mm["dur_us"].tolist() == [100.25]  # the listed row's times, once
+    assert launched_by_mm["task_type"].tolist() == ["MIX_AIV"]  # as the text export's trace types such a kernel
+    assert len(device) == 5  # as without the second row: kernel, copy, event, unlisted AI_CORE, collective
+
+
+def test_a_task_row_repeating_a_listed_global_task_id_is_counted_once(tmp_path):
+    repeat = (T + 20_125, T + 120_375, 0, 500, 0, 100, 6, 1, 2, 0, 0)  # globalTaskId 0 again, another context
+    profile = read(_db_pt(tmp_path, _with({"TASK": ROWS["TASK"] + [repeat]})))
+    compute = profile.device[profile.device["kind"] == COMPUTE]
+    assert compute["name"].tolist() == ["aclnnMm_MatMulCommon_MatMulV2"]
+
+
+def test_a_copy_on_the_kernels_stream_and_task_id_is_kept(tmp_path):
+    # a copy sharing the kernel's stream, taskId and connectionId is no kernel's second row
+    copy = (T + 121_000, T + 122_000, 0, 500, 41, 100, 10, 4294967295, 2, 0, 0)
+    profile = read(_db_pt(tmp_path, _with({"TASK": ROWS["TASK"] + [copy]})))
+    assert (profile.device["kind"] == SDMA).sum() == 2
+
+
+def test_db_shapes_lose_the_csv_quotes(tmp_path):
+    # COMPUTE_TASK_INFO inputShapes as some exports store it: with the CSV writer's quotes
+    profile = read(_db_pt(tmp_path, _with({}, {21: '"8192,512;512,512"'})))
+    assert profile.device["input_shapes"].tolist()[0] == "8192,512;512,512"
+
+
+def test_a_copy_made_by_a_cann_call_belongs_to_the_op_that_enqueued_it(tmp_path):
+    # aten::add_ [40, 50) enqueues at 41 (connection 7 -> link 7000); on the queue thread
+    # (tid 102) Dequeue@add [140, 160) holds aclrtMemcpyAsync [141, 142) (CANN connection 502),
+    # which launched the copy task [170, 171): no CONNECTION_IDS row names 502
+    queue_tid = (100 << 32) | 102
+    strings = {29: "Dequeue@add", 30: "aclrtMemcpyAsync"}
+    api = ROWS["PYTORCH_API"] + [_api(str(T + 41_000), str(T + 41_500), MAIN, 7, 5, kind=50002),
+                                 _api(str(T + 140_000), str(T + 160_000), queue_tid, 8, 29, kind=50002)]
+    links = ROWS["CONNECTION_IDS"] + [(7, 7000), (8, 7000)]
+    cann = ROWS["CANN_API"] + [(T + 141_000, T + 142_000, 20000, queue_tid, 502, 30)]
+    task = (T + 170_000, T + 171_000, 0, 502, 42, 100, 10, 0, 2, 42, 0)
+    profile = read(_db_pt(tmp_path, _with({"PYTORCH_API": api, "CONNECTION_IDS": links, "CANN_API": cann,
+                                           "TASK": ROWS["TASK"] + [task]}, strings)))
+    device, host = profile.device, profile.host
+    copy = device[device["start_us"] == 170.0]
+    assert copy["kind"].tolist() == [SDMA]
+    assert host["name"][copy["launch"].iloc[0]] == "aten::add_"
+    assert "AscendCL@aclrtMemcpyAsync" in set(host["name"])  # the call itself, on the CANN track
+
+
+def test_hccl_tasks_typed_by_the_runtime_make_the_older_generation(tmp_path):
+    # the collective [300, 350.5) with two HCCL tasks [300.1, 320.1) and [320.1, 320.6): typed
+    # NOTIFY_WAIT / MEMCPY_ASYNC as 2024's exports type them, communication is their union
+    # (20.5 µs), not the collective's span (50.5 µs); named as HCCL names them, the span
+    strings = {31: "NOTIFY_WAIT"}
+    tasks = [row if row[4] not in (5, 6) else row[:6] + ((31 if row[4] == 5 else 10),) + row[7:] for row in ROWS["TASK"]]
+    older = read(_db_pt(tmp_path, _with({"TASK": tasks, "OVERLAP_ANALYSIS": []}, strings)))
+    assert older.info.metadata["communication basis"] == "tasks"
+    from perfcmp.breakdown import Analyzer
+    from perfcmp.categories import load_rules
+    b = Analyzer(older, load_rules()).breakdown()
+    assert b.uncovered_us == pytest.approx(20.5)
+    newer = read(_db_pt(tmp_path / "newer", _with({"OVERLAP_ANALYSIS": []})))
+    assert "communication basis" not in newer.info.metadata
+    assert Analyzer(newer, load_rules()).breakdown().uncovered_us == pytest.approx(50.5)
+
+
+def test_step_trace_time_rows_of_other_devices_are_not_this_exports(tmp_path):
+    # newer torch_npu writes StepTraceTime per device: this export's TASK rows are device 0's
+    root = tmp_path / "d_ascend_pt"
+    write_db(root / OUT / "ascend_pytorch_profiler_3.db")
+    write_db(root / OUT / "analysis.db", {"StepTraceTime": [(0, "7", 100.25, 50.5, 849.25, 330.375),
+                                                           (1, "7", 1.0, 2.0, 3.0, 4.0)]},
+             {"StepTraceTime": "deviceId INTEGER, step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, "
+                               "free NUMERIC, stage NUMERIC"})
+    reference = read(root).reference_steps
+    assert reference[["step_id", "computing_us", "stage_us"]].values.tolist() == [[7, 100.25, 330.375]]
+
+
+def test_a_pipelines_receive_time_is_out_of_the_profilers_stage(db_pt):
+    import pandas as pd
+
+    from perfcmp.breakdown import Analyzer
+    from perfcmp.categories import load_rules
+    from perfcmp.selfcheck import check_steps
+
+    profile = read(db_pt())
+    profile.device.loc[profile.device["kind"] == COMM, "name"] = "hcom_receive__1_0_1"
+    analyzer = Analyzer(profile, load_rules())
+    assert analyzer.step_spans()[7] == (20.125, 350.5)  # the kernel's start to the collective's end
+    span = 350.5 - 20.125
+    b = analyzer.breakdown((20.125, 350.5))
+
+    def reference(stage: float) -> pd.DataFrame:
+        return pd.DataFrame({"step_id": [7], "computing_us": [b.computing_us], "uncovered_us": [b.uncovered_us],
+                             "free_us": [b.free_us], "stage_us": [stage], "preparing_us": [float("nan")]})
+
+    # torch_npu's Stage = the span less its hcom_receive time (its Bubble): 330.375 - 50.5
+    assert [c.ok for c in check_steps(analyzer, reference(span - 50.5))] == [True]
+    assert [c.ok for c in check_steps(analyzer, reference(span))] == [True]
+    assert [c.summary() for c in check_steps(analyzer, reference(span - 20.0))] == ["Stage +6.4 %"]  # 330.375 against 310.375
