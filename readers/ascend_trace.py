@@ -226,8 +226,11 @@ class AscendTrace:
             self.warnings.append(ReadWarning(self.shown_as, misfit.replace("the kernel table", "kernel_details.csv")))
         op_groups = dict(zip(ops["connection"].tolist(), self._group(ops).tolist())) if len(ops["name"]) else {}
         op_groups.pop(-1, None)
-        hccl_task = (kind_hw == OTHER) & (np.isin(hw["connection"], list(op_groups)) |
-                                          per_unique(list(zip(hw["task_type"], hw["name"])), lambda f: is_hccl_task(*f), dtype=bool))
+        # a task the trace links to a collective (its connection id) is HCCL's, whatever its kind:
+        # older exports type HCCL's copies on the collective's stream "Other", named MEMCPY_ASYNC,
+        # which would otherwise pass for free-time copies (the DB lists them in COMMUNICATION_TASK_INFO)
+        hccl_task = np.isin(hw["connection"], list(op_groups)) | (
+            (kind_hw == OTHER) & per_unique(list(zip(hw["task_type"], hw["name"])), lambda f: is_hccl_task(*f), dtype=bool))
         stream_comm_tasks = {k: v[hccl_task] for k, v in hw.items()}
         stream_comm_tasks["group"] = per_unique(stream_comm_tasks["connection"], lambda c: op_groups.get(c, ""))
         keep = ~hccl_task

@@ -218,3 +218,36 @@ def test_kernel_types_of_text_and_db_exports_of_one_job_pair(samples_dir, tmp_pa
     for r in rows:
         cores[r[col["core_type"]]] = cores.get(r[col["core_type"]], 0) + r[col["comp_calls"]]
     assert cores == {"AI_CORE": 172, "MIX_AIV": 13, "DSA_SQE": 2}  # the text trace's own counts
+
+
+@pytest.mark.parametrize("rank", (0, 1))
+def test_a_2024_text_trace_keeps_hccl_copies_apart_from_free_time_copies(samples_dir, rank):
+    # The 2024 trace types every hardware task "Other"; HCCL's copies (MEMCPY_ASYNC) on the
+    # collective's stream carry its connection id. They are HCCL's plane tasks, as the DB export
+    # lists them in COMMUNICATION_TASK_INFO; the other copies are the profile's SDMA rows.
+    text = read(export(samples_dir, "real_msinsight_2024_level0", "text", rank))
+    db_path = export(samples_dir, "real_msinsight_2024_level0", "db", rank)
+    with sqlite3.connect(f"file:{db_file(db_path, rank)}?mode=ro", uri=True) as conn:
+        copies, hccl_copies = conn.execute(
+            "SELECT count(*), count(c.globalTaskId) FROM TASK t JOIN STRING_IDS s ON s.id = t.taskType "
+            "LEFT JOIN COMMUNICATION_TASK_INFO c ON c.globalTaskId = t.globalTaskId WHERE s.value = 'MEMCPY_ASYNC'").fetchone()
+    assert hccl_copies == 40 and copies == 141  # the DB's own counts, this job's collectives on both ranks
+    device_copies = int(((text.device["kind"] == "sdma") & (text.device["name"] == "MEMCPY_ASYNC")).sum())
+    plane_copies = int((text.comm_tasks["name"] == "MEMCPY_ASYNC").sum())
+    assert (plane_copies, device_copies) == (hccl_copies, copies - hccl_copies)
+
+
+def test_kernel_types_pair_by_type_alone_when_one_export_names_no_core(samples_dir, tmp_path):
+    # 2024 level 0: the text trace types AI Core kernels "Other" (AI CPU ones "AI_CPU"), the DB
+    # "KERNEL_AICORE": every kernel type pairs, with a warning that says the core was left out
+    generation = "real_msinsight_2024_level0"
+    result = run(CompareOptions(str(export(samples_dir, generation, "text", 0)), str(export(samples_dir, generation, "db", 0)),
+                                output=str(tmp_path), formats=("json",), detail=DetailOptions(use_kernel_type=True)))
+    table = result.details["KernelTypeCompare"]
+    col = {c: i for i, c in enumerate(table.columns)}
+    rows = list(table.rows)
+    assert [r[col["kernel_type"]] for r in rows if r[col["base_calls"]] != r[col["comp_calls"]]] == []
+    assert sum(r[col["comp_calls"]] for r in rows) == 345 and {r[col["core_type"]] for r in rows} == {""}
+    assert [w.message for w in result.warnings] == [
+        'KernelTypeCompare: the base profile names no core type for some of its kernels (its trace types them "Other"), '
+        "so kernel types are paired by type alone, on both sides; the core_type column is empty"]

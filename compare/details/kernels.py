@@ -59,7 +59,10 @@ def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     if base.compute.empty and comp.compute.empty:
         return {}
     if opts.use_kernel_type:
-        return {"KernelTypeCompare": _kernel_table(base.compute, comp.compute, "core", KERNEL_TYPE_COLUMNS, by_ratio=True)}
+        sides = (base.compute, comp.compute)
+        if coreless_side(base, comp) is not None:  # one export names no core: the types pair by kernel type alone
+            sides = tuple(frame.assign(core=np.full(len(frame), "", dtype=object)) for frame in sides)
+        return {"KernelTypeCompare": _kernel_table(*sides, "core", KERNEL_TYPE_COLUMNS, by_ratio=True)}
     if across_vendors(base.vendor, comp.vendor):
         data = cross_device_columns(base, comp, pairs() if pairs is not None else align_ops(base, comp, opts))
         columns = [*KERNEL_COLUMNS, *MATCH_COLUMNS]
@@ -95,10 +98,32 @@ def shapeless_side(base: SideDetails, comp: SideDetails) -> str | None:
     return "base" if not has[0] else "comparison"
 
 
+UNNAMED_CORES = frozenset({"", "Other", "other", "N/A"})  # a task type that names no core (older level-0 traces: "Other")
+
+
+def coreless_side(base: SideDetails, comp: SideDetails) -> str | None:
+    """"base" or "comparison": the side some of whose compute kernels name no core type (a 2024
+    level-0 trace types its AI Core tasks "Other", its AI CPU ones "AI_CPU") while every kernel of
+    the other side names one; None otherwise."""
+    if base.compute.empty or comp.compute.empty:
+        return None
+    unnamed = [bool(per_unique(side.compute["core"].to_numpy(), lambda c: str(c) in UNNAMED_CORES, dtype=bool).any())
+               for side in (base, comp)]
+    if unnamed[0] == unnamed[1]:
+        return None
+    return "base" if unnamed[0] else "comparison"
+
+
 def kernel_notes(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> list[str]:
-    """The warnings KernelCompare's rows need read beside them: kernels paired by name and type
-    alone when one side has no kernel shapes."""
-    if opts.use_kernel_type or across_vendors(base.vendor, comp.vendor):
+    """The warnings the kernel sheets' rows need read beside them: kernels paired by name and type
+    alone when one side has no kernel shapes; kernel types without their core type when one side
+    names no core."""
+    if opts.use_kernel_type:
+        side = coreless_side(base, comp)
+        return [] if side is None else [
+            f"KernelTypeCompare: the {side} profile names no core type for some of its kernels (its trace types "
+            "them \"Other\"), so kernel types are paired by type alone, on both sides; the core_type column is empty"]
+    if across_vendors(base.vendor, comp.vendor):
         return []
     side = shapeless_side(base, comp)
     if side is None:
