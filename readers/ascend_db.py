@@ -47,7 +47,7 @@ from perfcmp.readers.ascend import process_group_names, run_info
 from perfcmp.readers.ascend_csv import shapes
 from perfcmp.readers.ascend_tasks import as_trace_types, kernel_duplicates, same_launch, task_kinds
 from perfcmp.readers.ascend_memory import CANN_BLOCK, block_owners, queue_table, unfollowed_warning
-from perfcmp.readers.ascend_trace import op_type_from_name
+from perfcmp.readers.ascend_trace import op_types_from_names
 from perfcmp.readers.chrome import SQLITE_MAGIC
 from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
 from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
@@ -723,7 +723,7 @@ def _device(tasks: pd.DataFrame, kernels: pd.DataFrame | None, hccl: pd.DataFram
         warnings.append(ReadWarning(shown, misfit.replace("the kernel table", "COMPUTE_TASK_INFO")))
     # the op type is written last in a kernel's own name ("aclnnMm_MatMulCommon_MatMulV2"), not in a task type
     guess = (facts["op_type"] == "") & (kind == COMPUTE) & (facts["name"] != "")
-    guessed = np.where(guess, per_unique(name, op_type_from_name), facts["op_type"])
+    guessed = np.where(guess, op_types_from_names(np.where(guess, name, "")), facts["op_type"])
     n, blank = len(ops), np.full(len(ops), "", dtype=object)
     rows = pd.DataFrame({
         "name": np.concatenate([name, ops["name"].to_numpy(dtype=object)]), "kind": np.concatenate([kind, np.full(n, COMM, dtype=object)]),

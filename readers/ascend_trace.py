@@ -248,7 +248,7 @@ class AscendTrace:
                        launch=self._launches(cols, host))
         # Without kernel_details.csv the op type is still written in the task name
         # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the table's Type, when given, wins.
-        guessed = np.where(kind == COMPUTE, per_unique(names, op_type_from_name), "")
+        guessed = np.where(kind == COMPUTE, op_types_from_names(names), "")
         listed_type = np.concatenate([facts["op_type"], op_facts["op_type"]])
         device["op_type"] = np.where(listed_type != "", listed_type, guessed)
         for col in ("input_shapes", "mac_us", "pmu_compute_us"):
@@ -366,6 +366,44 @@ def _leaf(name: str) -> str:
 
 def _ms(device: pd.DataFrame, mask: np.ndarray) -> str:
     return f"{device['dur_us'].to_numpy()[mask].sum() / 1000.0:.3f} ms"
+
+
+LEGACY_NAME = re.compile(r"^([^_]*?\D)(\d+)$")  # a one-word task name with its instance number glued on
+
+
+def op_types_from_names(names: np.ndarray) -> np.ndarray:
+    """``op_type_from_name`` of each task, except where a one-word legacy name's first digit is
+    its type's version: "MaxPoolWithArgmaxV114" is MaxPoolWithArgmaxV1, instance 14.
+
+    Older exports glue a graph-node number to the type ("Conv2D12", "Relu13"). Types that end in
+    a digit are versioned ("...V1", "AxpyV2", "TopKV2"), so only names whose stem ends in "V" are
+    in doubt. Node numbers are unique and run from 1 to about the number of nodes, which the
+    names without doubt show: for each such stem, all its names take the version digit when that
+    leaves fewer numbers beyond the others' largest or taken by another node ("AxpyV2102" is not
+    node 2102 of ~140; MaxPoolWithArgmaxV117 is not node 117, Mul117's), else none."""
+    default = per_unique(names, op_type_from_name)
+    parsed = {}
+    for name in pd.unique(names):
+        found = LEGACY_NAME.match(name) if isinstance(name, str) else None
+        if found:
+            parsed[name] = (found.group(1), found.group(2))
+    versioned = {n: p for n, p in parsed.items() if p[0].endswith("V") and len(p[1]) > 1}
+    sure = [int(d) for n, (stem, d) in parsed.items() if n not in versioned and not stem.endswith("V")]
+    if not versioned or not sure:
+        return default
+    limit = max(sure) + len(versioned)  # the doubtful names are nodes too, the last ones at most
+    taken = set(sure)
+    stems: dict[str, list[str]] = {}
+    for name, (stem, _) in versioned.items():
+        stems.setdefault(stem, []).append(name)
+    chosen = {}
+    for stem, members in stems.items():
+        def misfits(k: int) -> int:
+            nodes = [int(versioned[n][1][k:]) for n in members]
+            return sum(node > limit or node in taken for node in nodes)
+        if misfits(1) < misfits(0):
+            chosen.update({n: stem + versioned[n][1][0] for n in members})
+    return per_unique(names, lambda n: chosen.get(n, op_type_from_name(n)))
 
 
 def op_type_from_name(name: str) -> str:

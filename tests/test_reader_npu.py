@@ -346,3 +346,21 @@ def test_without_a_task_queue_a_cann_block_belongs_to_the_op_around_it(ascend_pt
     profile = read(_queued_export(ascend_pt, events, [("cann::MatMulV2_1", 64, 45)]))
     assert profile.host["name"].to_numpy()[profile.allocations["op"]].tolist() == ["aten::add_"]
     assert not [w for w in profile.warnings if "Dequeue" in w.message]
+
+
+def test_legacy_task_names_keep_their_types_version_digit():
+    # 2024 level-0 traces glue a graph-node number to the type; nodes run to ~135 here, so
+    # AxpyV2102 is AxpyV2 node 102 (not node 2102) and MaxPoolWithArgmaxV117 is V1 node 17
+    # (node 117 is Mul117's); a stem that does not end in "V" keeps its digits as the node
+    import numpy as np
+
+    from perfcmp.readers.ascend_trace import op_types_from_names
+
+    names = np.array(["Conv2D12", "Relu13", "MaxPoolWithArgmaxV114", "MaxPoolWithArgmaxV117", "LogSoftmaxV237",
+                      "AxpyV2102", "AxpyV2135", "Mul117", "Add135", "aclnnMm_MatMulCommon_MatMulV2", "trans_Cast_10"],
+                     dtype=object)
+    assert op_types_from_names(names).tolist() == ["Conv2D", "Relu", "MaxPoolWithArgmaxV1", "MaxPoolWithArgmaxV1",
+                                                    "LogSoftmaxV2", "AxpyV2", "AxpyV2", "Mul", "Add", "MatMulV2", "Cast"]
+    # with no node beyond a hundred, MaxPoolWithArgmaxV114 alone reads as version 1, node 14
+    assert op_types_from_names(np.array(["Relu13", "MaxPoolWithArgmaxV114"], dtype=object)).tolist() == [
+        "Relu", "MaxPoolWithArgmaxV1"]
