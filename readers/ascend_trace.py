@@ -45,9 +45,11 @@ OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
 # process names that make a JSON array an Ascend profiler trace (a Kineto trace names its process after the program)
 # (MindSpore on a host without a device writes only CPU OP and Scope Layer: readers/mindspore.py)
 ASCEND_PROCESSES = frozenset({"Python", MINDSPORE, CPU_OP, SCOPE_LAYER, CANN, HARDWARE, OVERLAP, *HCCL_ROLES})
-# MindSpore processes whose events are host rows: (role, host cat, what they are, for warnings)
-MINDSPORE_HOST = ((MINDSPORE, "cpu_op", "MindSpore framework events"), (CPU_OP, "cpu_op", "MindSpore CPU OP events"),
-                  (SCOPE_LAYER, "python_function", "MindSpore Scope Layer events"))
+# MindSpore processes whose events are host rows: (role, host cat, what they are, for warnings).
+# Its Scope Layer spans the ops of each scope: device tasks on Ascend (so no host rows there),
+# the CPU OP kernels on a host without a device (host scopes, like python functions).
+MINDSPORE_HOST = ((MINDSPORE, "cpu_op", "MindSpore framework events"), (CPU_OP, "cpu_op", "MindSpore CPU OP events"))
+MINDSPORE_HOST_SCOPES = ((SCOPE_LAYER, "python_function", "MindSpore Scope Layer events"),)
 GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")
 
 
@@ -193,7 +195,8 @@ class AscendTrace:
             ok = valid_durations(self.host["dur_us"], self.shown_as, "host events", self.warnings)
             parts.append({**{k: self.host[k][ok] for k in names}, "ts_ns": self.host["ts_ns"][ok]})
         if "dur_us" in self.other:
-            for role, cat, what in (*MINDSPORE_HOST, (CANN, "runtime", "CANN API events")):
+            scopes = MINDSPORE_HOST_SCOPES if self.host_only else ()
+            for role, cat, what in (*MINDSPORE_HOST, *scopes, (CANN, "runtime", "CANN API events")):
                 rows, _ = self._rows(self.role == role, what)
                 n = len(rows["ts_ns"])
                 blank = np.full(n, "", dtype=object)
