@@ -19,7 +19,7 @@ What is compared, per step the profiler lists:
   accepted.
 
 MindSpore's step_trace_time.csv follows other rules (a step is its host span, Stage the step's
-HCCL span, Free clipped to the host span; benchmarks/MINDSPORE_FORMAT.md), so on MindSpore
+HCCL span, Free clipped to the host span; docs/formats/mindspore.md), so on MindSpore
 exports only Computing and Communication(Not Overlapped) are compared.
 
 MindSpore's CPU kernels are checked per op and per op type against its own

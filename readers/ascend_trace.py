@@ -38,7 +38,7 @@ QUEUE_CATS = {"enqueue": True, "dequeue": False}
 LAUNCH_FLOW_CAT = "async_npu"
 HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis", "CANN"
 # MindSpore's framework process: its events are framework ops whatever their cat ("" in 2.5+,
-# "cpu_op" before), like torch_npu's Python process (benchmarks/MINDSPORE_FORMAT.md)
+# "cpu_op" before), like torch_npu's Python process (docs/formats/mindspore.md)
 MINDSPORE = "MindSpore"
 OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
                  "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
