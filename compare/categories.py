@@ -35,6 +35,7 @@ COMPUTE_ROWS: tuple[tuple[str, str, int], ...] = (
     ("matmul", "Matmul", 1),
     ("matmul_cube", "Matmul (Cube)", 2),
     ("matmul_vector", "Matmul (Vector)", 2),
+    ("matmul_cpu", "Matmul (CPU)", 2),  # host-only profiles: a CPU has no cube or vector unit
     ("page_attention", "Page Attention", 1),
     ("vector", "Vector", 1),
     ("vector_trans", "Vector (Trans)", 2),
@@ -42,6 +43,7 @@ COMPUTE_ROWS: tuple[tuple[str, str, int], ...] = (
     ("cube", "Cube", 1),
     ("sdma_tensor_move", "SDMA (Tensor Move)", 1),
     ("other", "Other", 1),
+    ("cpu", "CPU", 1),  # host-only profiles: every op of no class above
 )
 MC2_PREFIX = "mc2:"
 OP_CLASSES = ("fa", "conv", "matmul")  # checked in this order on an op's name
@@ -119,8 +121,10 @@ def categorise(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules, host_mode:
     core type, whether the cube unit was measured busy, the launching op's class and
     direction), not once per kernel: a trace repeats a few hundred combinations many times.
 
-    ``host_mode``: the tasks are host ops standing in for kernels (a CPU-only trace), so an op
-    of a class counts as cube and nothing else does.
+    ``host_mode``: the tasks are host ops standing in for kernels (a CPU-only trace): a matmul
+    op (by its class, or by its own name against the matmul kernel names, as MindSpore's CPU
+    kernels are named ``MatMul``) is Matmul (CPU), an attention or conv op keeps its class, and
+    every other op is CPU, never Cube or Vector (units a CPU does not have).
     """
     n = len(tasks)
     if n == 0:
@@ -162,7 +166,11 @@ def _category(name: str, op_type: str, core: str, mac_state: int, cls: str, back
     if lname in rules.mc2:
         return MC2_PREFIX + str(name)
     if host_mode:
-        cube = bool(cls)
+        if not cls and rules.kernel_patterns["matmul"].search(lname):
+            cls = "matmul"
+        if cls == "matmul" or not cls:
+            return "matmul_cpu" if cls else "cpu"
+        cube = True
     elif mac_state:
         cube = mac_state == 2
     elif ltype:

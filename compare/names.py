@@ -4,6 +4,11 @@ against AMD), the built-in equivalences of ``op_equivalence.toml``. Within one v
 profiler's own names are the keys: ``MatMulV2`` and ``MatMulV3`` stay two kernel types, as
 op_statistic.csv counts them.
 
+MindSpore's Graph-mode names carry an instance index per op of a type in a scope
+(``Default/MatMul-op1``, ``Gradients/Default/Grad_MatMul/MatMul-op2``) that renumbers when a
+layer is added, so the key drops it (``instance_free``): every MatMul of a scope is one key,
+and an added layer shows as more calls of that key, not as every later layer shifted by one.
+
 ``key(name)`` is what alignment, statistic sheets, module rows, kernel and communication rows
 compare; the sheets keep showing each side's own name next to it. ``how(name)`` says which rule
 made the key, for the "Match" column.
@@ -34,6 +39,16 @@ API_EQUIVALENCE = "api_equivalence.toml"
 EQUIVALENCE_FIELDS = frozenset({"key", "names", "patterns"})
 
 
+# MindSpore's op instance index: "<scope>/<Type>-op<N>" (readers/mindspore.py)
+INSTANCE_INDEX = re.compile(r"-op\d+$")
+
+
+def instance_free(name: str) -> str:
+    """``name`` without a MindSpore instance index (``Default/MatMul-op1`` -> ``Default/MatMul``);
+    other names unchanged."""
+    return INSTANCE_INDEX.sub("", name) if name.endswith(tuple("0123456789")) else name
+
+
 @dataclass
 class Normalizer:
     """Maps raw op / kernel names to comparison keys (cached per distinct name)."""
@@ -50,7 +65,7 @@ class Normalizer:
         if hit is None:
             mapped = self.user_map.get(name)
             how = "mapped" if mapped is not None else "name"
-            base = mapped if mapped is not None else name
+            base = mapped if mapped is not None else instance_free(name)
             equivalent = self.exact.get(base)
             if equivalent is None:
                 equivalent = next((key for pattern, key in self.patterns if pattern.fullmatch(base)), None)

@@ -41,7 +41,7 @@ from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
 from perfcmp import budget, invariants, migration, scope
 from perfcmp.samples import SampleSet, sample_profile
-from perfcmp.selfcheck import check_steps, warning_lines
+from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
 from perfcmp.signals import held
 from perfcmp.keys import KEYED_SHEETS, OP, sheet_keys
 from perfcmp.vendors import across_vendors, vendor_of_path, vendor_of_profile
@@ -371,6 +371,8 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
     )
     reference = "analysis.db StepTraceTime" if info.metadata.get("export") == "db" else "step_trace_time.csv"
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
+    notes += [ReadWarning(info.source, message, count) for message, count in
+              op_total_lines(check_op_totals(analyzer, profile.reference_ops), "FRAMEWORK/cpu_op_*_info CSVs")]
     categories = None if analyzer.host_mode else analyzer.category[analyzer.is_compute]
     return side, breakdown, per_step, step_breakdowns, notes, categories, analyzer.comm_op_parts(breakdown.window_us)
 

@@ -19,8 +19,11 @@ What is compared, per step the profiler lists:
   accepted.
 
 MindSpore's step_trace_time.csv follows other rules (a step is its host span, Stage the step's
-HCCL span, Free clipped to the host span; benchmarks/MINDSPORE_FORMAT.md), so on MindSpore
+HCCL span, Free clipped to the host span; docs/formats/mindspore.md), so on MindSpore
 exports only Computing and Communication(Not Overlapped) are compared.
+
+MindSpore's CPU kernels are checked per op and per op type against its own
+``cpu_op_detail_info_N.csv`` / ``cpu_op_type_info_N.csv`` (``check_op_totals``).
 
 A row differs when it is off by more than ``RELATIVE`` of the profiler's value and by more than
 ``ABSOLUTE_US`` (float rounding in the files is far below either).
@@ -35,6 +38,7 @@ import pandas as pd
 
 from perfcmp import intervals as iv
 from perfcmp.breakdown import Analyzer, Breakdown
+from perfcmp.readers.mindspore import op_type
 from perfcmp.readers.textmatch import per_unique
 
 RELATIVE = 0.005
@@ -145,3 +149,37 @@ def _idle_after(work: iv.Intervals, t: float) -> float:
     """Idle time from ``t`` to the next work that starts at or after it (0 when none does)."""
     k = int(np.searchsorted(work[0], t, side="left"))
     return float(work[0][k]) - t if k < len(work[0]) else 0.0
+
+
+def check_op_totals(analyzer: Analyzer, reference: pd.DataFrame) -> list[tuple[str, float, float]]:
+    """perfcmp's per-op and per-op-type totals against the profiler's own (``reference_ops``:
+    MindSpore's ``cpu_op_detail_info_N.csv`` / ``cpu_op_type_info_N.csv``): the rows that differ,
+    as (``op X`` / ``type X``, ours µs, profiler's µs). perfcmp's totals are its compute tasks'
+    durations summed by name (a type: by ``readers.mindspore.op_type`` of the name); an op the
+    profiler lists that perfcmp never saw counts as 0 here. The CSVs write 6 significant
+    digits, far inside ``RELATIVE``."""
+    if reference.empty:
+        return []
+    tasks = analyzer.tasks[analyzer.is_compute]
+    names = tasks["name"].to_numpy(dtype=object)
+    dur = tasks["dur_us"].to_numpy(dtype=np.float64)
+    by_name = pd.Series(dur).groupby(names).sum() if len(names) else pd.Series(dtype=np.float64)
+    types = per_unique(names, op_type) if len(names) else names
+    by_type = pd.Series(dur).groupby(types).sum() if len(names) else pd.Series(dtype=np.float64)
+    out = []
+    for row in reference.itertuples(index=False):
+        ours = float((by_name if row.level == "op" else by_type).get(row.name, 0.0))
+        if _differs(ours, float(row.total_us)):
+            out.append((f"{row.level} {row.name}", ours, float(row.total_us)))
+    return out
+
+
+def op_total_lines(differences: list[tuple[str, float, float]], source_name: str) -> list[tuple[str, int]]:
+    """One (message, count) warning for the op totals that differ from the profiler's."""
+    if not differences:
+        return []
+    items = [f"{what}: {ours / 1000:.3f} ms here, {theirs / 1000:.3f} ms in the profiler's ({_relative(ours, theirs)})"
+             for what, ours, theirs in differences]
+    return [(f"op totals differ from the profiler's own {source_name} — " + "; ".join(items[:3]) +
+             ("; …" if len(items) > 3 else "") + ": perfcmp keeps its own totals, summed from the trace's op events",
+             len(items))]

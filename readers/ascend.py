@@ -14,8 +14,10 @@ from perfcmp.readers.ascend_csv import (read_json_file, read_kernel_details, rea
                                         read_step_trace_time)
 from perfcmp.readers.ascend_trace import AscendTrace
 from perfcmp.readers.chrome import RawJson, read_document, sniff_json
+from perfcmp.readers.common import merge_warnings
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups
+from perfcmp.readers.mindspore import FRAMEWORK, framework_rank, read_memory, read_reference_ops
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, table
 
 PRODUCER = "Ascend PyTorch profiler (torch_npu)"
@@ -28,7 +30,7 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     trace_path = output_dir / "trace_view.json"
     trace_shown = _shown(shown_as, output_dir, info_dir, "trace_view.json")
     if not trace_path.is_file():
-        raise InputError("has no trace_view.json; expected a parsed torch_npu export "
+        raise InputError("has no trace_view.json; expected a parsed torch_npu or MindSpore export "
                          "(ASCEND_PROFILER_OUTPUT/trace_view.json)", shown_as)
     raw = sniff_json(read_document(trace_path, trace_shown), trace_shown)
     if raw.first != b"[":
@@ -37,6 +39,8 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     groups_meta = process_group_names(info_dir, shown_as, warnings)
     # the trace keeps HCCL's thread names as group labels; name_groups relabels them once the ops are known
     trace = AscendTrace(raw, trace_shown, warnings, {})
+    if trace.host_only:
+        return _read_ms_host(trace, info_dir, shown_as, warnings)
     # The profiler always writes kernel_details.csv when it saw NPU activity; memory_record.csv only
     # with profile_memory=True, so its absence is a choice, not a fault (no memory rows appear).
     if not (output_dir / "kernel_details.csv").is_file() and trace.has_hardware:
@@ -66,10 +70,43 @@ def read_dir(output_dir: Path, info_dir: Path, shown_as: str) -> Profile:
     return profile
 
 
+def _read_ms_host(trace: AscendTrace, info_dir: Path, shown_as: str, warnings: list[ReadWarning]) -> Profile:
+    """A MindSpore export recorded without an Ascend device (``readers.mindspore``): the CPU OP
+    kernels as host ops (compared on the host, like a CPU-only torch trace), memory and
+    MindSpore's own op totals from ``FRAMEWORK/``, the rank from those files' suffix."""
+    framework = info_dir / FRAMEWORK
+    rank = framework_rank(framework)
+    if rank is None:
+        warnings.append(ReadWarning(shown_as, f"{FRAMEWORK}/cpu_op_detail_info_<rank>.csv not found: MindSpore's own op "
+                                    "totals, the host memory record and the rank are unavailable"))
+    _warn_no_steps(shown_as, warnings)
+    info = RunInfo(source=shown_as, device=DeviceKind.CPU, producer=MINDSPORE_PRODUCER, device_name="host CPU",
+                   rank=int(rank) if rank is not None else None, origin_ns=trace.origin,
+                   metadata={"export": "text (CPU only)"})
+    profile = trace.to_profile(info, None, None)
+    if rank is not None:
+        profile.memory = read_memory(framework, rank, shown_as, trace.origin, warnings)
+        profile.reference_ops = read_reference_ops(framework, rank, shown_as, warnings)
+        profile.warnings = merge_warnings(warnings)
+    return profile
+
+
+def _warn_no_steps(shown_as: str, warnings: list[ReadWarning]) -> None:
+    """MindSpore records no step on a host without a device (no ProfilerStep#N, no step
+    table): the whole profile is one window, and the user is told so."""
+    warnings.append(ReadWarning(shown_as, "MindSpore CPU-only export: no steps recorded (MindSpore writes step markers "
+                                "only with an Ascend device), so the whole profile is compared as one window"))
+
+
 def read_trace_only(raw: RawJson, shown_as: str) -> Profile:
     """Read a bare trace_view.json: no side files, so no kernel types or memory."""
     warnings: list[ReadWarning] = []
     trace = AscendTrace(raw, shown_as, warnings, {})
+    if trace.host_only:
+        _warn_no_steps(shown_as, warnings)
+        info = RunInfo(source=shown_as, device=DeviceKind.CPU, producer=MINDSPORE_PRODUCER, device_name="host CPU",
+                       origin_ns=trace.origin, metadata={"export": "text (CPU only)"})
+        return trace.to_profile(info, None, None)
     info = RunInfo(source=shown_as, device=DeviceKind.NPU, producer=MINDSPORE_PRODUCER if trace.is_mindspore else PRODUCER,
                    origin_ns=trace.origin)
     profile = trace.to_profile(info, None, None)
@@ -101,8 +138,9 @@ def run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarn
     """Versions, rank and profiler level from ``profiler_info_{rank}.json``.
 
     torch_npu writes ``rank_id``, ``torch_npu_version``, ``cann_version`` and
-    ``config.experimental_config._profiler_level``; MindSpore writes no rank key (the rank is in
-    the file name, always), ``ms_version``, ``cann_version`` and ``profiler_parameters.profiler_level``.
+    ``config.experimental_config._profiler_level``; MindSpore writes ``ms_profiler_info.rank_id``
+    (the rank is in the file name too), ``ms_version``, ``cann_version`` and
+    ``profiler_parameters.profiler_level``.
     """
     meta: dict[str, str] = {}
     rank = None
@@ -120,7 +158,8 @@ def run_info(info_dir: Path, shown_as: str, origin: int, warnings: list[ReadWarn
             for key in ("torch_npu_version", "ms_version", "cann_version"):
                 if data.get(key) and isinstance(data[key], (str, int, float)):
                     meta[key.replace("_", " ").replace("ms ", "mindspore ")] = str(data[key])
-            rank_id = data.get("rank_id")
+            # torch_npu: rank_id; MindSpore: ms_profiler_info.rank_id
+            rank_id = data.get("rank_id", _nested(data, "ms_profiler_info", "rank_id"))
             if isinstance(rank_id, int) and not isinstance(rank_id, bool) and rank_id >= 0:
                 rank = rank_id
             level = _nested(data, "config", "experimental_config", "_profiler_level") or _nested(data, "profiler_parameters", "profiler_level")

@@ -28,6 +28,7 @@ from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.ascend_memory import block_owners, no_queue, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
+from perfcmp.readers.mindspore import CPU_OP, SCOPE_LAYER
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, frame as table_of, table
 from perfcmp.readers.textmatch import per_unique
 
@@ -37,12 +38,18 @@ QUEUE_CATS = {"enqueue": True, "dequeue": False}
 LAUNCH_FLOW_CAT = "async_npu"
 HARDWARE, HCCL_ROLES, OVERLAP, CANN = "Ascend Hardware", ("HCCL", "Communication"), "Overlap Analysis", "CANN"
 # MindSpore's framework process: its events are framework ops whatever their cat ("" in 2.5+,
-# "cpu_op" before), like torch_npu's Python process (benchmarks/MINDSPORE_FORMAT.md)
+# "cpu_op" before), like torch_npu's Python process (docs/formats/mindspore.md)
 MINDSPORE = "MindSpore"
 OVERLAP_LANES = {"Computing": "compute", "Communication": "comm",
                  "Communication(Not Overlapped)": "comm_uncovered", "Free": "free"}
 # process names that make a JSON array an Ascend profiler trace (a Kineto trace names its process after the program)
-ASCEND_PROCESSES = frozenset({"Python", MINDSPORE, CANN, HARDWARE, OVERLAP, *HCCL_ROLES})
+# (MindSpore on a host without a device writes only CPU OP and Scope Layer: readers/mindspore.py)
+ASCEND_PROCESSES = frozenset({"Python", MINDSPORE, CPU_OP, SCOPE_LAYER, CANN, HARDWARE, OVERLAP, *HCCL_ROLES})
+# MindSpore processes whose events are host rows: (role, host cat, what they are, for warnings).
+# Its Scope Layer spans the ops of each scope: device tasks on Ascend (so no host rows there),
+# the CPU OP kernels on a host without a device (host scopes, like python functions).
+MINDSPORE_HOST = ((MINDSPORE, "cpu_op", "MindSpore framework events"), (CPU_OP, "cpu_op", "MindSpore CPU OP events"))
+MINDSPORE_HOST_SCOPES = ((SCOPE_LAYER, "python_function", "MindSpore Scope Layer events"),)
 GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")
 
 
@@ -68,8 +75,8 @@ class AscendTrace:
             raise InputError("trace has no events; expected torch_npu trace events", shown_as)
         if not set(self.process_role.values()) & ASCEND_PROCESSES:
             raise InputError("JSON array without Ascend profiler process metadata (process_name Python, MindSpore, "
-                             "Ascend Hardware); expected a torch_npu or MindSpore trace_view.json (or a Kineto trace: "
-                             "a JSON object with traceEvents)", shown_as)
+                             "CPU OP, Ascend Hardware); expected a torch_npu or MindSpore trace_view.json (or a Kineto "
+                             "trace: a JSON object with traceEvents)", shown_as)
         groups = {k: concat(parts[k]) for k in ("host", "other", "flow", "fwdbwd", "queue")}
         groups = drop_far_times(drop_bad_times(groups, shown_as, warnings), shown_as, warnings)
         give_back_free_memory()  # the decoded events' space, before the tables are built
@@ -77,10 +84,13 @@ class AscendTrace:
             warn_cut(groups[k], shown_as, warnings)
         self.host, self.other, self.flow, self.fwdbwd, self.queue = (groups[k] for k in ("host", "other", "flow", "fwdbwd", "queue"))
         self.role = per_unique(self.other.get("pid", np.empty(0, dtype=object)), lambda p: self.process_role.get(p, ""))
-        self.is_mindspore = MINDSPORE in self.process_role.values()
+        roles = set(self.process_role.values())
+        self.is_mindspore = bool(roles & {MINDSPORE, CPU_OP, SCOPE_LAYER})
+        # MindSpore on a host without an Ascend device: CPU kernels only, no device process at all
+        self.host_only = self.is_mindspore and not roles & {MINDSPORE, "Python", CANN, HARDWARE, OVERLAP, *HCCL_ROLES}
         self.has_hardware = HARDWARE in self.process_role.values()
         self.comm_threads = _hccl_threads(self.process_role, self.thread_names, self.sort_index, group_names)
-        used = np.isin(self.role, (HARDWARE, OVERLAP, MINDSPORE) + HCCL_ROLES)
+        used = np.isin(self.role, (HARDWARE, OVERLAP, MINDSPORE, CPU_OP) + HCCL_ROLES)
         starts = [a for a in (self.host["ts_ns"], self.other["ts_ns"][used] if used.size else self.other["ts_ns"]) if a.size]
         self.origin = min(int(a.min()) for a in starts) if starts else 0
 
@@ -185,7 +195,8 @@ class AscendTrace:
             ok = valid_durations(self.host["dur_us"], self.shown_as, "host events", self.warnings)
             parts.append({**{k: self.host[k][ok] for k in names}, "ts_ns": self.host["ts_ns"][ok]})
         if "dur_us" in self.other:
-            for role, cat, what in ((MINDSPORE, "cpu_op", "MindSpore framework events"), (CANN, "runtime", "CANN API events")):
+            scopes = MINDSPORE_HOST_SCOPES if self.host_only else ()
+            for role, cat, what in (*MINDSPORE_HOST, *scopes, (CANN, "runtime", "CANN API events")):
                 rows, _ = self._rows(self.role == role, what)
                 n = len(rows["ts_ns"])
                 blank = np.full(n, "", dtype=object)

@@ -9,8 +9,9 @@ Accepted inputs:
   the SQLite DB export (``ascend_pytorch_profiler_N.db``, ``ascend_mindspore_profiler_N.db``) or
   both; or one file of either: a ``trace_view.json`` (a JSON array; the files beside it are not
   read) or the ``.db`` itself (``profiler_info_N.json`` is still looked up). A directory that
-  only wraps one such export — MindFormers' ``output/profile/rank_{id}/``, the dynamic
-  profiler's ``rank{id}_start{a}_stop{b}/`` — is read through it; one wrapping several is refused.
+  only wraps one such export — MindFormers' ``output/``, ``output/profile/`` and
+  ``rank_{id}/`` of a single-rank run, the dynamic profiler's ``rank{id}_start{a}_stop{b}/`` — is
+  read through it; one wrapping several is refused.
 * A JSON array of Kineto events (a GPU trace saved without its ``traceEvents`` object) is told
   from a trace_view.json by its content (``chrome.kineto_array``) and read as a GPU trace.
 
@@ -25,6 +26,7 @@ read-only and queried, never read whole.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from perfcmp.readers import ascend, ascend_db, torch_trace
@@ -33,10 +35,13 @@ from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.readers.model import Profile
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+FRAMEWORK_DIR = "FRAMEWORK"  # MindSpore's framework-side files, beside ASCEND_PROFILER_OUTPUT
 GPU_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 DB_PREFIXES = ("ascend_pytorch_profiler", "ascend_mindspore_profiler", "msmonitor")
 NPU_SOURCES = ("text", "db")
 EXPORT_SUFFIXES = ("_ascend_pt", "_ascend_ms")
+PROFILE_DIR = "profile"  # MindFormers: output/profile/rank_{id}/*_ascend_ms
+RANK_DIR = re.compile(r"rank_\d{1,9}")
 
 
 def detect(path: str) -> str:
@@ -64,7 +69,7 @@ def detect(path: str) -> str:
         if exports:
             names = ", ".join(e.name for e in exports)
             raise InputError(f"holds {len(exports)} profiler exports ({names}); expected one: pass the *_ascend_pt "
-                             "or *_ascend_ms directory of the run to compare", path)
+                             "or *_ascend_ms directory of the run to compare (MindFormers: one rank_{id} directory)", path)
         message = _foreign_dir_message(p)
     except OSError as exc:
         raise InputError(f"cannot read directory ({exc.strerror or exc}); expected a readable profile directory", path) from None
@@ -87,7 +92,7 @@ def load_profile(path: str, gpu_flow_cat: str | None = None, npu_source: str | N
     p = Path(path)
     if kind == "npu-wrapper":  # MindFormers rank_{id}/ and the like: the one export inside
         inner = _wrapped_exports(p)[0]
-        return load_profile(f"{path.rstrip('/')}/{inner.name}", gpu_flow_cat, npu_source)
+        return load_profile(f"{path.rstrip('/')}/{inner.relative_to(p).as_posix()}", gpu_flow_cat, npu_source)
     if kind in ("npu-dir", "npu-output"):
         return _read_npu_dir(p / OUTPUT_DIR if kind == "npu-dir" else p, p, path, npu_source)
     if kind == "gpu-dir":
@@ -113,9 +118,10 @@ def _read_npu_dir(output_dir: Path, info_dir: Path, shown_as: str, npu_source: s
         raise InputError(f"cannot read directory ({exc.strerror or exc}); expected a readable profile directory", shown_as) from None
     source = npu_source or ("text" if has_text else "db" if dbs else "")
     where = f"{OUTPUT_DIR}/" if output_dir != info_dir else ""
+    terms = _terms(output_dir, info_dir)
     if not source:
-        raise InputError(f"has neither a text export ({where}trace_view.json) nor a DB export ({where}ascend_pytorch_profiler_N.db); "
-                         "expected a parsed torch_npu export", shown_as)
+        raise InputError(f"has neither a text export ({where}trace_view.json) nor a DB export ({where}{terms['db']}); "
+                         f"expected a parsed {terms['who']} export{terms['parse']}", shown_as)
     if source == "text":
         if not has_text:
             raise InputError(f"has no text export ({where}trace_view.json) to read as asked; it holds the DB export "
@@ -125,12 +131,31 @@ def _read_npu_dir(output_dir: Path, info_dir: Path, shown_as: str, npu_source: s
             profile.info = dataclasses.replace(profile.info, metadata={**profile.info.metadata, "export": "text"})
         return profile
     if not dbs:
-        raise InputError(f"has no DB export ({where}ascend_pytorch_profiler_N.db) to read as asked; it holds the text "
-                         "export only: read that (--npu-source text) or export with export_type=db too", shown_as)
+        raise InputError(f"has no DB export ({where}{terms['db']}) to read as asked; it holds the text export only"
+                         f"{terms['no_db']}: read that (--npu-source text){terms['export_db']}", shown_as)
     if len(dbs) > 1:
         raise InputError(f"holds {len(dbs)} DB exports ({', '.join(d.name for d in dbs)}); expected one, pass the file itself",
                          shown_as)
     return ascend_db.read_db(dbs[0], info_dir, shown_as)
+
+
+def _terms(output_dir: Path, info_dir: Path) -> dict[str, str]:
+    """The words of the export's own profiler for messages: torch_npu's, or MindSpore's for an
+    ``*_ascend_ms`` export (its DB name, its export_type advice, and that on a host without an
+    Ascend device it writes no DB whatever export_type asks)."""
+    mindspore = info_dir.name.endswith("_ascend_ms") or output_dir.parent.name.endswith("_ascend_ms") \
+        or (info_dir / FRAMEWORK_DIR).is_dir()
+    if not mindspore:
+        return {"who": "torch_npu", "db": "ascend_pytorch_profiler_N.db", "no_db": "",
+                "export_db": " or export with export_type=db too",
+                "parse": " (torch_npu.profiler.profiler.analyse on the raw data)"}
+    cpu_only = (info_dir / FRAMEWORK_DIR).is_dir() and any((info_dir / FRAMEWORK_DIR).glob("cpu_op_detail_info_*.csv")) \
+        and not any(output_dir.glob("*.csv"))
+    return {"who": "MindSpore", "db": "ascend_mindspore_profiler_N.db",
+            "no_db": (" (MindSpore writes no DB export on a host without an Ascend device, even when "
+                      "export_type asks for one)") if cpu_only else "",
+            "export_db": "" if cpu_only else " or profile with export_type=[ExportType.Text, ExportType.Db]",
+            "parse": " (mindspore.profiler.profiler.analyse on the *_ascend_ms directory)"}
 
 
 def _read_file(p: Path, shown_as: str, gpu_flow_cat: str | None, npu_source: str | None) -> Profile:
@@ -165,8 +190,16 @@ def _starts_with(p: Path, magic: bytes, shown_as: str) -> bool:
 
 
 def _wrapped_exports(p: Path) -> list[Path]:
-    """The ``*_ascend_pt`` / ``*_ascend_ms`` export directories directly inside ``p``, sorted."""
-    return sorted(d for d in p.iterdir() if d.name.endswith(EXPORT_SUFFIXES) and d.is_dir())
+    """The ``*_ascend_pt`` / ``*_ascend_ms`` export directories ``p`` wraps, sorted: those
+    directly inside it, else those of MindFormers' layout below it (``output/profile/rank_{id}/``:
+    through a ``profile`` directory and ``rank_{id}`` directories)."""
+    direct = sorted(d for d in p.iterdir() if d.name.endswith(EXPORT_SUFFIXES) and d.is_dir())
+    if direct:
+        return direct
+    if (p / PROFILE_DIR).is_dir():
+        return _wrapped_exports(p / PROFILE_DIR)
+    ranks = sorted((d for d in p.iterdir() if RANK_DIR.fullmatch(d.name) and d.is_dir()), key=lambda d: int(d.name[5:]))
+    return [e for d in ranks for e in sorted(x for x in d.iterdir() if x.name.endswith(EXPORT_SUFFIXES) and x.is_dir())]
 
 
 def _gpu_traces(p: Path) -> list[Path]:

@@ -23,6 +23,9 @@ Tables (pandas DataFrames; columns declared once below in ``TABLES``):
 ``reference_steps`` the profiler's own per-step breakdown when the export carries one (torch_npu
               ``step_trace_time.csv``, ``analysis.db`` ``StepTraceTime``): perfcmp checks its own
               rows against it (``compare/selfcheck.py``). Empty for GPU traces.
+``reference_ops`` the profiler's own per-op and per-op-type totals when the export carries them
+              (MindSpore ``FRAMEWORK/cpu_op_detail_info_N.csv`` / ``cpu_op_type_info_N.csv``): perfcmp
+              checks its op totals against them (``compare/selfcheck.py``). Empty otherwise.
 ``comm_groups`` NPU: each communication group's label, HCCL name, process-group name, member
               ranks and collective kinds (``readers.groups``). Empty for GPU traces.
 ``collectives`` GPU: the input message of each collective op (``record_param_comms`` with
@@ -45,6 +48,7 @@ class DeviceKind(str, enum.Enum):
 
     GPU = "GPU"
     NPU = "NPU"
+    CPU = "CPU"  # a host-only profile of a framework that names it so (MindSpore on a machine without a device)
 
 
 # Values of ``device.kind``.
@@ -138,6 +142,13 @@ TABLES: dict[str, dict[str, str]] = {
         "free_us": "float64",
         "stage_us": "float64",  # the step's device span
         "preparing_us": "float64",  # host step start -> first device task; NaN when not written
+    },
+    "reference_ops": {  # the profiler's own per-op / per-type totals (MindSpore FRAMEWORK/cpu_op_*_info_N.csv)
+        "level": "object",  # "op" (one op name) or "type" (one op type)
+        "name": "object",  # the op's full name ("type" rows: the type)
+        "op_type": "object",
+        "count": "float64",  # occurrences
+        "total_us": "float64",
     },
 }
 
@@ -245,6 +256,7 @@ class Profile:
     warnings: list[ReadWarning] = field(default_factory=list)
     allocations: pd.DataFrame = field(default_factory=lambda: table("allocations"))
     reference_steps: pd.DataFrame = field(default_factory=lambda: table("reference_steps"))
+    reference_ops: pd.DataFrame = field(default_factory=lambda: table("reference_ops"))
     collectives: pd.DataFrame = field(default_factory=lambda: table("collectives"))
     comm_groups: pd.DataFrame = field(default_factory=lambda: table("comm_groups"))
 

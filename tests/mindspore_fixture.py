@@ -1,6 +1,6 @@
 """A small, deterministic MindSpore profiler export (``*_ascend_ms``) written the way MindSpore
 2.5+ (``mindspore.profiler.profile`` / ``Profiler`` with ``tensorboard_trace_handler``) lays it
-out, for the reader tests. Format facts and their sources: ``benchmarks/MINDSPORE_FORMAT.md``.
+out, for the reader tests. Format facts and their sources: ``docs/formats/mindspore.md``.
 
 ``write_ms_export(root, rank, steps=(1, 2), layout=..., export=...)`` writes::
 
@@ -40,7 +40,7 @@ Hand-computed numbers with steps=(1, 2) (10 kernels, 1 collective, 7 plane tasks
         whole:  [S1+100, S2+600)         E2E 1500 Computing 580  Uncovered 170  Free 750
         step 1 communication group: Transmit 130 (memcpy/reduce on any plane), Wait 40
 
-    MindSpore's own step_trace_time.csv (its rules, see MINDSPORE_FORMAT.md: lanes counted by
+    MindSpore's own step_trace_time.csv (its rules, see docs/formats/mindspore.md: lanes counted by
     start inside the host span, Free clipped to it, Stage = the step's HCCL span):
         Step  Computing  Comm(Not Overlapped)  Overlapped  Communication  Free  Stage  Bubble  Preparing
         1     290        170                   30          200            440   200    0       100

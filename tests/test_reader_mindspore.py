@@ -3,7 +3,7 @@ in MindFormers' ``output/profile/rank_<id>`` wrapping.
 
 The exports are written by ``mindspore_fixture.write_ms_export``; every number asserted here is
 derived by hand in that module's docstring (and cross-checked there against MindSpore's own
-step_trace_time.csv rules). Format facts and sources: ``benchmarks/MINDSPORE_FORMAT.md``.
+step_trace_time.csv rules). Format facts and sources: ``docs/formats/mindspore.md``.
 """
 
 from __future__ import annotations
