@@ -200,16 +200,20 @@ def test_an_export_with_an_empty_step_cell_is_checked_end_to_end(samples_dir, tm
     assert len(messages) == 2 and all("the whole profile (its row without a step)" in m for m in messages)
 
 
+def kernel_types_text_against_db(samples_dir, generation: str, tmp_path):
+    """KernelTypeCompare of rank 0's text export (base) against its DB export: the result, the
+    column positions and the rows."""
+    result = run(CompareOptions(str(export(samples_dir, generation, "text", 0)), str(export(samples_dir, generation, "db", 0)),
+                                output=str(tmp_path), formats=("json",), detail=DetailOptions(use_kernel_type=True)))
+    table = result.details["KernelTypeCompare"]
+    return result, {c: i for i, c in enumerate(table.columns)}, list(table.rows)
+
+
 def test_kernel_types_of_text_and_db_exports_of_one_job_pair(samples_dir, tmp_path):
     # level 0 writes no core type in either kernel table: the DB's runtime task types are spelt
     # as the text export's trace spells them (KERNEL_AIVEC and KERNEL_AICORE -> AI_CORE, a kernel
     # with a second TASK row -> MIX_AIV, the DSA kernel's STARS_COMMON -> DSA_SQE)
-    generation = "real_msinsight_level0"
-    result = run(CompareOptions(str(export(samples_dir, generation, "text", 0)), str(export(samples_dir, generation, "db", 0)),
-                                output=str(tmp_path), formats=("json",), detail=DetailOptions(use_kernel_type=True)))
-    table = result.details["KernelTypeCompare"]
-    col = {c: i for i, c in enumerate(table.columns)}
-    rows = list(table.rows)
+    _, col, rows = kernel_types_text_against_db(samples_dir, "real_msinsight_level0", tmp_path)
     assert len(rows) == 33  # MatMulV2 (8 calls) and MatMulV3 (1) are two kernel types, as the profiler counts them
     calls = {r[col["kernel_type"]]: r[col["comp_calls"]] for r in rows}
     assert (calls["MatMulV2"], calls["MatMulV3"]) == (8, 1)
@@ -240,12 +244,7 @@ def test_a_2024_text_trace_keeps_hccl_copies_apart_from_free_time_copies(samples
 def test_kernel_types_pair_by_type_alone_when_one_export_names_no_core(samples_dir, tmp_path):
     # 2024 level 0: the text trace types AI Core kernels "Other" (AI CPU ones "AI_CPU"), the DB
     # "KERNEL_AICORE": every kernel type pairs, with a warning that says the core was left out
-    generation = "real_msinsight_2024_level0"
-    result = run(CompareOptions(str(export(samples_dir, generation, "text", 0)), str(export(samples_dir, generation, "db", 0)),
-                                output=str(tmp_path), formats=("json",), detail=DetailOptions(use_kernel_type=True)))
-    table = result.details["KernelTypeCompare"]
-    col = {c: i for i, c in enumerate(table.columns)}
-    rows = list(table.rows)
+    result, col, rows = kernel_types_text_against_db(samples_dir, "real_msinsight_2024_level0", tmp_path)
     assert [r[col["kernel_type"]] for r in rows if r[col["base_calls"]] != r[col["comp_calls"]]] == []
     assert sum(r[col["comp_calls"]] for r in rows) == 345 and {r[col["core_type"]] for r in rows} == {""}
     assert [w.message for w in result.warnings] == [
