@@ -11,9 +11,10 @@ The rules, per side (base, comparison):
   synchronization and idle time are each ≥ 0 and none exceeds the elapsed time; wait + transit ≤
   elapsed; the uncovered time ≤ elapsed and its wait part ≤ it; where every collective has its
   uncovered time, those add up to the OverallMetrics Uncovered Communication row.
-* MemoryCompareStatistic: the per-op sizes add up to the export's own operator-memory total
-  (``SideSummary.op_memory_bytes``: Σ operator_memory.csv / OP_MEMORY sizes), when the whole
-  profile is compared.
+* MemoryCompareStatistic: the per-op sizes add up to the export's own operator memory
+  (``SideSummary.op_memory_bytes``: Σ of the operator_memory.csv / OP_MEMORY blocks that belong
+  to an op of the trace; the others are a warning of their own), when the whole profile is
+  compared.
 * KernelCompare: the sheet (every kernel of the profile) holds at least the time and calls the
   Computing rows count (those in the compared window, concurrency not double counted).
 

@@ -26,7 +26,7 @@ import pandas as pd
 from perfcmp import __version__
 from perfcmp.breakdown import Analyzer, Breakdown
 from perfcmp.categories import Rules, load_rules
-from perfcmp.details.extract import SideDetails, extract
+from perfcmp.details.extract import SideDetails, blocks_under_an_op, extract
 from perfcmp.details.modules import build_ahead
 from perfcmp.details.run import compare_details
 from perfcmp.names import Normalizer, load_normalizer
@@ -373,17 +373,35 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
     notes += [ReadWarning(info.source, message, count) for message, count in
               op_total_lines(check_op_totals(analyzer, profile.reference_ops), "FRAMEWORK/cpu_op_*_info CSVs")]
+    notes += _unowned_memory(profile)
     categories = None if analyzer.host_mode else analyzer.category[analyzer.is_compute]
     return side, breakdown, per_step, step_breakdowns, notes, categories, analyzer.comm_op_parts(breakdown.window_us)
 
 
 def _op_memory_bytes(profile: Profile) -> float | None:
-    """Σ of the blocks an NPU export lists per operator (operator_memory.csv, OP_MEMORY), the total
-    the memory sheets refine; None for a GPU trace, whose blocks are the allocator's own events."""
+    """Σ of the blocks an NPU export lists per operator (operator_memory.csv, OP_MEMORY) that
+    belong to an op of the trace: the total the memory sheets refine (``perfcmp.invariants``);
+    None for a GPU trace, whose blocks are the allocator's own events. Blocks of no op are
+    said apart (``_unowned_memory``)."""
     blocks = profile.allocations
     if profile.info.device != DeviceKind.NPU or blocks.empty:
         return None
-    return float(blocks["bytes"].sum())
+    return float(blocks["bytes"].to_numpy()[blocks_under_an_op(profile)].sum())
+
+
+def _unowned_memory(profile: Profile) -> list[ReadWarning]:
+    """A warning when some of an NPU export's operator memory belongs to no op of the trace (its
+    op was cut from the trace, or dropped as malformed): how much, left out of the memory sheets."""
+    blocks = profile.allocations
+    if profile.info.device != DeviceKind.NPU or blocks.empty:
+        return []
+    lost = ~blocks_under_an_op(profile)
+    if not lost.any():
+        return []
+    size, total = float(blocks["bytes"].to_numpy()[lost].sum()), float(blocks["bytes"].sum())
+    return [ReadWarning(profile.info.source, (
+        f"operator memory blocks that belong to no op of the trace, {size / 1e6:,.3f} MB of the export's "
+        f"{total / 1e6:,.3f} MB: left out of the memory sheets"), int(lost.sum()))]
 
 
 def reference_preparing(reference: pd.DataFrame, steps: list[int], step: int | None) -> float | None:

@@ -37,8 +37,9 @@ class SideSummary(msgspec.Struct, kw_only=True):
     peak_allocated_bytes: float | None = None
     peak_reserved_bytes: float | None = None
     process_peak_bytes: float | None = None  # NPU: the process's peak reserved (memory_record APP)
-    # NPU: Σ of the blocks the export lists per op (operator_memory.csv, OP_MEMORY), which the
-    # memory sheets refine (perfcmp.invariants); None where the profile has no such list
+    # NPU: Σ of the blocks the export lists per op (operator_memory.csv, OP_MEMORY) that belong to
+    # an op of the trace, which the memory sheets refine (perfcmp.invariants); None where the
+    # profile has no such list
     op_memory_bytes: float | None = None
     # the profiler's own Preparing (torch_npu step_trace_time.csv / analysis.db StepTraceTime):
     # host step start to the step's first device task, outside E2E; Σ over the steps compared,

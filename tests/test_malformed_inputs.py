@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -189,6 +190,16 @@ def test_a_time_that_is_not_finite_or_out_of_range_drops_its_event_with_a_warnin
     doc = comparison(compare(capsys, tmp_path, root))
     assert warning(doc, f"('{field}')") == len(TS_VALUES[field])
     assert doc["comparison"]["e2e_us"] < 1e6  # nothing stretched
+    # the blocks of a dropped op belong to no op now: said with their size, never a silent loss,
+    # and the memory sheet still adds up to the memory that does belong to ops
+    stat = doc["details"]["MemoryCompareStatistic"]
+    sheet = sum(r[stat["columns"].index("comp_alloc_bytes")] or 0 for r in stat["rows"])
+    lost = [w["message"] for w in doc["warnings"] if "belong to no op of the trace" in w["message"]]
+    owned = doc["comparison"]["op_memory_bytes"]
+    assert sheet == pytest.approx(owned, rel=1e-12)
+    if lost:
+        size, total = (float(x.replace(",", "")) for x in re.findall(r"([\d,.]+) MB", lost[0]))
+        assert size == pytest.approx(total - owned / 1e6, abs=1e-3)
 
 
 def test_every_timestamp_in_nanoseconds_is_an_error(capsys, tmp_path):

@@ -104,11 +104,7 @@ def extract(profile: Profile, normalizer: Normalizer, step: int | None = None,
     # first, while no other detail table exists yet: its transient columns of every host event
     # are the largest of the extraction, and peaks add up
     apis = _apis(profile, normalizer, host_span)
-    is_op = equals(host["cat"], "cpu_op") & ~_starts_with(host["name"], STEP_PREFIX)
-    op_rows = np.flatnonzero(is_op)
-    op_of_host = np.full(len(host), -1, dtype=np.int64)
-    op_of_host[op_rows] = np.arange(len(op_rows))
-    nearest_op = propagate_down(host["parent"].to_numpy(), op_of_host + 1) - 1  # op or op ancestor, per host row
+    op_rows, nearest_op = _nearest_ops(host)
 
     modules, module_of_host = _modules(profile, normalizer)
     ops = _ops(profile, op_rows, nearest_op, module_of_host, normalizer)
@@ -230,6 +226,26 @@ def _kernels(profile: Profile, nearest_op: np.ndarray, normalizer: Normalizer) -
         "key": normalizer.keys(names),
     })
     return kernels.sort_values(["owner", "start_us"], kind="stable").reset_index(drop=True)
+
+
+def _nearest_ops(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The host rows that are framework ops (``cpu_op``, not a step), and per host row the op it
+    is or lies under, as a position among those rows (-1: under no op)."""
+    is_op = equals(host["cat"], "cpu_op") & ~_starts_with(host["name"], STEP_PREFIX)
+    op_rows = np.flatnonzero(is_op)
+    op_of_host = np.full(len(host), -1, dtype=np.int64)
+    op_of_host[op_rows] = np.arange(len(op_rows))
+    return op_rows, propagate_down(host["parent"].to_numpy(), op_of_host + 1) - 1
+
+
+def blocks_under_an_op(profile: Profile) -> np.ndarray:
+    """Per memory block (``profile.allocations``): whether its owner is or lies under a framework
+    op, so that the memory sheets count it."""
+    op = profile.allocations["op"].to_numpy()
+    under = np.zeros(len(op), dtype=bool)
+    if (op >= 0).any():
+        under[op >= 0] = _nearest_ops(profile.host)[1][op[op >= 0]] >= 0
+    return under
 
 
 def _allocations(profile: Profile, nearest_op: np.ndarray) -> pd.DataFrame:
