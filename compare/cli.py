@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # only light modules here: the analysis (pandas, numpy) is imported by the command that runs
 from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS
 from perfcmp.output import STDOUT
+from perfcmp.budget import under_a_cap
 from perfcmp.readers.errors import InputError, PerfcmpError, UsageError
 from perfcmp.readers.heap import map_large_blocks_apart
 from perfcmp.signals import MESSAGES, Stopped, check, stop_on_signals
@@ -495,12 +496,19 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     map_large_blocks_apart()
     try:
+        under_a_cap()
         with stop_on_signals():
             code = app(args=argv, prog_name="perfcmp", standalone_mode=False)
     except Stopped as stop:
         return _stopped(stop.signum)
     except PerfcmpError as exc:
         return _fail(str(exc), exc.exit_code)
+    except MemoryError:  # outside a read (which names its input): the environment, not a bug
+        return _fail(_short_of_memory("to finish"), UsageError.exit_code)
+    except ImportError as exc:
+        if not _memory_failure(exc):  # a broken installation: a bug report wants the traceback
+            raise
+        return _fail(_short_of_memory("to load perfcmp's libraries"), UsageError.exit_code)
     except typer.Exit as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # typer's own Ctrl-C handling (no handler of ours)
             return _stopped(signal.SIGINT)
@@ -514,6 +522,23 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt):
         return _stopped(signal.SIGINT)
     return code if isinstance(code, int) else 0
+
+
+def _short_of_memory(what: str) -> str:
+    from perfcmp.budget import MB, address_space_limit, available_memory
+
+    cap, free = address_space_limit(), available_memory()
+    limits = ([f"the address-space limit is {cap / MB:.0f} MB"] if cap is not None else []) + \
+        ([f"{free / MB:.0f} MB of memory is free"] if free is not None else [])
+    return f"not enough memory {what}" + (f" ({', '.join(limits)})" if limits else "") + \
+        "; try --jobs 1, or raise the limit (ulimit -v)"
+
+
+def _memory_failure(exc: ImportError) -> bool:
+    """An import that failed for want of memory (the loader cannot map a library's segments)."""
+    text = str(exc).lower()
+    return isinstance(exc.__cause__ or exc.__context__, MemoryError) or any(
+        s in text for s in ("failed to map segment", "cannot allocate memory", "out of memory"))
 
 
 def _stopped(signum: int) -> int:
