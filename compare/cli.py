@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS
 from perfcmp.output import STDOUT
 from perfcmp.budget import under_a_cap
-from perfcmp.readers.errors import InputError, PerfcmpError, UsageError
+from perfcmp.readers.errors import InputError, NotComparableError, PerfcmpError, UsageError
 from perfcmp.readers.heap import map_large_blocks_apart
 from perfcmp.signals import MESSAGES, Stopped, check, stop_on_signals
 INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Gates & verdict"
@@ -233,7 +233,7 @@ def compare(
                                  (categories, gpu_flow_cat, npu_source), (detail, tuple(detail_rank or ()),
                                                                           _scope(per_step, total)),
                                  {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
-                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None})
+                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None}, require_verdict)
     if detail_rank:
         raise UsageError("--detail-rank is for cluster runs (two directories of several ranks); a comparison of two "
                          "profiles" + (" (--rank)" if plan.base_path != benchmark_profiling_path else "")
@@ -252,9 +252,10 @@ def compare(
 
 def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: int | None, scheduler: str | None,
                       skip_steps: int | None, top: int, quiet: bool, reading: tuple, details: tuple,
-                      given: dict[str, bool]) -> int:
+                      given: dict[str, bool], require_verdict: bool = False) -> int:
     """``compare`` on two cluster runs (``perfcmp.cluster``): every rank, the slow rank and link,
-    and the detail sheets of the ranks that matter (``details``: DetailOptions, --detail-rank, scope)."""
+    and the detail sheets of the ranks that matter (``details``: DetailOptions, --detail-rank, scope).
+    Exit 3 under ``require_verdict`` when some ranks could not be read (a partial comparison)."""
     from perfcmp.cluster import run as cluster
     from perfcmp.cluster.execute import scheduler_address
     from perfcmp.cluster.summary import ReadOptions
@@ -269,7 +270,7 @@ def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: 
     _check_outputs(options.output, formats)
     result, rank_details = cluster.details(cluster.run(options), options)
     cluster.write_outputs(result, options, quiet, rank_details)
-    return 0
+    return NotComparableError.exit_code if require_verdict and cluster.partial(result) else 0
 
 
 def write_outputs(result: ComparisonResult, options: CompareOptions, quiet: bool = False) -> None:
