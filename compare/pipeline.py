@@ -32,7 +32,7 @@ from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.procs import Workers, WorkerDied, InputWatch
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
-from perfcmp.readers.errors import UsageError
+from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.readers.heap import collector_paused, give_back_free_memory
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
@@ -206,7 +206,11 @@ class _Side:
         error naming it (``InputError``, ``budget.OutOfMemory``: one line, exit 2)."""
         watch = InputWatch([path])
         with collector_paused(), budget.out_of_memory(path):
-            profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
+            try:
+                profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
+            except InputError:  # malformed because it changed under the reader: the change is the cause
+                watch.check()
+                raise
             watch.check()
             profile.check()
             side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
