@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 # only light modules here: the analysis (pandas, numpy) is imported by the command that runs
 from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS
 from perfcmp.output import STDOUT
-from perfcmp.readers.errors import InputError, PerfcmpError, UsageError
+from perfcmp.budget import under_a_cap
+from perfcmp.readers.errors import InputError, NotComparableError, PerfcmpError, UsageError
 from perfcmp.readers.heap import map_large_blocks_apart
 from perfcmp.signals import MESSAGES, Stopped, check, stop_on_signals
 INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Gates & verdict"
@@ -232,7 +233,7 @@ def compare(
                                  (categories, gpu_flow_cat, npu_source), (detail, tuple(detail_rank or ()),
                                                                           _scope(per_step, total)),
                                  {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
-                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None})
+                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None}, require_verdict)
     if detail_rank:
         raise UsageError("--detail-rank is for cluster runs (two directories of several ranks); a comparison of two "
                          "profiles" + (" (--rank)" if plan.base_path != benchmark_profiling_path else "")
@@ -251,9 +252,10 @@ def compare(
 
 def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: int | None, scheduler: str | None,
                       skip_steps: int | None, top: int, quiet: bool, reading: tuple, details: tuple,
-                      given: dict[str, bool]) -> int:
+                      given: dict[str, bool], require_verdict: bool = False) -> int:
     """``compare`` on two cluster runs (``perfcmp.cluster``): every rank, the slow rank and link,
-    and the detail sheets of the ranks that matter (``details``: DetailOptions, --detail-rank, scope)."""
+    and the detail sheets of the ranks that matter (``details``: DetailOptions, --detail-rank, scope).
+    Exit 3 under ``require_verdict`` when some ranks could not be read (a partial comparison)."""
     from perfcmp.cluster import run as cluster
     from perfcmp.cluster.execute import scheduler_address
     from perfcmp.cluster.summary import ReadOptions
@@ -268,7 +270,7 @@ def _compare_clusters(plan, formats: tuple[str, ...], output: str | None, jobs: 
     _check_outputs(options.output, formats)
     result, rank_details = cluster.details(cluster.run(options), options)
     cluster.write_outputs(result, options, quiet, rank_details)
-    return 0
+    return NotComparableError.exit_code if require_verdict and cluster.partial(result) else 0
 
 
 def write_outputs(result: ComparisonResult, options: CompareOptions, quiet: bool = False) -> None:
@@ -495,12 +497,19 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     map_large_blocks_apart()
     try:
+        under_a_cap()
         with stop_on_signals():
             code = app(args=argv, prog_name="perfcmp", standalone_mode=False)
     except Stopped as stop:
         return _stopped(stop.signum)
     except PerfcmpError as exc:
         return _fail(str(exc), exc.exit_code)
+    except MemoryError:  # outside a read (which names its input): the environment, not a bug
+        return _fail(_short_of_memory("to finish"), UsageError.exit_code)
+    except ImportError as exc:
+        if not _memory_failure(exc):  # a broken installation: a bug report wants the traceback
+            raise
+        return _fail(_short_of_memory("to load perfcmp's libraries"), UsageError.exit_code)
     except typer.Exit as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # typer's own Ctrl-C handling (no handler of ours)
             return _stopped(signal.SIGINT)
@@ -514,6 +523,23 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt):
         return _stopped(signal.SIGINT)
     return code if isinstance(code, int) else 0
+
+
+def _short_of_memory(what: str) -> str:
+    from perfcmp.budget import MB, address_space_limit, available_memory
+
+    cap, free = address_space_limit(), available_memory()
+    limits = ([f"the address-space limit is {cap / MB:.0f} MB"] if cap is not None else []) + \
+        ([f"{free / MB:.0f} MB of memory is free"] if free is not None else [])
+    return f"not enough memory {what}" + (f" ({', '.join(limits)})" if limits else "") + \
+        "; try --jobs 1, or raise the limit (ulimit -v)"
+
+
+def _memory_failure(exc: ImportError) -> bool:
+    """An import that failed for want of memory (the loader cannot map a library's segments)."""
+    text = str(exc).lower()
+    return isinstance(exc.__cause__ or exc.__context__, MemoryError) or any(
+        s in text for s in ("failed to map segment", "cannot allocate memory", "out of memory"))
 
 
 def _stopped(signum: int) -> int:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
 import os
 import pickle
 import tempfile
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import msgspec
@@ -30,10 +29,10 @@ from perfcmp.details.extract import SideDetails, blocks_under_an_op, extract
 from perfcmp.details.modules import build_ahead
 from perfcmp.details.run import compare_details
 from perfcmp.names import Normalizer, load_normalizer
-from perfcmp.procs import die_with_parent
+from perfcmp.procs import Workers, WorkerDied, InputWatch
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
-from perfcmp.readers.errors import UsageError
+from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.readers.heap import collector_paused, give_back_free_memory
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
@@ -59,6 +58,7 @@ def run(options: CompareOptions) -> ComparisonResult:
     rules = load_rules(options.categories)
     names = _normalizer(options, lambda: (vendor_of_path(options.base_path), vendor_of_path(options.comp_path)))
     paths = (options.base_path, options.comp_path)
+    budget.check_cap(*paths)
     parallel = options.jobs == 2 if options.jobs else budget.worth_a_worker(*paths)
     if not parallel:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
@@ -72,30 +72,43 @@ def run(options: CompareOptions) -> ComparisonResult:
     # that the worker inherits it: unpickled from the file as it is read, the side never exists
     # here twice (once as one message of pickled bytes, once as objects), as a pipe would have it.
     handoff = tempfile.TemporaryFile()
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(os.getpid(),))
+    workers = Workers(1, "the read worker", paths)
     try:
-        later = pool.submit(_read_into, handoff.fileno(), options.comp_path, options.comp_step, options, rules, names)
+        later = workers.submit(_read_into, handoff.fileno(), options.comp_path, options.comp_step, options, rules, names)
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
         if base.details is not None:  # while the worker reads and hands over its side (else it is built later)
             build_ahead(base.details, options.detail)
-        comp = later.result()
-        if comp is None:  # handed over through the file
-            comp = _unpark(handoff)
+        comp = _handed_over(workers, later, handoff, options.comp_path)
         handoff.close()
         # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
         # this process builds the detail sheets. Only the small sample sets travel.
-        verdict = pool.submit(_judge_in_worker, base.samples,
-                              aligned_samples(base.breakdown, comp.breakdown, comp.samples), options)
+        verdict = workers.submit(_judge_in_worker, base.samples,
+                                 aligned_samples(base.breakdown, comp.breakdown, comp.samples), options)
         return _result(base, comp, options, verdict, fork=True)
-    except BaseException:  # an error, or signals.Stopped: the worker's work is moot
+    except BaseException as exc:  # an error, or signals.Stopped: the worker's work is moot
         with held():
-            _stop_workers(pool)
+            workers.stop()
+        died = workers.failure(exc)
+        if died is not None:  # a dead worker is an error of the run, never a finding about the profiles
+            raise died from None
         raise
     finally:
         with held():  # quick (the worker is done or dead), and must not be cut short by a signal
-            pool.shutdown()
+            workers.shutdown()
             handoff.close()
+
+
+def _handed_over(workers: Workers, later: Future, handoff, path: str) -> "_Side":
+    """The worker's side: returned through the pool, or pickled into ``handoff``; a handoff
+    that cannot be read back (cut short: the worker died while writing it) is ``WorkerDied``."""
+    comp = later.result()
+    if comp is not None:
+        return comp
+    try:
+        return _unpark(handoff)
+    except (EOFError, pickle.UnpicklingError, OSError, ValueError, AttributeError, IndexError) as exc:
+        raise WorkerDied(f"the read worker could not hand back its reading of {path} ({type(exc).__name__}: "
+                         f"{exc}); nothing was written") from None
 
 
 def _read_into(handoff: int, path: str, step: int | None, options: CompareOptions, rules: Rules,
@@ -134,25 +147,6 @@ def _unpark(parked) -> "_Side":
     with parked, collector_paused():  # a side's objects, none in a cycle: no pass over them as they are made
         parked.seek(0)
         return pickle.load(parked)
-
-
-def _start_worker(parent: int) -> None:
-    """Initialise the read worker: signals are the parent's business, and it dies with the parent."""
-    die_with_parent(parent)
-
-
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's workers now instead of waiting for the read they are doing, then wait
-    for the pool's manager thread to notice (a thread still running at exit races the
-    interpreter's own executor clean-up)."""
-    processes = getattr(pool, "_processes", None)
-    if processes is None and hasattr(pool, "kill_workers"):  # Python 3.14+ has a public way
-        pool.kill_workers()
-    for process in list((processes or {}).values()):
-        if process.is_alive():
-            process.kill()
-        process.join(5)
-    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _normalizer(options: CompareOptions, vendors=None) -> Normalizer | None:
@@ -208,8 +202,16 @@ class _Side:
 
     @classmethod
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
-        with collector_paused():
-            profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
+        """The side of ``path``; an input that changed while read, or memory that ran out, is an
+        error naming it (``InputError``, ``budget.OutOfMemory``: one line, exit 2)."""
+        watch = InputWatch([path])
+        with collector_paused(), budget.out_of_memory(path):
+            try:
+                profile = load_profile(path, options.gpu_flow_cat, options.npu_source)
+            except InputError:  # malformed because it changed under the reader: the change is the cause
+                watch.check()
+                raise
+            watch.check()
             profile.check()
             side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
             del profile

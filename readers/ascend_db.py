@@ -38,7 +38,6 @@ import re
 import sqlite3
 from pathlib import Path
 from typing import NoReturn
-from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -55,6 +54,7 @@ from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_si
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups_json
 from perfcmp.readers.hosttree import enclosing, thread_label
+from perfcmp.readers.readonly_db import connect_readonly
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.readers.textmatch import CUT_MARK, per_unique
 
@@ -80,7 +80,10 @@ class _Db:
         self.shown_as, self.warnings, self._strings = shown_as, warnings, None
         self._check_file(path)
         try:
-            self.conn = sqlite3.connect(f"file:{quote(path.absolute().as_posix())}?mode=ro", uri=True, timeout=1.0)
+            self.conn = connect_readonly(path)  # nothing written beside the export, even to read a WAL-mode one
+        except OSError as exc:  # the private copy of an export with a pending log (no room in the temporary directory)
+            self.fail(f"cannot be read: a private copy was needed (it has a -wal or -journal file) and could not be "
+                      f"made ({exc.strerror or exc}); {EXPECTED}")
         except sqlite3.Error as exc:
             self.fail(f"cannot be opened as an SQLite database ({exc}); {EXPECTED}")
         try:

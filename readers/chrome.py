@@ -8,11 +8,13 @@ device properties, profiler INFO lines).
 
 from __future__ import annotations
 
+import errno
 import math
 import mmap
 import os
 import re
 import sys
+import weakref
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from typing import BinaryIO
 import msgspec
 import numpy as np
 
+from perfcmp.readers import fatal
 from perfcmp.readers.errors import InputError, max_depth  # max_depth: also imported from here
 from perfcmp.readers.model import ReadWarning
 
@@ -142,7 +145,10 @@ class RawJson:
 
 
 class FileMap(mmap.mmap):
-    """A read-only map of a file: its pages can be dropped at any time and read again."""
+    """A read-only map of a file: its pages can be dropped at any time and read again.
+
+    While it lives, a SIGBUS (the file cut short under the map) ends the run with one line
+    naming the file (``fatal``), not a silent death."""
 
 
 def read_document(path: Path, shown_as: str) -> Document:
@@ -155,8 +161,13 @@ def read_document(path: Path, shown_as: str) -> Document:
             if handle.read(2) == GZIP_MAGIC:
                 handle.seek(0)
                 return _gunzip(handle, shown_as)
-            return FileMap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped = FileMap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            fatal.watch_mapping(mapped, str(path), shown_as, len(mapped))
+            weakref.finalize(mapped, fatal.forget_mapping, id(mapped))
+            return mapped
     except OSError as exc:
+        if exc.errno == errno.ENOMEM:  # no address space to map it: memory, not the file (budget.out_of_memory)
+            raise MemoryError(f"cannot map {shown_as}") from None
         raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
 
 

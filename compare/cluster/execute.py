@@ -9,6 +9,10 @@
   paths (a shared file system) and have perfcmp installed. Dask is an optional extra
   (``pip install 'perfcmp[cluster]'``).
 
+A rank that cannot be read (an input error, no memory for it) comes back as a ``RankFailure``:
+the run goes on without it (``run.run`` says the comparison is partial). A worker that dies is
+an error of the whole run (``procs.WorkerDied``).
+
 Each unit returns its summary as msgpack bytes and the driver decodes them in the units' order,
 so the result never depends on the executor, the worker count or the order units finished in.
 The driver holds summaries only, never a raw profile (except with ``jobs=1``, one at a time).
@@ -19,10 +23,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 from perfcmp.cluster.result import RankSummary
-from perfcmp.cluster.summary import WorkUnit, decode, summarise
+from perfcmp.cluster.summary import RankFailure, WorkUnit, decode, summarise
+from perfcmp.procs import Workers
 from perfcmp.readers.errors import UsageError
 from perfcmp.signals import held
 
@@ -37,8 +41,11 @@ def scheduler_address(option: str | None) -> str | None:
     return option or os.environ.get(SCHEDULER_ENV) or None
 
 
-def run_units(units: Sequence[WorkUnit], jobs: int | None = None, scheduler: str | None = None) -> list[RankSummary]:
-    """Every unit's summary, in the order of ``units``."""
+def run_units(units: Sequence[WorkUnit], jobs: int | None = None,
+              scheduler: str | None = None) -> list[RankSummary | RankFailure]:
+    """Every unit's summary, or the failure that says why its rank could not be read, in the
+    order of ``units``. A worker that dies is ``procs.WorkerDied`` (exit 2): every rank's
+    reading stops, none is published."""
     if scheduler:
         return [decode(d) for d in _on_dask(units, scheduler)]
     workers = min(jobs or os.cpu_count() or 1, len(units))
@@ -48,16 +55,16 @@ def run_units(units: Sequence[WorkUnit], jobs: int | None = None, scheduler: str
 
 
 def _on_pool(units: Sequence[WorkUnit], workers: int) -> list[bytes]:
-    from perfcmp.pipeline import _start_worker, _stop_workers  # the pipeline's own worker life cycle
-
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(os.getpid(),))
+    pool = Workers(workers, "a rank's read worker", sorted({u.path for u in units}))
     try:
         futures = [pool.submit(summarise, u) for u in units]
         return [f.result() for f in futures]
-    except BaseException:  # an error in a rank, or signals.Stopped: the other ranks' work is moot
+    except BaseException as exc:  # a bug in a rank's reading, or signals.Stopped: the other ranks' work is moot
         with held():
-            _stop_workers(pool)
+            pool.stop()
+        died = pool.failure(exc)
+        if died is not None:
+            raise died from None
         raise
     finally:
         with held():

@@ -47,6 +47,7 @@ import numpy as np
 
 from perfcmp.cluster.result import Link, Transport
 from perfcmp.readers.model import COMM, Profile
+from perfcmp.readers.readonly_db import connect_readonly
 
 MB = 1e6  # the profilers' "MB" divided by "ms" is their "GB/s": the ratio is kept with decimal units
 TOTAL_OP = "Total Op Info"
@@ -173,8 +174,8 @@ def _from_db(path: Path, notes: list[str]) -> tuple[list[Link], list[Transport]]
     if not path.is_file():
         return [], []
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
+        db = connect_readonly(path)  # nothing written beside the export (readers.readonly_db)
+    except (sqlite3.Error, OSError) as exc:
         notes.append(f"{path.name} ignored: {exc}")
         return [], []
     try:

@@ -4,7 +4,9 @@ publishing its outputs.
 ``resolve`` decides from the two paths and the rank options: today's one-profile comparison
 (neither path is a cluster input, or ``--rank`` / ``--base-rank`` / ``--comparison-rank``
 picked one rank of each), or a cluster comparison (both paths are cluster inputs). ``run``
-reads every rank of both runs through ``execute`` and puts them together with ``analyse``;
+reads every rank of both runs through ``execute`` and puts them together with ``analyse``; a
+rank that cannot be read is left out of both runs and the result says the comparison is
+partial (its first warnings; ``--require-verdict`` then exits 3);
 ``details`` then compares the ranks that matter as two profiles each (``detail``), for the
 workbook's per-rank sheets.
 """
@@ -22,9 +24,9 @@ from perfcmp.cluster.detail import RankDetail
 from perfcmp.cluster.discover import RankInput
 from perfcmp.cluster.execute import run_units
 from perfcmp.cluster.result import ClusterResult
-from perfcmp.cluster.summary import ReadOptions, WorkUnit
+from perfcmp.cluster.summary import RankFailure, ReadOptions, WorkUnit
 from perfcmp.options import CompareOptions, DetailOptions
-from perfcmp.readers.errors import UsageError
+from perfcmp.readers.errors import InputError, UsageError
 
 PREFIX = "performance_cluster_result_"
 FORMATS = ("console", "xlsx", "json", "md", "html")
@@ -119,7 +121,37 @@ def run(options: ClusterOptions) -> ClusterResult:
     units = [WorkUnit(m.rank, m.path, m.rank_from, options.read) for m in (*plan.base_ranks, *plan.comp_ranks)]
     summaries = run_units(units, options.jobs, options.scheduler)
     n = len(plan.base_ranks)
-    return analyse.build(summaries[:n], summaries[n:], plan.base_path, plan.comp_path, options.skip_steps)
+    base, comp = summaries[:n], summaries[n:]
+    failures = [(run, f) for run, side in (("base", base), ("comparison", comp)) for f in side if isinstance(f, RankFailure)]
+    if not failures:
+        return analyse.build(base, comp, plan.base_path, plan.comp_path, options.skip_steps)
+    for path, side in ((plan.base_path, base), (plan.comp_path, comp)):
+        if all(isinstance(s, RankFailure) for s in side):
+            reasons = "; ".join(f"rank {f.rank} ({f.source}): {f.reason}" for f in side)
+            raise InputError(f"no rank of this cluster run could be read: {reasons}", path)
+    bad = {f.rank for _, f in failures}
+    result = analyse.build([s for s in base if s.rank not in bad], [s for s in comp if s.rank not in bad],
+                           plan.base_path, plan.comp_path, options.skip_steps)
+    return msgspec.structs.replace(result, warnings=partial_warnings(failures, base, comp) + result.warnings)
+
+
+PARTIAL = "partial comparison"
+
+
+def partial_warnings(failures: list[tuple[str, RankFailure]], base: list, comp: list) -> list[str]:
+    """What a comparison without some ranks says first: each unreadable rank (run, rank, path,
+    why), and that its profile in the other run was left out too, so no rank is compared with nothing."""
+    total = len({s.rank for s in (*base, *comp)})
+    bad = sorted({f.rank for _, f in failures})
+    lines = [f"{PARTIAL}: {total - len(bad)} of {total} ranks compared; rank(s) {', '.join(map(str, bad))} left out "
+             "(their profile in the other run too, when it has one)"]
+    lines += [f"rank {f.rank} ({run}) could not be read and was left out: {f.source}: {f.reason}" for run, f in failures]
+    return lines
+
+
+def partial(result: ClusterResult) -> bool:
+    """Whether some ranks could not be read and were left out (``run``)."""
+    return any(w.startswith(PARTIAL + ":") for w in result.warnings)
 
 
 def details(result: ClusterResult, options: ClusterOptions) -> tuple[ClusterResult, list[RankDetail]]:

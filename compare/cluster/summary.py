@@ -28,7 +28,9 @@ from perfcmp.cluster import links
 from perfcmp.cluster.result import GroupTime, RankStep, RankSummary
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.readers import load_profile
+from perfcmp.procs import InputWatch
 from perfcmp.readers.detect import EXPORT_SUFFIXES, OUTPUT_DIR, db_exports
+from perfcmp.readers.errors import PerfcmpError
 from perfcmp.readers.groups import comm_group_facts
 from perfcmp.readers.heap import give_back_free_memory
 from perfcmp.readers.model import COMM, DeviceKind, Profile
@@ -62,20 +64,47 @@ class WorkUnit:
     options: ReadOptions = field(default_factory=ReadOptions)
 
 
+class RankFailure(msgspec.Struct, kw_only=True, tag=True):
+    """A rank that could not be read: which (its rank and path) and why, in words."""
+
+    rank: int
+    source: str
+    reason: str
+
+
+class _Summary(msgspec.Struct, kw_only=True, tag=True):
+    summary: RankSummary
+
+
 def summarise(unit: WorkUnit) -> bytes:
-    """The work unit: ``RankSummary`` of ``unit``'s profile, msgpack-encoded."""
-    return msgspec.msgpack.encode(summarise_rank(unit))
+    """The work unit: ``RankSummary`` of ``unit``'s profile, or the ``RankFailure`` that says
+    why it could not be read (an input error, or no memory for it), msgpack-encoded. Other
+    errors are bugs: they propagate."""
+    from perfcmp.budget import out_of_memory
+
+    try:
+        with out_of_memory(unit.path):
+            return msgspec.msgpack.encode(_Summary(summary=summarise_rank(unit)))
+    except PerfcmpError as exc:
+        # the reader shows paths as the user gave the run: the rank's path is said once, by the failure
+        inside = exc.path and not str(unit.path).endswith(str(exc.path))
+        reason = str(exc) if inside else exc.message
+        return msgspec.msgpack.encode(RankFailure(rank=unit.rank, source=unit.path, reason=" ".join(reason.split())))
 
 
-def decode(data: bytes) -> RankSummary:
-    return msgspec.msgpack.decode(data, type=RankSummary)
+def decode(data: bytes) -> RankSummary | RankFailure:
+    got = msgspec.msgpack.decode(data, type=_Summary | RankFailure)
+    return got.summary if isinstance(got, _Summary) else got
 
 
 def summarise_rank(unit: WorkUnit) -> RankSummary:
+    """``unit``'s profile read and summarised; an input that changed while read is an ``InputError``."""
     from perfcmp.pipeline import analyse_profile
 
     options = unit.options.compare_options(unit.path)
+    watch = InputWatch([unit.path])
     profile = load_profile(unit.path, options.gpu_flow_cat, options.npu_source)
+    watch.check()
     profile.check()
     side = analyse_profile(profile, unit.path, options)
     info = profile.info
