@@ -93,9 +93,11 @@ Run-level noise (one run a side)
     durations decide (``comm:`` rows regressed or improved, explaining ≥ half of it) keeps its label.
 E2E through its parts
     When ``overall:e2e`` clears its floors and a Computing row exists, E2E is decided through
-    its parts instead of its own step test. A part is *decisive* when decided rows of its device
-    work explain ≥ half of its change in the same direction (Computing: kernel rows, else op
-    rows, or the Computing row itself; exposed communication: ``comm:`` rows). E2E is
+    its parts instead of its own step test. A part is *decisive* when decided rows of its
+    device work explain ≥ half (and ≤ twice) of its change in the same direction (Computing:
+    kernel rows, or the Computing row itself; exposed communication: ``comm:`` rows). A pair
+    without kernel rows (a host-only trace) has no device work: its Computing is host op time
+    and counts with the rest. E2E is
     regressed (improved) when the decisive parts move E2E the same way by at least the E2E floor
     (the gate's limit when one selects E2E) of the base E2E; "inconclusive" when Computing moved
     that much without being decided; "unchanged" when the device work did not move that much
@@ -130,7 +132,7 @@ import numpy as np
 
 from perfcmp.readers.errors import InputError
 from perfcmp.result import Verdict, VerdictRow
-from perfcmp.samples import SampleSet
+from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p, welch_p, wilcoxon_signed_rank_p
 from perfcmp.wording import amount, relative_change
 
@@ -575,7 +577,8 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         # without a Computing row the parts are unknown (samples of E2E alone): E2E's own test decides
         if e2e_row is not None and e2e_row.verdict in _MOVED and rows.get(COMPUTING) is not None:
             limit = limit_of(E2E)
-            _judge_e2e(e2e_row, rows, t.relative if limit is None else min(t.relative, limit))
+            host_only = HOST_OPS in (base.provenance.get(TIME_BASE), comp.provenance.get(TIME_BASE))
+            _judge_e2e(e2e_row, rows, t.relative if limit is None else min(t.relative, limit), host_only)
 
     # overall
     if any(r.n1 for r in rows.values()) or (not no_steps and min(sb.n, sc.n) == 1):
@@ -670,18 +673,22 @@ def _pct(fraction: float) -> str:
     return f"{100 * fraction:+.1f} %"
 
 
-DEVICE_PARTS = ((COMPUTING, ("kernel", "op")), ("overall:comm", ("comm",)))  # a part, the rows that decide it
+DEVICE_PARTS = ((COMPUTING, ("kernel",)), ("overall:comm", ("comm",)))  # a part, the rows that decide it
 
 
 def _device_evidence(rows: dict[str, VerdictRow], part: str, dimensions: tuple[str, ...],
                      diff: float) -> tuple[bool, list[VerdictRow]]:
     """Whether a part's change ``diff`` (µs per step) is decided by the device work itself, and
-    the rows that carry it: decided rows of ``dimensions`` (kernels, else ops; collectives) in
-    that direction explaining ≥ ``DECISIVE_SHARE`` of it, or (Computing only, which is device
-    work through and through) the part's own row decided in that direction."""
+    the rows that carry it: decided rows of ``dimensions`` (kernels; collectives) in that
+    direction explaining between ``DECISIVE_SHARE`` and 1 / ``DECISIVE_SHARE`` of it, or
+    (Computing only, device work through and through) the part's own row decided in that
+    direction. A pair without kernel rows (a host-only trace, e.g. the CPU build of torch) has
+    no device work: its Computing is host op time, which moves between runs like idle time."""
     label = "regressed" if diff > 0 else "improved"
     present = [d for d in dimensions if any(r.dimension == d for r in rows.values())]
-    dimension = present[0] if present else None  # kernels where the pair has them, else ops (host traces)
+    if not present:
+        return False, []
+    dimension = present[0]
     moved = sorted((r for r in rows.values() if r.dimension == dimension and r.verdict == label and not r.n1),
                    key=lambda r: (-abs(r.diff), r.row))
     explained = sum(r.diff for r in moved)
@@ -694,23 +701,25 @@ def _device_evidence(rows: dict[str, VerdictRow], part: str, dimensions: tuple[s
     return decisive, best
 
 
-def _judge_e2e(e2e: VerdictRow, rows: dict[str, VerdictRow], limit: float) -> None:
-    """E2E decided through its parts (module docstring, "E2E through its parts")."""
+def _judge_e2e(e2e: VerdictRow, rows: dict[str, VerdictRow], limit: float, host_only: bool) -> None:
+    """E2E decided through its parts (module docstring, "E2E through its parts"); ``host_only``:
+    neither side has kernel samples (a host-only trace), so Computing is host op time."""
     base = e2e.base_median
     device, carriers, texts = 0.0, [], []
     undecided_device = 0.0
     for part, dimensions in DEVICE_PARTS:
         row = rows.get(part)
         diff = row.diff if row is not None and row.diff is not None else 0.0
-        decisive, moved = _device_evidence(rows, part, dimensions, diff) if diff else (False, [])
+        host = host_only and part == COMPUTING
+        decisive, moved = _device_evidence(rows, part, dimensions, diff) if diff and not host else (False, [])
         name = part.split(":", 1)[1].replace("comm", "communication")
         if decisive:
             device += diff
             carriers += moved
             texts.append(f"{name} {_pct(diff / base)} of the E2E, decisive")
         else:
-            undecided_device += diff if part == COMPUTING else 0.0
-            texts.append(f"{name} {_pct(diff / base)} of the E2E")
+            undecided_device += diff if part == COMPUTING and not host_only else 0.0
+            texts.append(f"{name} {_pct(diff / base)} of the E2E{' (host op time: no device kernels)' if part == COMPUTING and host_only else ''}")
     rest = e2e.diff - device
     carriers.sort(key=lambda r: (-abs(r.diff), r.row))
     named = ", ".join(f"{r.row} ({_fmt_rel(r)})" for r in carriers[:NAMED_ROWS])
@@ -728,8 +737,10 @@ def _judge_e2e(e2e: VerdictRow, rows: dict[str, VerdictRow], limit: float) -> No
         return
     if abs(rest) / base <= RUN_ALLOWANCE:
         e2e.verdict = "unchanged"
-        e2e.note = (f"{parts}: not a regression — device work moved less than {100 * limit:g} % of the E2E, "
-                    f"the rest is within run-to-run variation ({_allowance_text()})")
+        device = ("a host-only trace has no device work to decide it" if host_only else
+                  f"device work moved less than {100 * limit:g} % of the E2E")
+        e2e.note = (f"{parts}: not a regression — {device}, the rest is within run-to-run variation "
+                    f"({_allowance_text()})")
         return
     e2e.verdict = "inconclusive"
     e2e.note = (f"{parts}: carried by idle and communication time beyond the run-to-run allowance; "
