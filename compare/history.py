@@ -71,12 +71,14 @@ Which boundaries are reported
 Gates and exit codes (as ``perfcmp compare``)
     A ``--fail-on`` gate fails when a key it selects has as its most recent change point a
     regression beyond every limit of the gate (``+N%`` of the median before, ``+N<unit>``):
-    exit 1. With ``--require-verdict``, a gated key (or a gate selecting none) with data in fewer
-    than ``MIN_RUNS`` runs: exit 3. Otherwise 0. Usage and input errors: exit 2 (raised).
+    exit 1. A pattern gate (``op:…``) that matches no key of any run is a usage error (exit 2,
+    naming the closest keys). With ``--require-verdict``, a gated key (or an alias gate whose
+    row no run records: UNDECIDED) with data in fewer than ``MIN_RUNS`` runs: exit 3. Otherwise 0. Usage and input errors: exit 2 (raised).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -505,6 +507,11 @@ def judge_gates(history: History, policy: Policy) -> tuple[list[GateOutcome], in
     outcomes, thin = [], False
     for gate in policy.gates:
         selected = [s for s in history.series if gate.matches(s.key)]
+        if not selected and gate.rows is None:  # a pattern that matches no key of any run: a typo
+            keys = [s.key for s in history.series]
+            close = difflib.get_close_matches(gate.pattern, keys, n=5, cutoff=0.4) or sorted(keys)[:5]
+            raise UsageError(f"gate {gate.expression!r}: the selector {gate.pattern!r} matches no key of the "
+                             f"history; did you mean {', '.join(close)}?")
         thin = thin or not selected or any(len(s.points) - len(s.gaps) < MIN_RUNS for s in selected)
         failing = []
         for s in selected:
@@ -518,7 +525,7 @@ def judge_gates(history: History, policy: Policy) -> tuple[list[GateOutcome], in
                                         message=f"{gate.expression}: FAILED — {shown}{more}"))
         elif not selected:
             outcomes.append(GateOutcome(expression=gate.expression, failed=False,
-                                        message=f"{gate.expression}: passed (no key of the history matches it)"))
+                                        message=f"{gate.expression}: UNDECIDED (no run records {gate.rows[0]})"))
         else:
             outcomes.append(GateOutcome(expression=gate.expression, failed=False, message=(
                 f"{gate.expression}: passed ({len(selected)} key{'s' if len(selected) > 1 else ''}, "

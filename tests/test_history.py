@@ -21,6 +21,7 @@ from perfcmp.cli import main
 from perfcmp.changepoints import MIN_NOISE, median_interval, noise, segment
 from perfcmp.history import HistoryOptions, Point, analyse, detect
 from perfcmp.policy import load_policy
+from perfcmp.readers.errors import UsageError
 from perfcmp.samples import SampleSet
 from perfcmp.verdict import Thresholds
 
@@ -232,9 +233,9 @@ def test_gates_fail_on_the_latest_regression_beyond_their_limit():
     assert analyse(runs, _options()).exit_code == 0
     back = _runs([10, 10, 11, 11, 10, 10])  # the latest change point is the fix: nothing fails
     assert analyse(back, _options("e2e:+5%")).exit_code == 0
-    # a gate on a key no run has: 0, but 3 when a verdict is required
-    assert analyse(runs, _options("op:aten::nothing:+5%")).exit_code == 0
-    assert analyse(runs, _options("op:aten::nothing:+5%", require=True)).exit_code == 3
+    # a pattern gate on a key no run has is a typo: a usage error naming the closest keys
+    with pytest.raises(UsageError, match=r"'op:aten::nothing' matches no key of the history; did you mean op:aten::mm"):
+        analyse(runs, _options("op:aten::nothing:+5%"))
 
 
 # --- end to end -------------------------------------------------------------------------------
@@ -331,6 +332,10 @@ def test_a_directory_with_too_few_runs_or_a_foreign_file(tmp_path, run_dir, caps
     assert code == 2 and "broken.json" in err and "baseline" in err and err.count("\n") == 1
 
 
-def test_require_verdict_exits_3_when_a_gated_key_has_too_few_runs(run_dir, capsys):
-    code, out, _ = cli(capsys, "history", run_dir, "--fail-on", "op:aten::does_not_exist:+5%", "--require-verdict")
-    assert code == 3 and "no key of the history matches it" in out
+def test_a_gate_selecting_no_key_is_a_usage_error_or_undecided(run_dir, capsys):
+    code, _, err = cli(capsys, "history", run_dir, "--fail-on", "op:aten::does_not_exist:+5%", "--require-verdict")
+    assert code == 2 and "matches no key of the history" in err
+    # an alias whose row no run records (these samples hold no memory rows) is UNDECIDED: exit 3 when required
+    h = analyse(_runs([10, 10, 10, 10]), _options("memory.peak_reserved:+5%", require=True))
+    assert h.exit_code == 3 and h.gates[0].message == "memory.peak_reserved:+5%: UNDECIDED (no run records memory:peak_reserved)"
+    assert analyse(_runs([10, 10, 10, 10]), _options("memory.peak_reserved:+5%")).exit_code == 0
