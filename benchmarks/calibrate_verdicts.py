@@ -157,7 +157,9 @@ def analyse(paths: dict[str, list[Path]], ks: list[int], windows: int, seed: int
                     rate("UNDECIDED (exit 3)", count["undecided"], n),
                     rate(f"{INJECTED_ROW} regressed", count["op regressed"], n)]
             if kind == "A/A" and n:
-                line.append(f"95th percentile |ΔE2E| {100 * float(np.quantile([r['e2e change'] for r in results], 0.95)):.1f} %")
+                changes = [r["e2e change"] for r in results]
+                line.append(f"|ΔE2E| 95th percentile {100 * float(np.quantile(changes, 0.95)):.1f} %, "
+                            f"largest {100 * max(changes):.1f} %")
             print("\n    ".join(line))
 
 

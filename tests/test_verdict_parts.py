@@ -70,6 +70,18 @@ def test_a_host_only_trace_has_no_device_work_to_decide_e2e():
     assert "computing +12.0 % of the E2E (host op time: no device kernels)" in e2e.note
 
 
+def test_a_host_only_change_beyond_the_host_allowance_is_a_regression():
+    # +45 ms of host op time on a 100 ms step: 45 % > the 40 % host allowance, and E2E's Welch
+    # test on 3 vs 3 steps is significant
+    base = sset({"overall:e2e": [100_000, 100_500, 99_500], "overall:computing": [90_000, 90_500, 89_500]})
+    comp = sset({"overall:e2e": [145_000, 145_500, 144_500], "overall:computing": [135_000, 135_500, 134_500]})
+    base.provenance = comp.provenance = {TIME_BASE: HOST_OPS}
+    verdict = judge(base, comp)
+    e2e = by_row(verdict)["overall:e2e"]
+    assert e2e.p_adjusted < 0.05 and e2e.verdict == "regressed" and verdict.overall == "regression"
+    assert "beyond the run-to-run variation of host-only traces (±40 % of the E2E)" in e2e.note
+
+
 def _device_pair(slow: float, e2e_comp: float) -> tuple[SampleSet, SampleSet]:
     """One step a side; 10 occurrences of a 2 ms convolution-backward kernel, ``slow`` × slower."""
     conv_b, conv_c = [2_000.0] * 10, [2_000.0 * slow] * 10
