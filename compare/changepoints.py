@@ -33,23 +33,30 @@ def median_interval(values: np.ndarray, resamples: int = BOOTSTRAP) -> tuple[flo
     return float(low), float(high)
 
 
-def segment(y: np.ndarray, penalty: float) -> list[int]:
+def segment(y: np.ndarray, penalty: float, min_size: int = 1, last_min: int | None = None) -> list[int]:
     """Start positions of the segments after the first in the exact minimiser of
-    Σ within-segment squared error + ``penalty`` × changes (optimal partitioning)."""
+    Σ within-segment squared error + ``penalty`` × changes (optimal partitioning), every segment
+    holding at least ``min_size`` values except the last, which needs ``last_min`` (default
+    ``min_size``): the newest run may stand alone, to be confirmed by the caller."""
     y = np.asarray(y, dtype=float)
     n = len(y)
+    m = max(int(min_size), 1)
+    last = m if last_min is None else max(min(int(last_min), m), 1)
     if n < 2:
         return []
     centred = y - y.mean()  # prefix sums of centred values lose less to cancellation
     s1 = np.concatenate([[0.0], np.cumsum(centred)])
     s2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
-    best = np.empty(n + 1)
+    best = np.full(n + 1, np.inf)
     best[0] = -penalty  # the first segment carries no change
     start = np.zeros(n + 1, dtype=int)
     for t in range(1, n + 1):
-        s = np.arange(t)
+        size = last if t == n else m
+        if t < size:
+            continue
+        s = np.arange(t - size + 1)  # a segment [s, t) holds at least `size` values
         cost = np.maximum((s2[t] - s2[s]) - (s1[t] - s1[s]) ** 2 / (t - s), 0.0)
-        total = best[:t] + penalty + cost
+        total = best[:t - size + 1] + penalty + cost
         start[t] = int(np.argmin(total))  # ties: the earliest start
         best[t] = total[start[t]]
     cuts, t = [], n

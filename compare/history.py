@@ -49,8 +49,16 @@ Change points: exact optimal partitioning with a noise-scaled penalty
     floors and the separation test. On simulated series
     of 6 runs × 4 steps with 1 % run-to-run and 2 % step noise, 1 % of flat series get a change
     point and a 10 % step at run 4 is found there in 97 % of them.
+Persistence
+    Every segment holds at least ``MIN_SEGMENT`` (2) runs, except the newest, which may stand
+    alone: one slow run cannot be a level of its own. The ``PERSIST_RUNS`` (2) runs on either side
+    of a boundary must each lie on their own segment's side of the midpoint between the two
+    segments' medians (a slow run absorbed into a two-run segment fails this). With one-step runs,
+    where steps cannot separate runs, the segments' mean logs must be ``SEGMENT_Z`` (3) σ·√(1/na
+    + 1/nb) apart (σ: the robust run-to-run noise above), and the newest run alone is only a
+    candidate until one more run confirms it.
 Which boundaries are reported
-    A boundary of the segmentation is a change point only when the step between the medians of
+    A boundary of the segmentation is a change point only when it persists (above) and when the step between the medians of
     the segments on either side (the median of their run medians) clears the verdict's floors
     (``perfcmp.verdict.Thresholds``: ≥ 5 % and ≥ 20 µs per step or 1 MiB; for time rows other
     than E2E also ≥ 0.5 % of the E2E before) AND the two runs on either side of it are separated:
@@ -63,12 +71,14 @@ Which boundaries are reported
 Gates and exit codes (as ``perfcmp compare``)
     A ``--fail-on`` gate fails when a key it selects has as its most recent change point a
     regression beyond every limit of the gate (``+N%`` of the median before, ``+N<unit>``):
-    exit 1. With ``--require-verdict``, a gated key (or a gate selecting none) with data in fewer
-    than ``MIN_RUNS`` runs: exit 3. Otherwise 0. Usage and input errors: exit 2 (raised).
+    exit 1. A pattern gate (``op:…``) that matches no key of any run is a usage error (exit 2,
+    naming the closest keys). With ``--require-verdict``, a gated key (or an alias gate whose
+    row no run records: UNDECIDED) with data in fewer than ``MIN_RUNS`` runs: exit 3. Otherwise 0. Usage and input errors: exit 2 (raised).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -98,6 +108,10 @@ ORDERS = ("auto", "name", "given")
 THRESHOLDS_USED = ("relative", "absolute_us", "absolute_bytes", "share_of_step", "alpha")
 RECORDED_AT = "recorded at"  # provenance key of an ISO 8601 recording time (no reader sets it yet)
 PENALTY_FACTOR = 3.0
+MIN_SEGMENT = 2  # runs a segment needs: a change must persist, one slow run is not a level
+PERSIST_RUNS = 2  # runs each side of a boundary that must sit on their segment's side of the midpoint
+SEGMENT_Z = 3.0  # one step a run: segment means this many σ·√(1/na + 1/nb) apart
+ONE_STEP = "n=1: floors only"
 Z_95 = 1.959964
 SKIPPED_SUFFIXES = (".md", ".txt", ".xlsx", ".csv", ".log", ".toml", ".html", ".png")
 OUTPUT_PREFIXES = ("performance_history_", "performance_comparison_result_")
@@ -405,7 +419,7 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
         errors = [(p.ci_high - p.ci_low) / (2 * Z_95 * top) for p in (points[i] for i in present) if p.ci_low is not None]
     sigma = noise(y, errors)
     series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
-    bounds = [0, *segment(y, series.penalty), len(y)]
+    bounds = [0, *segment(y, series.penalty, MIN_SEGMENT, last_min=1), len(y)]
     for a, b, c in zip(bounds, bounds[1:], bounds[2:]):
         before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
         e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
@@ -414,8 +428,18 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
                              diff=after - before, relative=(after - before) / before if before else None,
                              direction="regression" if after > before else "improvement")
         reason = _floors(key, unit, change, float(np.median(e2e_before)) if e2e_before else None, thresholds)
+        reason = reason or _persists(x, a, b, c, before, after)
         evidence = "" if reason else _separated(points[last], points[first], steps[last], steps[first],
                                                 after > before, thresholds.alpha)
+        if evidence == ONE_STEP and c - b < MIN_SEGMENT:
+            evidence, reason = "", (f"the newest run alone, with one step: one more run must confirm that the "
+                                    f"shift persists")
+        elif evidence == ONE_STEP:  # no steps to test: the segments must stand apart from the run-to-run noise
+            z = abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
+            evidence = f"n=1: segments {z:.1f} σ apart" if z >= SEGMENT_Z else ""
+            if not evidence:
+                reason = (f"one step a run: the segments are {z:.1f} σ of run-to-run noise apart "
+                          f"(< {SEGMENT_Z:g} σ)")
         if not reason and not evidence:
             reason = (f"runs {last + 1} and {first + 1} are not separated (their intervals overlap and "
                       f"Mann-Whitney p ≥ {thresholds.alpha:g})")
@@ -426,6 +450,21 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
             change.evidence = evidence
             series.change_points.append(change)
     return series
+
+
+def _persists(x: np.ndarray, a: int, b: int, c: int, before: float, after: float) -> str:
+    """Why the shift at ``b`` does not persist ("" when it does): the ``PERSIST_RUNS`` runs on
+    either side of the boundary must each lie on their own segment's side of the midpoint
+    between the two segments' medians, so one slow run (absorbed into a short segment) is not
+    a change point."""
+    mid = (before + after) / 2
+    rising = after > before
+    left, right = x[max(a, b - PERSIST_RUNS):b], x[b:min(c, b + PERSIST_RUNS)]
+    ok = (left < mid).all() and (right > mid).all() if rising else (left > mid).all() and (right < mid).all()
+    if ok:
+        return ""
+    return (f"the shift does not persist: the {len(left) + len(right)} runs around the boundary are not all on "
+            f"their own side of the midpoint")
 
 
 def _floors(key: str, unit: str, change: ChangePoint, e2e_before: float | None, t: Thresholds) -> str:
@@ -449,7 +488,7 @@ def _separated(before: Point, after: Point, steps_before: np.ndarray | None, ste
                rising: bool, alpha: float) -> str:
     """How the two runs either side of a boundary are told apart ("" when they are not)."""
     if before.n < 2 or after.n < 2:
-        return "n=1: floors only"
+        return ONE_STEP
     if None not in (before.ci_high, before.ci_low, after.ci_low, after.ci_high):
         if (before.ci_high < after.ci_low) if rising else (before.ci_low > after.ci_high):
             return "intervals"
@@ -468,6 +507,11 @@ def judge_gates(history: History, policy: Policy) -> tuple[list[GateOutcome], in
     outcomes, thin = [], False
     for gate in policy.gates:
         selected = [s for s in history.series if gate.matches(s.key)]
+        if not selected and gate.rows is None:  # a pattern that matches no key of any run: a typo
+            keys = [s.key for s in history.series]
+            close = difflib.get_close_matches(gate.pattern, keys, n=5, cutoff=0.4) or sorted(keys)[:5]
+            raise UsageError(f"gate {gate.expression!r}: the selector {gate.pattern!r} matches no key of the "
+                             f"history; did you mean {', '.join(close)}?")
         thin = thin or not selected or any(len(s.points) - len(s.gaps) < MIN_RUNS for s in selected)
         failing = []
         for s in selected:
@@ -481,7 +525,7 @@ def judge_gates(history: History, policy: Policy) -> tuple[list[GateOutcome], in
                                         message=f"{gate.expression}: FAILED — {shown}{more}"))
         elif not selected:
             outcomes.append(GateOutcome(expression=gate.expression, failed=False,
-                                        message=f"{gate.expression}: passed (no key of the history matches it)"))
+                                        message=f"{gate.expression}: UNDECIDED (no run records {gate.rows[0]})"))
         else:
             outcomes.append(GateOutcome(expression=gate.expression, failed=False, message=(
                 f"{gate.expression}: passed ({len(selected)} key{'s' if len(selected) > 1 else ''}, "

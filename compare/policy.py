@@ -20,12 +20,21 @@ Selectors (the limit is the part after the LAST ``:`` followed by ``+``, so keys
 
 A gate fails on a row only when that row's verdict is ``regressed`` (a statistically real
 change beyond the floors; single-step rows judged on the floors alone count too) AND its change
-exceeds every limit of the gate. A row whose change exceeds the limits but whose verdict is
-``inconclusive`` (every sample moved, too few samples to tell) makes the gate **undecided**: it
-does not fail, it does not pass silently either — the message says so, and with
-``require_verdict`` the exit code is 3. Improved, unchanged, within-noise, one-sided and
-not-comparable rows never fail a gate. A selector that matches no row passes, and its message
-says so. The rows the gates select are the verdict's pre-registered family (``selects``).
+exceeds every limit of the gate. A gate's relative limit is also that row's floor in the verdict
+(``perfcmp.verdict.judge`` ``limits``): ``e2e:+3%`` judges E2E changes from 3 %, not from the
+default 5 %. A gate never passes silently; it is **UNDECIDED** (it does not fail, and with
+``require_verdict`` the exit code is 3) when
+* a selected row changed beyond the gate's limits but was not decided: ``inconclusive`` (every
+  sample moved, too few samples to tell) or ``within noise`` (above the floors, not significant),
+  or ``comparison only`` (a new key: no base to judge it against);
+* the pair cannot be evaluated (``verdict.comparable`` False: a side without steps, devices that
+  differ, too little matched work) and no selected row failed;
+* an alias (``e2e``, ``memory.peak_allocated`` …) selects no row (memory not recorded, no steps).
+UNDECIDED gates are listed first (console and Markdown). Improved, unchanged, base-only and
+not-comparable rows never fail a gate. A pattern selector (``op:…``, ``kernel:…``) that matches
+no row of a comparable pair is a usage error (``UsageError``, exit 2) naming the closest rows:
+a typo must not pass. The rows the gates select are the verdict's pre-registered family
+(``selects``).
 
 Policy file (TOML)::
 
@@ -40,12 +49,13 @@ Policy file (TOML)::
     correction = "..."          # a multiple-testing correction perfcmp.verdict knows
 
 Exit codes: 0 no gate failed; 1 a regression failed a gate; 3 (``require_verdict``) the pair
-is not comparable or the verdict inconclusive; 2 (usage or input errors) is raised as
+is not comparable, the verdict inconclusive or a gate UNDECIDED; 2 (usage or input errors) is raised as
 ``UsageError`` / ``InputError`` and never reaches ``exit_code``.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import tomllib
@@ -284,15 +294,52 @@ def _thresholds(table: object, path: str) -> dict[str, float | str]:
 # --- evaluation ----------------------------------------------------------------------------------
 
 
-def selects(policy: Policy):
-    """Whether any gate of ``policy`` selects a row: the rows the user named before looking."""
-    gates = policy.gates
-    return lambda row: any(gate.matches(row) for gate in gates)
+class Selection:
+    """The rows a policy's gates select (called with a row name: bool), and each row's gate
+    limit (``limit``): the rows the user named before looking, and the floors they set."""
+
+    def __init__(self, gates: tuple[Gate, ...]):
+        self.gates = gates
+
+    def __call__(self, row: str) -> bool:
+        return any(gate.matches(row) for gate in self.gates)
+
+    def limit(self, row: str) -> float | None:
+        """The smallest relative limit (a fraction) of the gates selecting ``row``, or None: a
+        gate's limit is that row's relative floor (``e2e:+3%`` judges E2E from 3 %)."""
+        found = [g.relative for g in self.gates if g.relative is not None and g.matches(row)]
+        return min(found) if found else None
+
+
+def selects(policy: Policy) -> Selection:
+    """The rows the gates of ``policy`` select, with their limits (``Selection``)."""
+    return Selection(policy.gates)
 
 
 def evaluate(policy: Policy, verdict: Verdict) -> list[GateResult]:
-    """One ``GateResult`` per gate, in policy order; ``rows`` lists the rows that broke it."""
+    """One ``GateResult`` per gate, in policy order; ``rows`` lists the rows that broke it.
+
+    Raises ``UsageError`` (exit 2) for a pattern selector that matches no row of a comparable
+    pair, naming the closest row names (a typo must not pass)."""
+    for gate in policy.gates:
+        _check_selector(gate, verdict)
     return [_evaluate_gate(gate, verdict) for gate in policy.gates]
+
+
+def _check_selector(gate: Gate, verdict: Verdict) -> None:
+    """A pattern gate whose pattern matches none of the verdict's rows: a usage error."""
+    if gate.rows is not None or not verdict.comparable or not verdict.rows:
+        return  # aliases name fixed rows; a pair that cannot be evaluated makes the gate UNDECIDED
+    names = [row.row for row in verdict.rows]
+    if any(gate.matches(name) for name in names):
+        return
+    dimension = gate.pattern.split(":", 1)[0]
+    same = [n for n in names if n.startswith(dimension + ":")]
+    close = difflib.get_close_matches(gate.pattern, same or names, n=5, cutoff=0.4)
+    if not close:
+        close = sorted(same or names)[:5]
+    raise UsageError(f"gate {gate.expression!r}: the selector {gate.pattern!r} matches no row; "
+                     f"did you mean {', '.join(close)}?")
 
 
 def exit_code(policy: Policy, verdict: Verdict, gates: list[GateResult]) -> int:
@@ -306,9 +353,15 @@ def exit_code(policy: Policy, verdict: Verdict, gates: list[GateResult]) -> int:
     return 0
 
 
+UNDECIDED_VERDICTS = ("inconclusive", "within noise", "comparison only")
+
+
 def breaks(gate: Gate, row: VerdictRow, verdicts: tuple[str, ...] = ("regressed",)) -> bool:
     """Whether ``row`` fails ``gate``: regressed (or one of ``verdicts``), and beyond every
-    limit the gate sets."""
+    limit the gate sets (a comparison-only row, with no base, is beyond any relative limit)."""
+    if row.verdict == "comparison only" and "comparison only" in verdicts:
+        amount_us = row.comp_median or 0.0
+        return amount_us > 0 and (gate.absolute is None or amount_us > gate.absolute)
     if row.verdict not in verdicts or (row.diff or 0) <= 0:
         return False
     if gate.relative is not None:
@@ -329,21 +382,32 @@ def _evaluate_gate(gate: Gate, verdict: Verdict) -> GateResult:
         more = f"; and {len(failing) - _SHOWN_ROWS} more" if len(failing) > _SHOWN_ROWS else ""
         return GateResult(expression=gate.expression, failed=True, rows=[row.row for row in failing],
                           message=f"{gate.expression}: FAILED — {shown}{more}")
-    undecided = [row for row in matched if breaks(gate, row, ("inconclusive",))]
+    if not verdict.comparable:
+        why = "; ".join(r.removeprefix("not comparable: ") for r in verdict.reasons
+                        if r.startswith("not comparable")) or "pair not comparable"
+        return GateResult(expression=gate.expression, failed=False, undecided=True, rows=[],
+                          message=f"{gate.expression}: UNDECIDED — the pair cannot be evaluated ({why})")
+    undecided = [row for row in matched if breaks(gate, row, UNDECIDED_VERDICTS)]
     if undecided:
-        shown = "; ".join(f"{row.row} {relative_change(row)} ({amount(row)}): {row.note}" for row in undecided[:_SHOWN_ROWS])
+        shown = "; ".join(_undecided(row) for row in undecided[:_SHOWN_ROWS])
         more = f"; and {len(undecided) - _SHOWN_ROWS} more" if len(undecided) > _SHOWN_ROWS else ""
         return GateResult(expression=gate.expression, failed=False, undecided=True, rows=[row.row for row in undecided],
                           message=f"{gate.expression}: UNDECIDED — {shown}{more}")
     if not matched:
         selected = gate.pattern if gate.rows is None else ", ".join(gate.rows)
-        note = "; pair not comparable" if not verdict.comparable else ""
-        return GateResult(expression=gate.expression, failed=False,
-                          message=f"{gate.expression}: passed (no row matches {selected}{note})")
+        return GateResult(expression=gate.expression, failed=False, undecided=True, rows=[],
+                          message=f"{gate.expression}: UNDECIDED — no row {selected} (not recorded in this pair)")
     closest = max(matched, key=lambda row: (row.verdict == "regressed", _severity(row)))
     prefix = f"{len(matched)} rows, closest " if len(matched) > 1 else ""
     return GateResult(expression=gate.expression, failed=False,
                       message=f"{gate.expression}: passed ({prefix}{_describe(closest)})")
+
+
+def _undecided(row: VerdictRow) -> str:
+    if row.verdict == "comparison only":
+        return f"{row.row} comparison only: new, no base to judge it against"
+    why = row.note or ("above the floors but not significant" if row.verdict == "within noise" else row.verdict)
+    return f"{row.row} {relative_change(row)} ({amount(row)}, {row.verdict}): {why}"
 
 
 def _severity(row: VerdictRow) -> tuple[float, float]:

@@ -30,13 +30,15 @@ import pandas as pd
 from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import COMM, KERNEL, OP, op_keys, row_name
-from perfcmp.readers.model import Profile, frame as table_of
+from perfcmp.readers.model import COMM as COMM_KIND, COMPUTE, SDMA, Profile, frame as table_of
 from perfcmp.align import ramps
 from perfcmp.readers.textmatch import factorize, object_array
 
 SAMPLES_VERSION = 1
 MEMORY_ROWS = ("peak_allocated", "peak_reserved")
 MAX_INSTANCES = 64  # per row and step
+TIME_BASE = "time base"  # provenance key: HOST_OPS when the profile has no device work
+HOST_OPS = "host ops"
 
 
 class SampleSet(msgspec.Struct, kw_only=True):
@@ -89,9 +91,17 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
         provenance["device name"] = info.device_name
     if info.rank is not None:
         provenance["rank"] = str(info.rank)
+    if _host_only(profile):  # the verdict's device work is then host op time (perfcmp.verdict)
+        provenance[TIME_BASE] = HOST_OPS
     return SampleSet(device=info.device.value, source=info.source, steps=steps,
                      rows=dict(sorted(rows.items())), provenance=dict(sorted(provenance.items())),
                      instances=dict(sorted(instances.items())))
+
+
+def _host_only(profile: Profile) -> bool:
+    """No device work at all (the CPU build of torch): the breakdown is one of host ops."""
+    device = profile.device
+    return not (len(device) and device["kind"].isin([COMPUTE, COMM_KIND, SDMA]).any()) and profile.timeline.empty
 
 
 def _top_ops(details: SideDetails, op_shapes: bool) -> pd.DataFrame:

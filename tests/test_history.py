@@ -21,6 +21,7 @@ from perfcmp.cli import main
 from perfcmp.changepoints import MIN_NOISE, median_interval, noise, segment
 from perfcmp.history import HistoryOptions, Point, analyse, detect
 from perfcmp.policy import load_policy
+from perfcmp.readers.errors import UsageError
 from perfcmp.samples import SampleSet
 from perfcmp.verdict import Thresholds
 
@@ -121,10 +122,39 @@ def test_a_step_whose_runs_are_not_separated_is_only_a_candidate():
     assert [(c.index, c.evidence) for c in s.change_points] == [(4, "mann-whitney p = 0.0079")]
 
 
-def test_single_step_runs_are_judged_on_the_floors_alone():
+def test_single_step_runs_need_segments_apart_from_the_run_to_run_noise():
     points = [Point(median=m * 1000.0, n=1) for m in (10, 10, 10, 12, 12, 12)]
     s = detect("overall:e2e", points, [None] * 6, [p.median for p in points], Thresholds(), NAMES)
-    assert [(c.index, c.evidence) for c in s.change_points] == [(4, "n=1: floors only")]
+    # successive differences 0, 0, ln 1.2, 0, 0: median 0, so σ is the 1e-4 floor; the segment
+    # means are ln 1.2 = 0.18232 apart: z = 0.18232 / (1e-4 · √(1/3 + 1/3)) = 2233.0
+    assert [(c.index, c.evidence) for c in s.change_points] == [(4, "n=1: segments 2233.0 σ apart")]
+
+
+def _one_step(medians_ms):
+    points = [Point(median=m * 1000.0, n=1) for m in medians_ms]
+    names = [f"run{i}" for i in range(1, len(points) + 1)]
+    return detect("overall:e2e", points, [None] * len(points), [p.median for p in points], Thresholds(), names)
+
+
+def test_one_slow_run_is_not_a_change_point():
+    s = _one_step([100, 101, 99, 100, 130, 100, 99, 101, 100, 100])
+    assert s.change_points == []
+    # the slow run is absorbed into a two-run segment whose neighbours do not follow it
+    assert s.candidates and all("does not persist" in c.reason for c in s.candidates)
+
+
+def test_a_persistent_ten_percent_step_is_found_at_its_run():
+    s = _one_step([100, 101, 99, 100, 101, 111, 110, 112, 111, 110])
+    # |successive differences| median ln(101/100) ≈ 0.00995 -> σ = 0.00995 / (0.6745 √2) = 0.01043;
+    # segment means of the logs differ by 0.10056: z = 0.10056 / (0.010431 · √(1/5 + 1/5)) = 15.24
+    [change] = s.change_points
+    assert (change.index, change.run) == (6, "run6") and change.evidence == "n=1: segments 15.2 σ apart"
+
+
+def test_the_newest_one_step_run_alone_is_not_yet_a_change_point():
+    s = _one_step([100, 101, 99, 100, 101, 100, 99, 100, 101, 125])
+    assert s.change_points == []
+    assert [c.index for c in s.candidates] == [10] and "one more run must confirm" in s.candidates[0].reason
 
 
 def test_gaps_are_listed_and_changes_land_on_the_run_index():
@@ -203,9 +233,9 @@ def test_gates_fail_on_the_latest_regression_beyond_their_limit():
     assert analyse(runs, _options()).exit_code == 0
     back = _runs([10, 10, 11, 11, 10, 10])  # the latest change point is the fix: nothing fails
     assert analyse(back, _options("e2e:+5%")).exit_code == 0
-    # a gate on a key no run has: 0, but 3 when a verdict is required
-    assert analyse(runs, _options("op:aten::nothing:+5%")).exit_code == 0
-    assert analyse(runs, _options("op:aten::nothing:+5%", require=True)).exit_code == 3
+    # a pattern gate on a key no run has is a typo: a usage error naming the closest keys
+    with pytest.raises(UsageError, match=r"'op:aten::nothing' matches no key of the history; did you mean op:aten::mm"):
+        analyse(runs, _options("op:aten::nothing:+5%"))
 
 
 # --- end to end -------------------------------------------------------------------------------
@@ -302,6 +332,10 @@ def test_a_directory_with_too_few_runs_or_a_foreign_file(tmp_path, run_dir, caps
     assert code == 2 and "broken.json" in err and "baseline" in err and err.count("\n") == 1
 
 
-def test_require_verdict_exits_3_when_a_gated_key_has_too_few_runs(run_dir, capsys):
-    code, out, _ = cli(capsys, "history", run_dir, "--fail-on", "op:aten::does_not_exist:+5%", "--require-verdict")
-    assert code == 3 and "no key of the history matches it" in out
+def test_a_gate_selecting_no_key_is_a_usage_error_or_undecided(run_dir, capsys):
+    code, _, err = cli(capsys, "history", run_dir, "--fail-on", "op:aten::does_not_exist:+5%", "--require-verdict")
+    assert code == 2 and "matches no key of the history" in err
+    # an alias whose row no run records (these samples hold no memory rows) is UNDECIDED: exit 3 when required
+    h = analyse(_runs([10, 10, 10, 10]), _options("memory.peak_reserved:+5%", require=True))
+    assert h.exit_code == 3 and h.gates[0].message == "memory.peak_reserved:+5%: UNDECIDED (no run records memory:peak_reserved)"
+    assert analyse(_runs([10, 10, 10, 10]), _options("memory.peak_reserved:+5%")).exit_code == 0

@@ -235,17 +235,37 @@ def test_zero_base_counts_as_infinite_increase():
     assert not gate_result("comm:allgather:+50%&+5ms", new).failed
 
 
-def test_selector_matching_no_row_passes():
-    result = gate_result("op:flash_*:+10%", row("op:aten::mm", diff=90_000.0))
-    assert not result.failed
-    assert result.message == "op:flash_*:+10%: passed (no row matches op:flash_*)"
-    assert "no row matches overall:comm" in gate_result("comm:+5%").message
+def test_selector_matching_no_row_is_a_usage_error_naming_close_rows():
+    with pytest.raises(UsageError) as caught:
+        gate_result("op:aten::mn:+10%", row("op:aten::mm", diff=90_000.0), row("op:aten::add", diff=0.0))
+    assert caught.value.message == ("gate 'op:aten::mn:+10%': the selector 'op:aten::mn' matches no row; "
+                                    "did you mean op:aten::mm, op:aten::add?")
+    # an alias whose row is absent (nothing recorded) cannot pass silently: UNDECIDED
+    result = gate_result("comm:+5%")
+    assert result.undecided and not result.failed
+    assert result.message == "comm:+5%: UNDECIDED — no row overall:comm (not recorded in this pair)"
 
 
-def test_not_comparable_pair_passes_gates_with_a_note():
-    [result] = evaluate(Policy(gates=(parse_gate("e2e:+3%"),)), verdict(comparable=False, overall="inconclusive"))
-    assert not result.failed
-    assert "not comparable" in result.message
+def test_within_noise_beyond_the_limit_is_undecided_and_exits_3_when_required():
+    # free +10.8 % under free:+10 %, not significant: never a silent pass
+    noisy = row("overall:free", verdict="within noise", diff=10_800.0)  # base 100 ms -> +10.8 %
+    policy = Policy(gates=(parse_gate("free:+10%"),), require_verdict=True)
+    [result] = evaluate(policy, verdict(noisy))
+    assert result.undecided and not result.failed and result.rows == ["overall:free"]
+    assert result.message.startswith("free:+10%: UNDECIDED — overall:free +10.8 %")
+    assert exit_code(policy, verdict(noisy), [result]) == 3
+    assert exit_code(Policy(gates=policy.gates), verdict(noisy), [result]) == 0
+    # within the limit it passes: +9.9 %
+    assert not gate_result("free:+10%", row("overall:free", verdict="within noise", diff=9_900.0)).undecided
+
+
+def test_not_comparable_pair_makes_every_gate_undecided():
+    v = Verdict(overall="inconclusive", comparable=False, reasons=["not comparable: the base has no steps"], rows=[])
+    policy = Policy(gates=(parse_gate("e2e:+3%"), parse_gate("op:aten::*:+5%")), require_verdict=True)
+    results = evaluate(policy, v)
+    assert [r.undecided for r in results] == [True, True] and not any(r.failed for r in results)
+    assert results[0].message == "e2e:+3%: UNDECIDED — the pair cannot be evaluated (the base has no steps)"
+    assert exit_code(policy, v, results) == 3
 
 
 def test_evaluate_keeps_policy_order():

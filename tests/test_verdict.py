@@ -278,8 +278,9 @@ def test_a_slow_first_step_is_warm_up():
     assert skip == 1 and "step 5" in reason and "20 %" in reason
     comp = sset({"overall:e2e": [1000, 1010, 990, 1005, 995, 1000], "op:a": [300] * 6})
     verdict = judge(base, comp)
-    assert verdict.skip_steps == (1, 0) and verdict.n_steps == (5, 6)
-    assert "base 1 dropped (step 5)" in verdict.skip_reason
+    # decided once for the pair: the base's warm-up count is dropped from both sides
+    assert verdict.skip_steps == (1, 1) and verdict.n_steps == (5, 5)
+    assert "base 1 dropped (step 5)" in verdict.skip_reason and "1 dropped from each side" in verdict.skip_reason
     assert by_row(verdict)["op:a"].base_median == 300.0
     assert verdict.overall == "neutral"
 

@@ -211,7 +211,8 @@ def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Pai
         paint: colours the verdict and failed gates.
     """
     v = result.verdict
-    items: list[tuple[str, tuple[str | None, ...]]] = [(_verdict_line(result), _verdict_style(result))]
+    items: list[tuple[str, tuple[str | None, ...]]] = _undecided_items(result)
+    items.append((_verdict_line(result), _verdict_style(result)))
     counts: dict[str, int] = {}
     for r in v.rows:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
@@ -271,7 +272,8 @@ def footnotes(result: ComparisonResult, width: int | None = None) -> list[str]:
 
 
 def _quiet_verdict(result: ComparisonResult, width: int, paint: Paint) -> list[str]:
-    return _lay_out([(_verdict_line(result), _verdict_style(result))] + _gate_items(result), width, paint)
+    return _lay_out(_undecided_items(result) + [(_verdict_line(result), _verdict_style(result))]
+                    + _gate_items(result), width, paint)
 
 
 def _verdict_line(result: ComparisonResult) -> str:
@@ -290,7 +292,13 @@ def _verdict_style(result: ComparisonResult) -> tuple[str | None, ...]:
 
 
 def _gate_items(result: ComparisonResult) -> list[tuple[str, tuple[str | None, ...]]]:
-    return [(f"  gate {g.message}", ("red",) if g.failed else ()) for g in result.verdict.gates]
+    """The gates that are not UNDECIDED (those are printed first, ``_undecided_items``)."""
+    return [(f"  gate {g.message}", ("red",) if g.failed else ()) for g in result.verdict.gates if not g.undecided]
+
+
+def _undecided_items(result: ComparisonResult) -> list[tuple[str, tuple[str | None, ...]]]:
+    """UNDECIDED gates, first of all: a gate that neither failed nor passed must not be missed."""
+    return [(f"gate {g.message}", ("bold", "yellow")) for g in result.verdict.gates if g.undecided]
 
 
 def _lay_out(items: list[tuple[str, tuple[str | None, ...]]], width: int | None, paint: Paint) -> list[str]:

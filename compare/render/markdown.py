@@ -103,6 +103,10 @@ def verdict_blocks(v: Verdict, top: int) -> list[str]:
             f"{'' if v.comparable else ', not comparable'}, exit code {v.exit_code}.")
     notes = verdict_notes(v, escape)
     blocks = [line + "".join(f"\n- {n}" for n in notes)]
+    undecided = [g for g in v.gates if g.undecided]
+    if undecided:  # first: a gate that neither failed nor passed must not be missed
+        blocks.insert(0, f"**UNDECIDED gates ({len(undecided)})**\n\n"
+                      + "\n".join(f"- {escape(g.message or g.expression)}" for g in undecided))
     blocks += _ranked("Top regressions", [r for r in v.rows if r.verdict == "regressed"], top, worst_first=True,
                       empty="No row regressed.")
     blocks += _ranked("Improvements", [r for r in v.rows if r.verdict == "improved"], top, worst_first=False)
