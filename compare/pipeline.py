@@ -39,6 +39,7 @@ from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
 from perfcmp import budget, invariants, migration, scope
+from perfcmp.diagnosis import detect as diagnosis
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
 from perfcmp.signals import held
@@ -263,6 +264,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     counts = scope.covered(base_side, comp_side)
     shown = scope.choose(options.scope, *counts)
     details, moves = {}, []
+    facts = (diagnosis.side_facts(base.details), diagnosis.side_facts(comp.details))  # before the sheets consume them
     if base.details is not None and comp.details is not None:
         warnings += _vendor_notes(base.details, comp.details)
         moves = migration.summarise(base.details, comp.details, options.detail.use_input_shape,
@@ -293,6 +295,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     )
     # a detail sheet that contradicts the rows it refines is said, not shown silently
     result.warnings += [WarningRecord(side="", source=v.sheet, message=v.message()) for v in invariants.violations(result)]
+    result.diagnosis = diagnosis.diagnose(result, facts)
     return result
 
 

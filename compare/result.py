@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from perfcmp.diagnosis.model import Diagnosis
 from perfcmp.rows import Rows
 from perfcmp.readers.errors import InputError, max_depth
 
@@ -228,6 +229,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     options: dict[str, str | int | None] = {}
     scope: str = "total"  # what summaries show of the totals: "total" or "per step" (perfcmp.scope)
     migration: list[MigrationRow] = []  # GPU vs NPU: the ops that added device time (perfcmp.migration)
+    diagnosis: Diagnosis | None = None  # why the runs differ: findings with their cost (perfcmp.diagnosis)
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self, enc_hook=encode_hook), indent=1)
@@ -277,6 +279,28 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         fields = [f.name for f in msgspec.structs.fields(VerdictRow)]
         rows = self.verdict.rows if self.verdict else []
         return pd.DataFrame([msgspec.structs.asdict(r) for r in rows], columns=fields)
+
+    def diagnosis_frame(self):
+        """The diagnosis's findings, ranked, one row each. Columns: rank, mechanism, title,
+        statement, cost_us / cost_low_us / cost_high_us (µs per step, comparison − base; NaN for
+        findings that cost no time of their own: setup, memory), share (of the E2E difference),
+        bytes_diff (memory), confidence, evidence (rows, "; "-joined), try, docs, confirm, needs;
+        and a last row, mechanism "unexplained", with the remainder, so cost_us sums to the E2E
+        difference. Empty when the result has no diagnosis."""
+        import pandas as pd
+
+        columns = ["rank", "mechanism", "title", "statement", "cost_us", "cost_low_us", "cost_high_us", "share",
+                   "bytes_diff", "confidence", "evidence", "try", "docs", "confirm", "needs"]
+        d = self.diagnosis
+        if d is None:
+            return pd.DataFrame(columns=columns)
+        rows = [[i, f.mechanism, f.title, f.statement, f.cost_us, f.cost_low_us, f.cost_high_us, f.share, f.bytes_diff,
+                 f.confidence, "; ".join(e.name for e in f.evidence), "; ".join(f.try_), "; ".join(f.docs), f.confirm,
+                 f.needs] for i, f in enumerate(d.findings, start=1)]
+        rows.append([len(rows) + 1, "unexplained", "Unexplained", "what no finding accounts for", d.unexplained_us,
+                     None, None, d.unexplained_us / d.e2e_diff_us if d.e2e_diff_us else None, None, "", "", "", "", "",
+                     ""])
+        return pd.DataFrame(rows, columns=columns)
 
     def tables(self) -> list[str]:
         """The detail tables this result holds, by the names ``table`` takes."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfcmp import scope
+from perfcmp.render import diagnosis
 from perfcmp.render import top_changes
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.keys import OVERALL
@@ -75,6 +76,7 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
     shown = int(result.options.get("top") or 0) if top is None else top
     parts += [block.splitlines() for block in top_changes.render(totals, shown, width, paint)]
     parts.append(migration_lines(totals, width, paint))
+    parts.append(diagnosis.console_lines(totals, width))
     if result.verdict is not None:
         parts.append(verdict_lines(result, width, paint))
     parts.append(footnotes(result, width))

@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from perfcmp import scope
+from perfcmp.render import diagnosis
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
@@ -57,7 +58,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     v = result.verdict
     title = "perfcmp" if v is None else f"perfcmp: {v.overall}"
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
-                migration_section(result), top_section(v, top), overall_section(result), rows_section(v),
+                migration_section(result), diagnosis.html_section(result), top_section(v, top), overall_section(result), rows_section(v),
                 warnings_section(result)]
     return page(title, sections)
 

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from perfcmp import scope
+from perfcmp.render import diagnosis
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
@@ -43,6 +44,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     title = "## perfcmp" if v is None else f"## perfcmp: {v.overall}"
     blocks = [title, escape(headline(result)), inputs_line(result), _table(*headline_table(result))]
     blocks += migration_blocks(result)
+    blocks += diagnosis.markdown_blocks(result)
     if v is not None:
         blocks += verdict_blocks(v, top)
     blocks += warning_blocks(result)

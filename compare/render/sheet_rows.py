@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from perfcmp import scope
+from perfcmp.render import diagnosis
 from perfcmp.render.detail_text import lazy_text_columns, text_columns
 from perfcmp.result import ComparisonResult, Table, VerdictRow
 from perfcmp.rows import Rows
@@ -108,4 +109,4 @@ def table_for(result: ComparisonResult, source: str) -> Table:
     return Table(columns=columns, rows=[[r.get(c) for c in columns] for r in records])
 
 
-SOURCES = {"overall": overall, "steps": steps, "verdicts": verdicts, "warnings": warnings}
+SOURCES = {"overall": overall, "steps": steps, "verdicts": verdicts, "warnings": warnings, "diagnosis": diagnosis.sheet_rows}

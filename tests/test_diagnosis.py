@@ -1,0 +1,63 @@
+"""The diagnosis (perfcmp.diagnosis): findings that reconcile with the E2E difference.
+
+Figures worked out from the demo pair's generator (golden/make_demo.sh: the comparison's
+aten::mm kernels 20 % slower, one dropout (+ backward) per layer) and read from the profiler's
+own files of the shared level-0 exports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfcmp.options import CompareOptions
+from perfcmp.pipeline import run
+
+DEMO = Path(__file__).resolve().parents[1] / "golden" / "demo" / "gpu"
+
+
+def _timed(result):
+    return [f for f in result.diagnosis.findings if f.cost_us is not None]
+
+
+def test_gpu_demo_pair_two_findings_that_add_up(tmp_path):
+    result = run(CompareOptions(str(DEMO / "base.pt.trace.json.gz"), str(DEMO / "comp.pt.trace.json.gz"),
+                                output=str(tmp_path), formats=("json",)))
+    d = result.diagnosis
+    timed = _timed(result)
+    assert [f.mechanism for f in timed] == ["slower_kernels", "added_ops"]
+    # E2E 33987.755 -> 36958.256 µs over 8 steps each: +371.31 µs per step
+    assert d.e2e_diff_us == pytest.approx((36958.256 - 33987.755) / 8, abs=1e-6)
+    assert sum(f.cost_us for f in timed) + d.unexplained_us == pytest.approx(d.e2e_diff_us, abs=1e-9)
+    # the injected cost: Matmul 13040.289 -> 15617.460 µs = +322.1 µs per step; within 10 %
+    assert timed[0].cost_us == pytest.approx((15617.460 - 13040.289) / 8, rel=0.10)
+    # the added op: the two dropout kernels, comparison only, 201.321 + 193.866 µs over 8 steps
+    assert timed[1].cost_us == pytest.approx((201.321 + 193.866) / 8, abs=1e-3)
+    assert "aten::dropout" in timed[1].statement
+    assert abs(d.unexplained_us) < 0.05 * d.e2e_diff_us
+    assert timed[0].cost_low_us < timed[0].cost_us < timed[0].cost_high_us
+    frame = result.diagnosis_frame()
+    assert frame["cost_us"].sum() == pytest.approx(d.e2e_diff_us)  # the unexplained row closes it
+    assert frame["mechanism"].iloc[-1] == "unexplained"
+
+
+def test_aa_pair_has_no_finding(tmp_path):
+    trace = str(DEMO / "base.pt.trace.json.gz")
+    d = run(CompareOptions(trace, trace, output=str(tmp_path), formats=("json",))).diagnosis
+    assert d.findings == [] and d.e2e_diff_us == 0 and d.unexplained_us == 0
+
+
+def test_level0_rank1_vs_rank0_communication_says_who_waits(samples_dir, tmp_path):
+    text = samples_dir / "npu" / "real_msinsight_level0" / "text"
+    result = run(CompareOptions(str(text / "rank0_ascend_pt"), str(text / "rank1_ascend_pt"),
+                                output=str(tmp_path), formats=("json",)))
+    d = result.diagnosis
+    first = _timed(result)[0]
+    assert first.mechanism == "communication" and first.title.endswith("waiting")
+    # Uncovered Communication 81515.6 -> 64616.1 µs, its Wait part 77547.9 -> 60503.5 µs (one step)
+    assert first.cost_us == pytest.approx(64616.1 - 81515.6, abs=1.0)
+    wait = next(e for e in first.evidence if e.name == "of it waiting")
+    assert (wait.base, wait.comp) == (pytest.approx(77547.9, abs=1.0), pytest.approx(60503.5, abs=1.0))
+    assert first.statement.startswith("the base side waits more")
+    assert sum(f.cost_us for f in _timed(result)) + d.unexplained_us == pytest.approx(d.e2e_diff_us)
