@@ -25,7 +25,7 @@ def run_cli(capsys, *args):
 def test_enable_flags_choose_the_sheets(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "--enable_api_compare", "--enable_kernel_compare", "-o", str(tmp_path / "x.xlsx"))
     assert code == 0
-    assert sheets_of(tmp_path / "x.xlsx") == ["ApiCompare", "Diagnosis", "KernelCompare", "Verdicts"]
+    assert sheets_of(tmp_path / "x.xlsx") == ["ApiCompare", "KernelCompare", "Verdicts", "Diagnosis"]
     assert "Model Profiling Time Distribution" not in out  # profiling compare was not asked for
 
 
