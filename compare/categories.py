@@ -14,6 +14,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from perfcmp.optionfiles import OptionFileError, load_toml
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.hosttree import propagate_down
 from perfcmp.readers.textmatch import contains, equals, factorize, per_unique
@@ -71,8 +72,7 @@ def load_rules(path: str | None = None) -> Rules:
         if path is None:
             data = tomllib.loads(resources.files("perfcmp").joinpath("kernel_categories.toml").read_text("utf-8"))
         else:
-            with open(path, "rb") as handle:
-                data = tomllib.load(handle)
+            data = load_toml(path)
         ops, kernels = data["ops"], data["kernels"]
         return Rules(
             op_patterns={"fa": _alt(ops["flash_attention_ops"]), "conv": _alt(ops["conv_ops"]),
@@ -90,6 +90,9 @@ def load_rules(path: str | None = None) -> Rules:
         )
     except OSError as exc:
         raise UsageError(f"cannot read categories file ({exc.strerror or exc})", path) from None
+    except OptionFileError as exc:
+        raise UsageError(f"invalid categories file ({exc}); expected the layout of the shipped kernel_categories.toml",
+                         path) from None
     except (tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"invalid categories file ({exc.__class__.__name__}: {exc}); "
                          "expected the layout of the shipped kernel_categories.toml", path) from None

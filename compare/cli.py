@@ -555,8 +555,13 @@ def _scope(per_step: bool, total: bool) -> str:
 
 
 def _formats(text: str) -> tuple[str, ...]:
-    """``--format console, xlsx`` -> ("console", "xlsx"); checked by CompareOptions."""
-    return tuple(f.strip() for f in text.split(",") if f.strip())
+    """``--format console, xlsx`` -> ("console", "xlsx"); checked by CompareOptions. A list
+    naming no format at all (``--format ''``) is a usage error: a run that writes nothing."""
+    formats = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not formats:
+        raise UsageError(f"--format {text!r} names no output format; expected a comma-separated list such as "
+                         "console,xlsx (the formats are listed by --help)")
+    return formats
 
 
 def _fail(message: str, code: int) -> int:

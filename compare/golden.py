@@ -28,6 +28,7 @@ from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.readers.errors import InputError, UsageError
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord, decode_versioned
 from perfcmp.samples import SampleSet
+from perfcmp.validate import check_baseline
 
 BASELINE_VERSION = 1
 DEFAULT_DIR = "golden/baselines"
@@ -74,7 +75,11 @@ def load(name: str, directory: str | None = None) -> Baseline:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in path.parent.glob("*.json"))) or "none"
         raise InputError(f"no baseline named {name!r} here (stored: {known}); save one with 'perfcmp golden save'", str(path))
-    return decode_versioned(path.read_bytes(), Baseline, BASELINE_VERSION, "baseline", str(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # unreadable (permissions), or a directory named like one
+        raise InputError(f"cannot read the baseline ({exc.strerror or exc})", str(path)) from None
+    return decode_versioned(data, Baseline, BASELINE_VERSION, "baseline", str(path), shapes=check_baseline)
 
 
 def check(name: str, profile_path: str, options: CompareOptions, directory: str | None = None) -> ComparisonResult:

@@ -90,7 +90,7 @@ import numpy as np
 from perfcmp import __version__
 from perfcmp.options import HISTORY_FORMATS as FORMATS
 from perfcmp.policy import Gate, Policy
-from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.readers.errors import InputError, NotComparableError, UsageError
 from perfcmp.samples import SampleSet
 from perfcmp.changepoints import median_interval, noise, segment
 from perfcmp.stats import mann_whitney_p
@@ -282,7 +282,8 @@ def expand(paths: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[str]]:
 def _read_baseline(path: str):
     """The baseline stored at ``path``, or None when it is not a baseline JSON (a profile)."""
     from perfcmp.golden import BASELINE_VERSION, Baseline
-    from perfcmp.result import decode_versioned
+    from perfcmp.result import BOM, decode_versioned
+    from perfcmp.validate import check_baseline
 
     p = Path(path)
     if not p.is_file():
@@ -292,9 +293,14 @@ def _read_baseline(path: str):
             head = handle.read(512)
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror or exc})", path) from None
+    head = head.removeprefix(BOM)
     if not (head.lstrip().startswith(b"{") and b'"format_version"' in head and b'"tool_version"' in head):
         return None
-    return decode_versioned(p.read_bytes(), Baseline, BASELINE_VERSION, "baseline", path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", path) from None
+    return decode_versioned(data, Baseline, BASELINE_VERSION, "baseline", path, shapes=check_baseline)
 
 
 # --- analysis --------------------------------------------------------------------------------
@@ -309,9 +315,7 @@ def analyse(runs: list[tuple[str, str, str, SampleSet]], options: HistoryOptions
     runs, order, order_reason = _ordered(runs, options.order)
     thresholds = Thresholds(**options.policy.thresholds)
     kept = [_kept_steps(samples, options.skip_steps) for *_, samples in runs]
-    devices = sorted({samples.device for *_, samples in runs})
-    if len(devices) > 1:
-        warnings.append(f"the runs mix devices ({', '.join(devices)}): op, kernel and communication keys differ by device")
+    refuse_mixed_runs(runs)
     keys = _keys(kept, options.top, options.policy.gates)
     series = []
     e2e = [_point(k, E2E) for k in kept]
@@ -329,6 +333,29 @@ def analyse(runs: list[tuple[str, str, str, SampleSet]], options: HistoryOptions
         series=series, change_points=changes, warnings=warnings)
     history.gates, history.exit_code = judge_gates(history, options.policy)
     return history
+
+
+GENERIC_DEVICE_NAMES = ("", "Ascend NPU")  # what a reader writes when the export does not name the device model
+
+
+def refuse_mixed_runs(runs: list[tuple[str, str, str, SampleSet]]) -> None:
+    """A series is of one device kind (GPU or NPU) and one device model (its ``device name``
+    where the runs record one): a switch between kinds or models would read as a change point,
+    a regression that is only other hardware. Otherwise ``NotComparableError`` (exit 3) naming
+    the runs of each kind or model."""
+    for what, of in (("device kinds", lambda s: s.device),
+                     ("device models", lambda s: s.provenance.get("device name", ""))):
+        groups: dict[str, list[str]] = {}
+        for name, _, _, samples in runs:
+            value = of(samples)
+            if what == "device models" and value in GENERIC_DEVICE_NAMES:
+                continue  # no model recorded: nothing to tell it apart by
+            groups.setdefault(value, []).append(name)
+        if len(groups) > 1:
+            listed = "; ".join(f"{value}: {', '.join(names[:5])}{' …' if len(names) > 5 else ''}"
+                               for value, names in sorted(groups.items()))
+            raise NotComparableError(f"the runs mix {what} ({listed}); a history follows one kind of hardware, "
+                                     "where a switch would read as a regression: give the runs of one at a time")
 
 
 def _ordered(runs: list, order: str) -> tuple[list, str, str]:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfcmp.optionfiles import BOM, OptionFileError, check_literal, is_link_loop, load_toml, parse_json, read_text
 from perfcmp.readers.errors import UsageError
 from perfcmp.readers.textmatch import per_unique
 
@@ -117,11 +118,10 @@ def load_api_map(path: str | None = None) -> Normalizer:
     if path is None:
         return _add_equivalences(Normalizer(), tomllib.loads(_shipped(API_EQUIVALENCE)), API_EQUIVALENCE)
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+        data = load_toml(path)
     except OSError as exc:
         raise UsageError(f"cannot read API map ({exc.strerror or exc})", path) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OptionFileError as exc:
         raise UsageError(f"invalid API map, not TOML ({exc}); expected [[equivalent]] tables of key, names and "
                          f"patterns, as in the shipped {API_EQUIVALENCE}", path) from None
     return _add_equivalences(Normalizer(), data, path)
@@ -176,17 +176,24 @@ def parse_op_name_map(text: str) -> dict[str, str]:
     """``--op_name_map``: a JSON object, a path to a JSON file, or a Python dict literal."""
     source = text
     path = Path(text)
-    if not text.lstrip().startswith("{") and path.is_file():
+    if not text.lstrip().removeprefix(BOM).startswith("{") and (path.is_file() or is_link_loop(text)):
         try:
-            source = path.read_text(encoding="utf-8")
+            source = read_text(text)
         except OSError as exc:
             raise UsageError(f"--op_name_map: cannot read {text} ({exc.strerror or exc})") from None
+        except OptionFileError as exc:
+            raise UsageError(f"--op_name_map: {text}: {exc}") from None
     try:
-        value = json.loads(source)
+        value = parse_json(source)
+    except OptionFileError as exc:
+        raise UsageError(f"--op_name_map: {exc}") from None
     except json.JSONDecodeError:
         try:
-            value = ast.literal_eval(source)
-        except (ValueError, SyntaxError):
+            check_literal(source)
+            value = ast.literal_eval(source.removeprefix(BOM))
+        except OptionFileError as exc:
+            raise UsageError(f"--op_name_map: {exc}") from None
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             raise UsageError("--op_name_map must be a JSON object such as '{\"aten::mm\": \"MatMul\"}' "
                              "or the path of a file holding one") from None
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):

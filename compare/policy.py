@@ -58,10 +58,10 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
+from perfcmp.optionfiles import OptionFileError, load_toml
 from perfcmp.readers.errors import UsageError
 from perfcmp.result import GateResult, Verdict, VerdictRow
 from perfcmp.verdict import Thresholds
@@ -237,11 +237,10 @@ def load_policy(path: str | None, fail_on: list[str], require_verdict: bool = Fa
 
 def _read_policy_file(path: str) -> tuple[list[Gate], bool, dict[str, float | str]]:
     try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
+        document = load_toml(path)
     except OSError as exc:
         raise UsageError(f"cannot read policy file: {exc.strerror or exc}", path) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OptionFileError as exc:
         raise UsageError(f"policy file is not valid TOML: {exc}", path) from None
     unknown = sorted(set(document) - set(POLICY_KEYS))
     if unknown:

@@ -7,8 +7,11 @@ when a field changes meaning, and ``from_json`` refuses versions it does not kno
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
+from perfcmp import validate
 from perfcmp.diagnosis.model import Diagnosis
 from perfcmp.rows import Rows
 from perfcmp.readers.errors import InputError, max_depth
@@ -399,7 +402,8 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
     @classmethod
     def from_json(cls, data: bytes, source: str = "result") -> "ComparisonResult":
-        return decode_versioned(data, cls, FORMAT_VERSION, "result", source, oldest=FORMAT_VERSION)
+        return decode_versioned(data, cls, FORMAT_VERSION, "result", source, oldest=FORMAT_VERSION,
+                                shapes=validate.check_result)
 
 
 # (statistic sheet, detail sheet, [(statistic field, detail field, rows counted)]): the
@@ -429,30 +433,68 @@ def _with_verdicts(frame, judged: list[VerdictRow | None]):
 
 
 class _Version(msgspec.Struct):
-    format_version: int = 0
+    format_version: int = -1  # -1: the document has none
+    kind: str = ""  # "cluster" in a cluster result
 
 
-def decode_versioned(data: bytes, kind: type, newest: int, what: str, source: str, oldest: int = 1):
+BOM = b"\xef\xbb\xbf"  # editors on Windows write one before the JSON; it is not part of it
+
+
+def decode_versioned(data: bytes, kind: type, newest: int, what: str, source: str, oldest: int = 1,
+                     shapes: Callable[[object, str], None] | None = None):
     """Decode a perfcmp JSON document of type ``kind`` whose ``format_version`` this version
-    reads (``oldest`` to ``newest``); ``what`` names it in errors ("result", "baseline")."""
+    reads (``oldest`` to ``newest``); ``what`` names it in errors ("result", "baseline").
+
+    Read back defensively (``perfcmp.validate``): every number within ±2**63, then ``shapes``
+    (``validate.check_result`` ...) checks row shapes and indexes of the decoded document; any
+    problem is an ``InputError`` naming where it is. A leading UTF-8 BOM is skipped."""
+    if data.startswith(BOM):
+        data = data[len(BOM):]
     try:
-        version = msgspec.json.decode(data, type=_Version).format_version
+        version = msgspec.json.decode(data, type=_Version)
     except msgspec.MsgspecError as exc:
         raise InputError(f"not a perfcmp {what} ({exc})", source) from None
     except RecursionError:  # msgspec recurses per level: past the interpreter's limit it stops
         raise InputError(f"not a perfcmp {what} (JSON nested deeper than {max_depth()} levels)", source) from None
-    if version > newest:
-        raise InputError(f"{what} format {version} is newer than this perfcmp reads ({newest}); upgrade perfcmp",
-                         source)
-    if version < oldest:
-        raise InputError(f"{what} format {version} is older than this perfcmp reads ({oldest}: its tables changed "
-                         "units); make it again with this version", source)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not a perfcmp {what}: not UTF-8 text ({exc.reason} at byte {exc.start})", source) from None
+    _check_version(version, newest, oldest, what, source)
     try:
-        return msgspec.json.decode(data, type=kind)
+        validate.check_json_numbers(data, what, source)
+        decoded = msgspec.json.decode(data, type=kind)
     except msgspec.MsgspecError as exc:
         raise InputError(f"malformed perfcmp {what} ({exc})", source) from None
     except RecursionError:
         raise InputError(f"malformed perfcmp {what} (JSON nested deeper than {max_depth()} levels)", source) from None
+    except UnicodeDecodeError as exc:  # msgspec checks UTF-8 only in the strings it makes
+        raise InputError(f"malformed perfcmp {what}: not UTF-8 text ({exc.reason} at byte {exc.start})", source) from None
+    if shapes is not None:
+        shapes(decoded, source)
+    return decoded
+
+
+def _check_version(found: _Version, newest: int, oldest: int, what: str, source: str) -> None:
+    """The document's kind and ``format_version`` are ones this perfcmp reads; otherwise an error
+    saying what was found and what to do."""
+    version = found.format_version
+    if found.kind and found.kind != what:  # e.g. a cluster result given to render
+        todo = ("render reads the JSON that 'perfcmp compare --format json' writes for two profiles; a cluster "
+                "run writes its own reports (run it again with the formats wanted)") if what == "result" else \
+               f"expected a {what} written by perfcmp"
+        raise InputError(f"is a perfcmp {found.kind} result (format {version}), not a perfcmp {what}: {todo}", source)
+    if version < 0:
+        raise InputError(f"not a perfcmp {what}: it has no format_version (expected the JSON that perfcmp writes "
+                         f"as a {what})", source)
+    if version > newest:
+        raise InputError(f"{what} format {version} is newer than this perfcmp reads ({_versions(oldest, newest)}); "
+                         "upgrade perfcmp to read it", source)
+    if version < oldest:
+        raise InputError(f"{what} format {version} is older than this perfcmp reads ({_versions(oldest, newest)}: its "
+                         "tables changed units); make it again with this version of perfcmp", source)
+
+
+def _versions(oldest: int, newest: int) -> str:
+    return f"format {newest}" if oldest == newest else f"formats {oldest} to {newest}"
 
 
 def ratio(comp: float, base: float) -> float | None:

@@ -2,7 +2,10 @@
 
 Nesting is per (pid, tid) with half-open containment: an event starting exactly where another
 ends is its sibling, never its child. Events are ordered by (thread, start, longest first), so a
-parent always precedes its children and ``parent[i] < i``.
+parent always precedes its children and ``parent[i] < i``. Events with the same thread, start
+and length are ordered by what they are, never by where the file lists them (``TIE_KEYS``):
+the outer layer of the stack first (``CATEGORY_RANK``, then a CANN level by its name prefix),
+then the texts; so the same export with its events reordered nests alike.
 """
 
 from __future__ import annotations
@@ -33,15 +36,16 @@ def thread_codes(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def order_host(host: pd.DataFrame) -> np.ndarray:
-    """The row order that puts parents before children: thread, start, then longer first (rows
-    alike in all three keep their order)."""
+    """The row order that puts parents before children: thread, start, then longer first; rows
+    alike in all three by ``_tie_order`` (what they are, not where the file lists them)."""
     codes, labels = thread_codes(host)
     rank = np.empty(len(labels), dtype=np.int64)
     rank[np.argsort(labels, kind="stable")] = np.arange(len(labels))  # threads in label order
     start, longer = host["start_us"].to_numpy(), -host["dur_us"].to_numpy()
     key = _thread_start_key(rank[codes], start)
     if key is None:
-        return np.lexsort((longer, start, rank[codes]))
+        order = np.lexsort((longer, start, rank[codes]))
+        return _tie_order(host, order, rank[codes], start, longer)
     # A trace lists each thread's events nearly in time order, which a stable sort (timsort)
     # orders in about one pass; then only the runs of rows with one thread and start (few) are
     # ordered longer first. The same order as sorting by the three keys (three full sorts).
@@ -52,7 +56,61 @@ def order_host(host: pd.DataFrame) -> np.ndarray:
         at = np.union1d(tied, tied + 1)  # the positions of every tied run, each run contiguous
         rows = order[at]
         order[at] = rows[np.lexsort((rows, longer[rows], key[rows]))]
+    return _tie_order(host, order, key, None, longer)
+
+
+# Which of two events with one thread, start and length is the outer one: a user annotation
+# (record_function) wraps what it records, Python frames call framework ops, framework ops call
+# the runtime; categories not listed come last. Within the runtime, CANN's levels by their name
+# prefix, outermost first (AscendCL > Model > Node > HCCL > Runtime, the CANN_API type order).
+CATEGORY_RANK = {"user_annotation": 0, "python_function": 1, "cpu_op": 2, "runtime": 3}
+CANN_LEVELS = ("AscendCL@", "Model@", "Node@", "Hccl@", "HCCL@", "Runtime@")
+TIE_KEYS = ("cat", "level", "name", "input_shapes", "input_types", "call_stack")  # in order of precedence
+
+
+def _tie_order(host: pd.DataFrame, order: np.ndarray, key: np.ndarray, start: np.ndarray | None,
+               longer: np.ndarray) -> np.ndarray:
+    """``order`` (by thread, start, longer first) with each run of rows alike in those three
+    re-sorted by ``TIE_KEYS``: category rank, CANN level, then name, shapes, types and call stack
+    as text; rows alike in all of them are the same event twice (either order nests alike) and
+    keep their order. ``key`` is the thread (and start, when ``start`` is None) per row."""
+    rows = order
+    same = (key[rows[1:]] == key[rows[:-1]]) & (longer[rows[1:]] == longer[rows[:-1]])
+    if start is not None:
+        same &= start[rows[1:]] == start[rows[:-1]]
+    tied = np.flatnonzero(same)
+    if not tied.size:
+        return order
+    at = np.union1d(tied, tied + 1)
+    rows = order[at]
+    run = np.cumsum(np.concatenate([[True], ~same[at[:-1]] | (np.diff(at) != 1)]))  # one number per tied run
+    sort_keys = [rows]  # lexsort: the last key is the primary one
+    for column in reversed(TIE_KEYS):
+        sort_keys.append(_text_rank(host, column, rows))
+    sort_keys.append(run)
+    order = order.copy()
+    order[at] = rows[np.lexsort(sort_keys)]
     return order
+
+
+def _text_rank(host: pd.DataFrame, column: str, rows: np.ndarray) -> np.ndarray:
+    """The rank of ``rows``' value of ``column`` among them (0 for a column the table lacks);
+    "cat" ranks by ``CATEGORY_RANK``, "level" by the name's ``CANN_LEVELS`` prefix."""
+    if column == "cat":
+        if "cat" not in host:
+            return np.zeros(len(rows), dtype=np.int64)
+        cats = host["cat"].to_numpy()[rows]
+        return np.fromiter((CATEGORY_RANK.get(c, len(CATEGORY_RANK)) for c in cats), dtype=np.int64, count=len(rows))
+    if column == "level":
+        if "name" not in host:
+            return np.zeros(len(rows), dtype=np.int64)
+        names = host["name"].to_numpy()[rows]
+        return np.fromiter((next((i for i, p in enumerate(CANN_LEVELS) if str(n).startswith(p)), len(CANN_LEVELS))
+                            for n in names), dtype=np.int64, count=len(rows))
+    if column not in host:
+        return np.zeros(len(rows), dtype=np.int64)
+    text = np.array(["" if v is None else str(v) for v in host[column].to_numpy()[rows]], dtype=object)
+    return pd.factorize(text, sort=True)[0].astype(np.int64)
 
 
 def _thread_start_key(rank: np.ndarray, start_us: np.ndarray) -> np.ndarray | None:

@@ -48,6 +48,10 @@ Sessions:
   is reduced to the fewest mutations that still fail the same way, and the test fails at the end
   listing every class with its count, reduced plan and last frame. ``PERFCMP_FUZZ_REPORT=FILE``
   also appends them to FILE as JSON lines; ``PERFCMP_FUZZ_SEED=N`` explores other examples.
+* ``test_fuzz_documents``: the same contract for what perfcmp reads besides profiles (``render`` of a
+  saved result, ``golden check``, ``history``, the option files; ``DOC_KINDS`` x ``DOC_FAMILIES``,
+  14 more tests), SHORT_EXAMPLES each in the short session, LONG_EXAMPLES each under ``-m fuzz``
+  (14 x 400 = 5,600 more; no survey: the first failure of each test is printed shrunk-free).
 * replay one plan: ``python tests/test_fuzz.py KIND 'PLAN'`` (the plan as printed) rebuilds the
   seeds in a temporary directory, runs the example and prints the outcome or the traceback.
 """
@@ -957,6 +961,12 @@ def _long_session(config) -> bool:
 
 
 def pytest_generate_tests(metafunc):
+    if metafunc.function.__name__ == "test_fuzz_documents":
+        long = _long_session(metafunc.config)
+        metafunc.parametrize(("kind", "family", "session"), [
+            pytest.param(kind, family, "long" if long else "short", marks=[pytest.mark.fuzz] if long else [],
+                         id=f"{kind}-{family}") for kind in DOC_KINDS for family in DOC_FAMILIES])
+        return
     if metafunc.function.__name__ != "test_fuzz":
         return
     long = _long_session(metafunc.config)
@@ -1094,6 +1104,183 @@ def failure_class(exc: BaseException) -> tuple[str, str, str]:
 
     key = f"{type(exc).__name__} at " + (show(where).split(": ")[0] if where else "?")
     return key, f"{type(exc).__name__}: {str(exc)[:300]}", show(last) if last else ""
+
+
+# --- documents read back: render, golden check, history and the option files ------------------------
+#
+# The same contract for what perfcmp reads besides profiles (issue 26): a saved result given to
+# ``render``, a baseline to ``golden check``, a baseline among three runs of ``history``, and the
+# option files ``--policy``, ``--categories``, ``--api-map`` (TOML) and ``--op_name_map`` (JSON).
+# Families: ``values`` (set a value at a path to an extreme or another type, drop it, cut a list:
+# ints beyond int64, 1e300, rows shorter than their columns ...) and ``raw`` (the byte ops above,
+# plus a value nested 2,000 or 50,000 levels deep). Exit 0, 1 or 3 with no traceback, or exit 2
+# with one error line and nothing written. Short session: SHORT_EXAMPLES each; -m fuzz: LONG_EXAMPLES.
+
+DOC_KINDS = ("result", "baseline", "history", "policy", "categories", "api_map", "op_name_map")
+DOC_FAMILIES = ("values", "raw")
+TOML_DOCS = {"policy", "categories", "api_map"}
+
+
+@dataclass(frozen=True)
+class DocSeeds:
+    """Each document kind's intact text, and its key paths (``values`` ops pick among them)."""
+
+    texts: dict[str, bytes]
+    paths: dict[str, list[tuple]]
+    profile: Path  # the profile golden check and compare read
+    profile_base: Path
+
+
+@pytest.fixture(scope="session")
+def doc_seeds(tmp_path_factory, fuzz_seeds) -> DocSeeds:
+    import tomllib
+    from importlib import resources
+
+    root = tmp_path_factory.mktemp("doc_seeds")
+    base, comp = str(fuzz_seeds.gpu_base), str(fuzz_seeds.gpu)
+    assert main(["compare", "-bp", base, "-d", comp, "--format", "json", "-o", str(root / "result"), "-q"]) == 0
+    assert main(["golden", "save", "seed", base, "--dir", str(root / "store")]) == 0
+    texts = {"result": next((root / "result").glob("*.json")).read_bytes(),
+             "baseline": (root / "store" / "seed.json").read_bytes(),
+             "policy": b'fail_on = ["e2e:+3%", "op:aten::mm:+10%"]\nrequire_verdict = false\n[thresholds]\nrelative = 0.05\n',
+             "categories": resources.files("perfcmp").joinpath("kernel_categories.toml").read_bytes(),
+             "api_map": resources.files("perfcmp").joinpath("api_equivalence.toml").read_bytes(),
+             "op_name_map": b'{"aten::mm": "MatMul", "aten::addmm": "MatMul", "aten::relu": "Relu"}'}
+    texts["history"] = texts["baseline"]
+    docs = {k: tomllib.loads(v.decode()) if k in TOML_DOCS else json.loads(v) for k, v in texts.items()}
+    return DocSeeds(texts, {k: _json_paths(d, depth=7) for k, d in docs.items()}, fuzz_seeds.gpu, fuzz_seeds.gpu_base)
+
+
+def doc_plans(kind: str, family: str, seeds: DocSeeds) -> st.SearchStrategy:
+    if family == "raw":
+        deep = st.tuples(st.just("deep"), st.integers(0, 1000), st.sampled_from((2_000, 50_000)))
+        return st.lists(st.one_of(_byte_ops(), deep), min_size=1, max_size=3)
+    paths = len(seeds.paths[kind])
+    at = st.integers(0, max(paths - 1, 0))
+    values = st.one_of(json_values().filter(lambda v: not isinstance(v, tuple)),
+                       st.sampled_from([10**20, -(10**20), 2**63, 1e300, -1e300, 1e18, -5, 65, 10**400]))
+    return st.lists(st.one_of(st.tuples(st.just("set"), at, values), st.tuples(st.just("drop"), at),
+                              st.tuples(st.just("cut"), at, st.integers(0, 3))), min_size=1, max_size=4)
+
+
+def build_document(kind: str, seeds: DocSeeds, plan: list[tuple]) -> bytes:
+    """The document of ``kind`` with ``plan`` applied (values: on the parsed document; raw: bytes)."""
+    import tomllib
+
+    text = seeds.texts[kind]
+    if plan and plan[0][0] in ("set", "drop", "cut"):
+        doc = tomllib.loads(text.decode()) if kind in TOML_DOCS else json.loads(text)
+        paths = seeds.paths[kind]
+        for op in plan:
+            path = paths[op[1] % len(paths)] if paths else ()
+            try:
+                parent = _at_path(doc, path[:-1]) if path else None
+            except (KeyError, IndexError, TypeError):
+                continue
+            if not isinstance(parent, (dict, list)) or (isinstance(parent, list) and not
+                                                         (isinstance(path[-1], int) and path[-1] < len(parent))) \
+                    or (isinstance(parent, dict) and path[-1] not in parent):
+                continue
+            if op[0] == "set":
+                parent[path[-1]] = copy.deepcopy(op[2])
+            elif op[0] == "drop":
+                del parent[path[-1]]
+            elif isinstance(parent[path[-1]], list):
+                del parent[path[-1]][op[2]:]
+        if kind in TOML_DOCS:
+            return "".join(f"{json.dumps(str(k))} = {_toml(v)}\n" for k, v in doc.items()).encode("utf-8", "surrogatepass")
+        return json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
+    for op in plan:
+        if op[0] == "deep":
+            at = len(text) * op[1] // 1000
+            text = text[:at] + b"[" * op[2] + text[at:]
+    return apply_byte_ops(text, plan)
+
+
+def _toml(value) -> str:
+    """A value as TOML (inline tables and arrays; None, which TOML lacks, as an empty table)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if value != value else ("inf" if value == math.inf else "-inf" if value == -math.inf else repr(value))
+    if isinstance(value, (int, str)):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
+    return "{}"
+
+
+def run_document(kind: str, seeds: DocSeeds, plan: list[tuple], scratch: Path) -> int:
+    """Write the mutated document where its command reads it, run the command in-process and
+    judge it (``judge_document``); returns the exit code."""
+    work = Path(tempfile.mkdtemp(prefix="doc-", dir=scratch))
+    try:
+        data = build_document(kind, seeds, plan)
+        out = work / "out"
+        store = work / "store"
+        store.mkdir()
+        if kind == "result":
+            (work / "r.json").write_bytes(data)
+            args = ["render", str(work / "r.json"), "--format", "json,md", "-o", str(out)]
+        elif kind in ("baseline", "history"):
+            (store / "b.json").write_bytes(data)
+            if kind == "baseline":
+                args = ["golden", "check", "b", str(seeds.profile), "--dir", str(store), "--format", "json", "-o", str(out)]
+            else:
+                for name in ("a.json", "c.json"):
+                    (store / name).write_bytes(seeds.texts["baseline"])
+                args = ["history", *(str(store / n) for n in ("a.json", "b.json", "c.json")), "--order", "given",
+                        "--format", "json", "-o", str(out)]
+        else:
+            option = {"policy": "--policy", "categories": "--categories", "api_map": "--api-map",
+                      "op_name_map": "--op_name_map"}[kind]
+            (work / "option").write_bytes(data)
+            args = ["compare", "-bp", str(seeds.profile_base), "-d", str(seeds.profile), option, str(work / "option"),
+                    "--format", "json", "-o", str(out)]
+        stdout, stderr = io.StringIO(), io.StringIO()
+        started = time.perf_counter()
+        code, escaped = None, None
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                code = main(args)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: B036  -- what the fuzzer looks for
+                escaped = exc
+        judge_document(Outcome(code, stderr.getvalue(), escaped, out, time.perf_counter() - started))
+        return code
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def judge_document(outcome: Outcome) -> None:
+    """Exit 2: one error line and nothing written; 0, 1 or 3: no traceback; nothing escapes."""
+    if outcome.escaped is not None:
+        raise outcome.escaped
+    if outcome.code == 2:
+        lines = outcome.stderr.splitlines()
+        if len(lines) != 1 or not lines[0].startswith("perfcmp: error: "):
+            raise ContractError("exit 2 without exactly one 'perfcmp: error:' stderr line", repr(outcome.stderr[:500]))
+        if outcome.out.exists() and any(outcome.out.iterdir()):
+            raise ContractError("exit 2 but OUT written", repr(sorted(p.name for p in outcome.out.iterdir())))
+        return
+    if outcome.code not in (0, 1, 3) or "Traceback" in outcome.stderr:
+        raise ContractError(f"exit code {outcome.code!r}", repr(outcome.stderr[:500]))
+
+
+def test_fuzz_documents(kind: str, family: str, session: str, doc_seeds: DocSeeds, tmp_path) -> None:
+    long = session == "long"
+
+    @seed(zlib.crc32(f"doc/{kind}/{family}".encode()) + SEED_OFFSET)
+    @settings(max_examples=LONG_EXAMPLES if long else SHORT_EXAMPLES, deadline=None, database=None,
+              suppress_health_check=SUPPRESSED, print_blob=False)
+    @given(plan=doc_plans(kind, family, doc_seeds))
+    def example(plan: list[tuple]) -> None:
+        run_document(kind, doc_seeds, plan, tmp_path)
+
+    example()
 
 
 # --- replaying one plan: python tests/test_fuzz.py KIND 'PLAN' -----------------------------------------

@@ -166,3 +166,85 @@ def test_host_order_is_the_three_key_sort(events, per_us):
     expected = sorted(range(len(events)), key=lambda i: (thread_label(events[i][0], events[i][1]),
                                                           events[i][2], -events[i][3], i))
     assert order_host(host).tolist() == expected
+
+
+# --- events with one thread, start and length nest by what they are, not by file order --------
+
+TWINS = [  # thread 10, all [100, 150): an annotation, a Python frame, two framework ops, a runtime call
+    X("cpu_op", "aten::b", 100, 50),
+    X("cuda_runtime", "cudaLaunchKernel", 100, 50),
+    X("cpu_op", "aten::a", 100, 50),
+    X("python_function", "torch/nn/modules/linear.py(114): forward", 100, 50),
+    X("user_annotation", "region", 100, 50),
+]
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 4, 0, 3, 1]])
+def test_events_with_one_span_nest_by_category_then_name(write_kineto, order):
+    """Five events of one span are a chain, outermost first: annotation > Python > framework
+    ops (by name: aten::a before aten::b) > runtime, whatever order the file lists them in."""
+    host = read(write_kineto([TWINS[i] for i in order])).host
+    names = host["name"].tolist()
+    parent = {names[i]: names[p] if p >= 0 else None for i, p in enumerate(host["parent"].tolist())}
+    assert parent == {"region": None, "torch/nn/modules/linear.py(114): forward": "region",
+                      "aten::a": "torch/nn/modules/linear.py(114): forward", "aten::b": "aten::a",
+                      "cudaLaunchKernel": "aten::b"}
+    assert host["depth"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_cann_levels_with_one_span_nest_outermost_first():
+    """Runtime rows alike in thread, start and length: AscendCL > Node > Runtime by name prefix,
+    whatever their order (the Node@launch case of issue 26)."""
+    from perfcmp.readers.hosttree import nest, order_host
+
+    for names in (["Runtime@launch", "Node@launch", "AscendCL@aclopCompile"],
+                  ["AscendCL@aclopCompile", "Runtime@launch", "Node@launch"]):
+        host = pd.DataFrame({"name": names, "cat": ["runtime"] * 3, "pid": [1] * 3, "tid": [2] * 3,
+                             "start_us": [5.0] * 3, "dur_us": [7.0] * 3})
+        ordered = host.iloc[order_host(host)].reset_index(drop=True)
+        parent = nest(ordered)[0].tolist()
+        assert ordered["name"].tolist() == ["AscendCL@aclopCompile", "Node@launch", "Runtime@launch"]
+        assert parent == [-1, 0, 1]
+
+
+def test_a_real_export_with_twins_reordered_nests_alike(tmp_path):
+    """The real level-0 text export of rank 0, with a Python twin (same thread, start, length)
+    of each of its first 40 aten ops and a second op twin of each of the next 40: read
+    in file order and reversed, the host trees are identical, every Python twin the parent of
+    its op, every "aten::zz" twin the child of its op (name order)."""
+    import json
+    import shutil
+
+    source = SAMPLES / NPU_LEVEL0[0]
+    if not source.is_dir():
+        pytest.skip(f"reference sample not found at {source}")
+    events = json.loads((source / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"].startswith("aten::")]
+    twins = [{**e, "cat": "python_function", "name": f"twin.py(1): {e['name']}", "args": {}} for e in ops[:40]]
+    twins += [{**e, "name": "aten::zz"} for e in ops[40:80]]
+    trees = []
+    for name, listed in (("forward_ascend_pt", events + twins), ("reversed_ascend_pt", (events + twins)[::-1])):
+        root = tmp_path / name
+        shutil.copytree(source, root)
+        (root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text(json.dumps(listed))
+        host = read(root).host
+        names = host["name"].to_numpy(dtype=object)
+        parent = host["parent"].to_numpy()
+        trees.append((host[["name", "cat", "tid", "start_us", "dur_us", "depth"]].copy(),
+                      np.where(parent >= 0, names[np.maximum(parent, 0)], None), parent))
+    pd.testing.assert_frame_equal(trees[0][0], trees[1][0])
+    assert trees[0][1].tolist() == trees[1][1].tolist()
+    host, parent_name, parent = trees[0]
+    named = host["name"].to_numpy(dtype=object)
+    start, dur = host["start_us"].to_numpy(), host["dur_us"].to_numpy()
+    python_twins = np.flatnonzero([str(n).startswith("twin.py(1): ") for n in named])
+    assert len(python_twins) == 40
+    for twin in python_twins:  # its op: a child with its own span and name
+        kids = np.flatnonzero(parent == twin)
+        assert any(f"twin.py(1): {named[k]}" == named[twin] and start[k] == start[twin] and dur[k] == dur[twin]
+                   for k in kids), named[twin]
+    zz = np.flatnonzero(named == "aten::zz")
+    assert len(zz) == 40
+    for row in zz:  # under the op it twins (a name before "aten::zz"), of its span
+        op = parent[row]
+        assert op >= 0 and named[op] < "aten::zz" and start[op] == start[row] and dur[op] == dur[row], named[op]

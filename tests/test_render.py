@@ -82,7 +82,7 @@ def test_workbook_layout(result, tmp_path):
     path = tmp_path / "out.xlsx"
     xlsx.write(result, str(path))
     wb = openpyxl.load_workbook(path)
-    assert wb.sheetnames == ["OverallMetrics", "StepMetrics", "Verdicts", "Warnings"]
+    assert wb.sheetnames == ["OverallMetrics", "StepMetrics", "Verdicts", "Diagnosis", "Warnings"]
     ws = wb["OverallMetrics"]
     assert ws["B1"].value == "Base Profiling: base.json" and ws["E1"].value == "Comparison Profiling: new.json"
     assert {str(r) for r in ws.merged_cells.ranges} == {"B1:D1", "E1:G1"}

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfcmp.readers.detect import DB_PREFIXES, EXPORT_SUFFIXES, GPU_TRACE_SUFFIXES, OUTPUT_DIR
+from perfcmp.cluster.kinds import refuse_mixed_kinds
 from perfcmp.readers.errors import InputError, UsageError
 
 HEADER_BYTES = 1 << 20  # a Kineto trace's distributedInfo comes before its events
@@ -80,6 +81,7 @@ def members(path: str) -> list[RankInput] | None:
     unknown = [m for m in found if m.rank is None]
     if len(unknown) == len(found):  # no rank anywhere: not a cluster run; the one-profile reader says what it is
         return None
+    refuse_mixed_kinds(candidates, path)  # a cluster's GPU traces beside Ascend exports: named, never compared
     if unknown:
         raise InputError(f"cannot tell which rank this profile is ({unknown[0].rank_from}, and no rank in its name "
                          "such as rank_3); expected a profile that records its rank, or a name that says it",
