@@ -114,6 +114,9 @@ OUTPUT_HELP = "A directory (made when missing; default: the current one), or NAM
 FORMAT_HELP = f"Outputs, comma-separated, of: {', '.join(FORMATS)}."
 TOP_HELP = "Rows per dimension in the console's top regressions and improvements."
 QUIET_HELP = "Console: only the headline, the verdict and the gates."
+RUN_HELP = ("Another run of the {side} (a separate recording: another process, same code, same ranks), judged with "
+            "{first} as several runs of one side, so run-to-run variation is measured; repeatable. The sheets compare "
+            "{first} only. Not a cluster directory (the ranks of ONE run, compared rank by rank).")
 
 
 @app.command(cls=OneSpelling, epilog=COMPARE_EXAMPLES)
@@ -122,6 +125,11 @@ def compare(
                                        rich_help_panel=INPUTS, help="The profile under test (the new run)."),
     benchmark_profiling_path: str = typer.Option(..., "-bp", "--benchmark_profiling_path", "--benchmark-profiling-path",
                                                  metavar="PATH", rich_help_panel=INPUTS, help="The baseline profile."),
+    base_run: Optional[list[str]] = typer.Option(None, "--base-run", "--base_run", metavar="PATH", rich_help_panel=INPUTS,
+                                                 help=RUN_HELP.format(side="baseline", first="-bp")),
+    comparison_run: Optional[list[str]] = typer.Option(None, "--comparison-run", "--comparison_run", metavar="PATH",
+                                                       rich_help_panel=INPUTS,
+                                                       help=RUN_HELP.format(side="new code", first="-d")),
     base_step: Optional[int] = typer.Option(None, "--base-step", "--base_step", metavar="STEP", rich_help_panel=INPUTS,
                                             help="Compare only this step of the baseline."),
     comparison_step: Optional[int] = typer.Option(None, "--comparison-step", "--comparison_step", metavar="STEP",
@@ -233,7 +241,9 @@ def compare(
                                  (categories, gpu_flow_cat, npu_source), (detail, tuple(detail_rank or ()),
                                                                           _scope(per_step, total)),
                                  {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
-                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None}, require_verdict)
+                                  "--fail-on": bool(fail_on), "--policy": policy_file is not None,
+                                  "--base-run": bool(base_run), "--comparison-run": bool(comparison_run)},
+                                 require_verdict)
     if detail_rank:
         raise UsageError("--detail-rank is for cluster runs (two directories of several ranks); a comparison of two "
                          "profiles" + (" (--rank)" if plan.base_path != benchmark_profiling_path else "")
@@ -243,7 +253,8 @@ def compare(
                              base_step=base_step, comp_step=comparison_step, categories=categories,
                              gpu_flow_cat=gpu_flow_cat, npu_source=npu_source, formats=formats, jobs=jobs, detail=detail,
                              skip_steps=skip_steps, policy=load_policy(policy_file, fail_on or [], require_verdict),
-                             scope=_scope(per_step, total))
+                             scope=_scope(per_step, total), base_runs=tuple(base_run or ()),
+                             comp_runs=tuple(comparison_run or ()))
     _check_outputs(options.output, formats)
     result = run(options)
     write_outputs(result, options, quiet)
@@ -381,7 +392,10 @@ POLICY_HELP = "A TOML policy file: fail_on gates, require_verdict, thresholds."
 @golden.command("save", cls=OneSpelling)
 def golden_save(
     name: str = typer.Argument(..., metavar="NAME", help="Baseline name (letters, digits, '.', '_', '-')."),
-    profile: str = typer.Argument(..., metavar="PROFILE", help="The profile to keep as the reference."),
+    profile: list[str] = typer.Argument(..., metavar="PROFILE...",
+                                        help="The profile to keep as the reference; more than one: further runs of "
+                                        "the same code (separate recordings, not the ranks of a cluster run), kept "
+                                        "as samples so that checks measure run-to-run variation."),
     directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP),
     force: bool = typer.Option(False, "--force", help="Replace an existing baseline of that name."),
 ) -> int:
@@ -389,7 +403,9 @@ def golden_save(
     from perfcmp import golden as baselines
     from perfcmp.options import CompareOptions
 
-    path = baselines.save(name, profile, CompareOptions(base_path=profile, comp_path=profile), directory, force)
+    first, *runs = profile
+    path = baselines.save(name, first, CompareOptions(base_path=first, comp_path=first), directory, force,
+                          tuple(runs))
     print(f"perfcmp: saved baseline {name} to {path}", file=sys.stderr)
     return 0
 
@@ -397,7 +413,9 @@ def golden_save(
 @golden.command("check", cls=OneSpelling)
 def golden_check(
     name: str = typer.Argument(..., metavar="NAME", help="The baseline to compare with."),
-    profile: str = typer.Argument(..., metavar="PROFILE", help="The new profile."),
+    profile: list[str] = typer.Argument(..., metavar="PROFILE...",
+                                        help="The new profile; more than one: further runs of the new code "
+                                        "(separate recordings), judged as several runs."),
     directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP),
     policy_file: Optional[str] = typer.Option(None, "--policy", metavar="FILE", rich_help_panel=GATES, help=POLICY_HELP),
     fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", metavar="GATE", rich_help_panel=GATES,
@@ -418,11 +436,12 @@ def golden_check(
     from perfcmp.policy import load_policy
 
     formats = _formats(output_format)
+    profile, *runs = profile
     options = CompareOptions(base_path=str(baselines.baseline_path(name, directory)), comp_path=profile, output=output_path,
                              formats=formats, skip_steps=skip_steps,
                              policy=load_policy(policy_file, fail_on or [], require_verdict))
     _check_outputs(options.output, formats)
-    result = baselines.check(name, profile, options, directory)
+    result = baselines.check(name, profile, options, directory, tuple(runs))
     write_outputs(result, options, quiet)
     return result.verdict.exit_code
 

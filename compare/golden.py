@@ -6,6 +6,11 @@ per-step metrics and per-step samples of every key (``samples.SampleSet``) — w
 count, the input's sha256). ``check`` compares a new profile with a stored baseline under the
 same statistics and gates as ``perfcmp compare``; ``list`` shows what is stored.
 
+Several runs: ``save`` may keep further runs of the same code (separate recordings), as their
+samples only (``runs``, written only when there are some, so a one-run baseline is as before);
+``check`` judges the new run(s) against all of them, the between-run spread measured
+(``perfcmp.verdict``, "Several runs a side"). The breakdown and steps shown are the first run's.
+
 A baseline is one JSON file, ``<dir>/<name>.json`` (dir defaults to ``golden/baselines``),
 versioned with ``format_version`` and written atomically (``output.replace_file``: whole or
 not at all; without ``--force`` it never replaces a baseline, even one saved concurrently).
@@ -46,6 +51,7 @@ class Baseline(msgspec.Struct, kw_only=True):
     steps: list[StepMetrics]
     samples: SampleSet
     warnings: list[WarningRecord] = []
+    runs: list[SampleSet] | msgspec.UnsetType = msgspec.UNSET  # further runs' samples (several runs)
 
 
 def baseline_path(name: str, directory: str | None) -> Path:
@@ -54,8 +60,10 @@ def baseline_path(name: str, directory: str | None) -> Path:
     return Path(directory or DEFAULT_DIR) / f"{name}.json"
 
 
-def save(name: str, profile_path: str, options: CompareOptions, directory: str | None = None, force: bool = False) -> Path:
-    """Read ``profile_path`` and store it as baseline ``name``; refuses to overwrite unless ``force``."""
+def save(name: str, profile_path: str, options: CompareOptions, directory: str | None = None, force: bool = False,
+         runs: tuple[str, ...] = ()) -> Path:
+    """Read ``profile_path`` and store it as baseline ``name``; refuses to overwrite unless ``force``.
+    ``runs``: further recordings of the same code, kept as samples (module docstring)."""
     path = baseline_path(name, directory)
     if path.exists() and not force:
         raise UsageError(f"baseline {name!r} exists; pass --force to replace it", str(path))
@@ -64,6 +72,8 @@ def save(name: str, profile_path: str, options: CompareOptions, directory: str |
                         steps=side.steps, samples=side.samples,
                         warnings=[WarningRecord(side="base", source=w.source, message=w.message, count=w.count)
                                   for w in side.warnings])
+    if runs:
+        baseline.runs = further_samples(side.breakdown, runs, options)
     data = msgspec.json.format(msgspec.json.encode(baseline), indent=1) + b"\n"
     if not replace_file(path, data, "the baseline", exclusive=not force):  # saved by someone else meanwhile
         raise UsageError(f"baseline {name!r} exists; pass --force to replace it", str(path))
@@ -82,13 +92,30 @@ def load(name: str, directory: str | None = None) -> Baseline:
     return decode_versioned(data, Baseline, BASELINE_VERSION, "baseline", str(path), shapes=check_baseline)
 
 
-def check(name: str, profile_path: str, options: CompareOptions, directory: str | None = None) -> ComparisonResult:
-    """Compare a new profile with baseline ``name``: the overall breakdown, steps and verdict."""
+def further_samples(first: Breakdown, paths: tuple[str, ...], options: CompareOptions) -> list[SampleSet]:
+    """The samples of further runs, read one at a time, keyed as the run whose breakdown is ``first``."""
+    given = [str(Path(p).resolve()) for p in paths]
+    if len(set(given)) < len(given):
+        raise UsageError("a run is given twice: each run must be a separate recording")
+    out = []
+    for path in paths:
+        run = read_side(path, None, options)
+        out.append(aligned_samples(first, run.breakdown, run.samples))
+    return out
+
+
+def check(name: str, profile_path: str, options: CompareOptions, directory: str | None = None,
+          runs: tuple[str, ...] = ()) -> ComparisonResult:
+    """Compare a new profile with baseline ``name``: the overall breakdown, steps and verdict;
+    ``runs``: further runs of the new code (the baseline's own further runs are used too)."""
     baseline = load(name, directory)
     side = read_side(profile_path, options.comp_step, options, with_digest=True)
+    stored = [] if baseline.runs is msgspec.UNSET else list(baseline.runs)
+    several = (stored, further_samples(baseline.breakdown, runs, options)) if stored or runs else None
     warnings = list(baseline.warnings) + [WarningRecord(side="comparison", source=w.source, message=w.message, count=w.count)
                                           for w in side.warnings]
-    verdict = judge_sides(baseline.samples, aligned_samples(baseline.breakdown, side.breakdown, side.samples), options)
+    verdict = judge_sides(baseline.samples, aligned_samples(baseline.breakdown, side.breakdown, side.samples), options,
+                          several)
     return ComparisonResult(
         tool_version=__version__, base=baseline.summary, comparison=side.summary,
         overall=overall_rows(baseline.breakdown, side.breakdown), steps=step_rows(baseline.steps, side.steps),

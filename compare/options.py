@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from perfcmp.policy import Policy
@@ -73,6 +74,10 @@ class CompareOptions:
         jobs: processes to read the two sides with (1 or 2); None decides from input size.
         skip_steps: warm-up steps to drop from the verdict's samples; None decides from the data.
         policy: the regression gates (``--fail-on``, ``--policy``) and the thresholds they use.
+        base_runs / comp_runs: further runs of each side (``--base-run``, ``--comparison-run``):
+            separate recordings (processes) of the same code as ``base_path`` / ``comp_path``,
+            whose steps enter the verdict as runs (steps nested in runs, ``perfcmp.verdict``);
+            the sheets and the headline compare ``base_path`` with ``comp_path`` only.
     """
 
     base_path: str
@@ -89,6 +94,8 @@ class CompareOptions:
     skip_steps: int | None = None
     policy: Policy = field(default_factory=Policy)
     scope: str = "auto"  # what summaries show: "auto", "per step" or "total" (perfcmp.scope)
+    base_runs: tuple[str, ...] = ()
+    comp_runs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.base_step is None) != (self.comp_step is None):
@@ -109,10 +116,24 @@ class CompareOptions:
             raise UsageError(f"scope {self.scope!r}: expected auto, per step or total")
         if self.npu_source not in (None, "text", "db"):
             raise UsageError(f"--npu-source {self.npu_source}: expected text or db")
+        for first, runs in ((self.base_path, self.base_runs), (self.comp_path, self.comp_runs)):
+            given = [os.path.realpath(p) for p in (first, *runs)]
+            if runs and len(set(given)) < len(given):
+                raise UsageError("a run is given twice on one side: each run must be a separate recording "
+                                 "(the same profile twice would measure no run-to-run variation)")
+        if (self.base_runs or self.comp_runs) and self.base_step is not None:
+            raise UsageError("--base-run/--comparison-run judge every step of several runs; they do not go with "
+                             "--base-step/--comparison-step")
 
     def as_dict(self) -> dict[str, str | int | None]:
-        """The options that shape the numbers, for the result's record (paths are in the sides)."""
+        """The options that shape the numbers, for the result's record (paths are in the sides;
+        the further runs, when given, here)."""
         detail = self.detail
+        runs = {name: ";".join(paths) for name, paths in (("base_runs", self.base_runs),
+                                                           ("comparison_runs", self.comp_runs)) if paths}
+        return {**self._numbers(detail), **runs}
+
+    def _numbers(self, detail: DetailOptions) -> dict[str, str | int | None]:
         return {
             "base_step": self.base_step,
             "comparison_step": self.comp_step,

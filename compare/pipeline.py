@@ -60,15 +60,17 @@ def run(options: CompareOptions) -> ComparisonResult:
     names = _normalizer(options, lambda: (vendor_of_path(options.base_path), vendor_of_path(options.comp_path)))
     paths = (options.base_path, options.comp_path)
     budget.check_cap(*paths)
-    parallel = options.jobs == 2 if options.jobs else budget.worth_a_worker(*paths)
+    several = bool(options.base_runs or options.comp_runs)  # further runs: read one after the other
+    parallel = not several and (options.jobs == 2 if options.jobs else budget.worth_a_worker(*paths))
     if not parallel:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
+        runs = _further_runs(base, options, rules, names) if several else None
         # A large side's tables wait on disk while the other side is read: the run's peak is then
         # one side's read, not one side's read on top of the other side's tables.
         if budget.large(*paths):
             base = _park(base) or base  # with no room on disk, it stays in memory
         comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
-        return _result(_unpark(base), comp, options)
+        return _result(_unpark(base), comp, options, runs=runs)
     # The worker hands its side over through an unlinked temporary file, opened before the fork so
     # that the worker inherits it: unpickled from the file as it is read, the side never exists
     # here twice (once as one message of pickled bytes, once as objects), as a pipe would have it.
@@ -168,6 +170,20 @@ def read_side(path: str, step: int | None, options: CompareOptions, with_digest:
     return side
 
 
+def _further_runs(base: "_Side", options: CompareOptions, rules: Rules, names: Normalizer | None
+                  ) -> tuple[list[SampleSet], list[SampleSet]]:
+    """The samples of each further run of the base and of the comparison (``--base-run``,
+    ``--comparison-run``), read one at a time (only their samples are kept), keyed as the base's
+    (a single communication group named otherwise is the base's group, ``aligned_samples``)."""
+    out: tuple[list[SampleSet], list[SampleSet]] = ([], [])
+    for paths, found in ((options.base_runs, out[0]), (options.comp_runs, out[1])):
+        for path in paths:
+            run = _Side.read(path, None, options, rules, names)
+            found.append(aligned_samples(base.breakdown, run.breakdown, run.samples))
+            del run
+    return out
+
+
 def _judge_in_worker(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Verdict:
     """``judge_sides`` in the read worker, which first gives back the heap its side's tables
     left (freed, but kept by the allocator while this process lives on beside the driver)."""
@@ -176,10 +192,14 @@ def _judge_in_worker(base: SampleSet, comp: SampleSet, options: CompareOptions) 
     return judge_sides(base, comp, options)
 
 
-def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Verdict:
-    """The regression verdict of two sides' samples under the options' policy, gates included."""
+def judge_sides(base: SampleSet, comp: SampleSet, options: CompareOptions,
+                runs: tuple[list[SampleSet], list[SampleSet]] | None = None) -> Verdict:
+    """The regression verdict of two sides' samples under the options' policy, gates included;
+    ``runs``: the samples of further runs of each side (several runs a side)."""
     policy = options.policy
-    verdict = judge(base, comp, Thresholds(**policy.thresholds), options.skip_steps, gated=selects(policy))
+    extra_b, extra_c = runs or ([], [])
+    verdict = judge(base, comp, Thresholds(**policy.thresholds), options.skip_steps, gated=selects(policy),
+                    base_runs=extra_b, comp_runs=extra_c)
     gates = evaluate(policy, verdict)
     return msgspec.structs.replace(verdict, gates=gates, exit_code=exit_code(policy, verdict, gates))
 
@@ -250,10 +270,10 @@ def input_digest(path: str) -> str:
 
 @collector_paused()
 def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Future | None = None,
-            fork: bool = False) -> ComparisonResult:
+            fork: bool = False, runs: tuple[list[SampleSet], list[SampleSet]] | None = None) -> ComparisonResult:
     """The comparison of two read sides; ``verdict_job``: the verdict, being judged elsewhere;
     ``fork``: a second core is free (both sides were read in parallel), for the detail sheets
-    (``compare_details``)."""
+    (``compare_details``); ``runs``: further runs' samples of each side, for the verdict."""
     base_side, base_bd, base_steps = base.summary, base.breakdown, base.steps
     comp_side, comp_bd, comp_steps = comp.summary, comp.breakdown, comp.steps
     warnings = [WarningRecord(side=name, source=w.source, message=w.message, count=w.count)
@@ -275,7 +295,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     if verdict_job is not None:
         verdict = verdict_job.result()
     else:
-        verdict = judge_sides(base.samples, aligned_samples(base_bd, comp_bd, comp.samples), options)
+        verdict = judge_sides(base.samples, aligned_samples(base_bd, comp_bd, comp.samples), options, runs)
     statistic = details.get("OperatorCompareStatistic")
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})

@@ -143,6 +143,60 @@ def welch_p(x: np.ndarray, y: np.ndarray) -> float | None:
     return min(_betainc(df / 2, 0.5, 1 / (1 + r), r / (1 + r)), 1.0)
 
 
+def t_two_sided(t2: float, df: float) -> float:
+    """P(|T_df| ≥ |t|) from t² and the degrees of freedom: I_{df/(df+t²)}(df/2, ½)."""
+    if t2 == 0.0:
+        return 1.0
+    if t2 > df:
+        r = df / t2
+        return min(_betainc(df / 2, 0.5, r / (1 + r), 1 / (1 + r)), 1.0)
+    r = t2 / df
+    return min(_betainc(df / 2, 0.5, 1 / (1 + r), r / (1 + r)), 1.0)
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The t > 0 with P(|T_df| ≥ t) = p (0 < p < 1), by bisection on ``t_two_sided`` to 1e-12
+    relative: the half-width factor of a two-sided (1 − p) interval."""
+    low, high = 0.0, 1.0
+    while t_two_sided(high * high, df) > p:
+        low, high = high, 2 * high
+    for _ in range(200):
+        mid = (low + high) / 2
+        if t_two_sided(mid * mid, df) > p:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-12 * high:
+            break
+    return high
+
+
+def pooled_t(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, int] | None:
+    """Student's two-sample t-test of mean(y) − mean(x) with one pooled variance.
+
+    Returns (p, shift, se, df): shift = ȳ − x̄, se = s·√(1/nₓ + 1/nᵧ) with
+    s² = (Σ(x − x̄)² + Σ(y − ȳ)²) / df, df = nₓ + nᵧ − 2, p = P(|T_df| ≥ |shift / se|). Unlike
+    Welch's test it needs only one side with two or more values (a baseline of several runs
+    against one new run): the variance is the one the sides share. None when df < 1 or a side
+    is empty. se 0 (every value equal within each side): p is 1.0 when the means are equal and
+    0.0 otherwise.
+    """
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    df = len(x) + len(y) - 2
+    if not len(x) or not len(y) or df < 1:
+        return None
+    mean_x, var_x = _mean_var(x)
+    mean_y, var_y = _mean_var(y) if len(y) > 1 else (float(y[0]), 0.0)
+    if len(x) == 1:
+        var_x = 0.0
+    pooled = ((len(x) - 1) * var_x + (len(y) - 1) * var_y) / df
+    se = math.sqrt(pooled * (1 / len(x) + 1 / len(y)))
+    shift = mean_y - mean_x
+    if se == 0.0:
+        return (1.0 if shift == 0 else 0.0), shift, 0.0, df
+    return t_two_sided(shift * shift / (se * se), df), shift, se, df
+
+
 def _mean_var(values: np.ndarray) -> tuple[float, float]:
     """Mean and sample variance (ddof 1, two-pass), exactly (value, 0.0) for a constant sample."""
     low, high = float(values.min()), float(values.max())  # NaN propagates into both

@@ -91,6 +91,26 @@ Run-level noise (one run a side)
     side: a change within ``RUN_ALLOWANCE`` (20 %) of the base E2E is "unchanged" (the note says
     why), beyond it "inconclusive". A communication row whose change the collectives' own
     durations decide (``comm:`` rows regressed or improved, explaining ≥ half of it) keeps its label.
+Several runs a side (``judge(..., base_runs=, comp_runs=)``; ``--base-run``/``--comparison-run``)
+    Further runs are separate recordings (processes) of the same code. With two runs or more on
+    one side (three in all) the steps are nested in runs: the warm-up rule is applied to every
+    run and the largest count dropped from each (``runs_skip``); each row's sample on a side is
+    then its per-run medians (``run_medians``), and every row that clears the floors is tested
+    by **Student's t** on their logs (plain values if one is not positive) with one pooled
+    variance (df = runs − 2; it needs two runs on one side only, so a baseline of several runs
+    can judge one new run). The between-run spread is thus in every test and interval, and
+    replaces the one-run allowance: idle and communication rows keep their own test's label,
+    and E2E not carried by decided device work is regressed (improved) when its own between-run
+    test is significant, "unchanged" otherwise (unless Computing moved beyond the limit
+    undecided: "inconclusive"); its note says over how many runs. Medians, diffs and the floors
+    are of the per-run medians; ``n_base``/``n_comp`` count runs and ``n_steps`` the steps kept
+    in all runs; ``reasons`` says that the runs were used. The sheets and headline compare the
+    first run of each side (``-bp`` with ``-d``); the verdict alone sees the others.
+Intervals of the between-run test
+    ``ci_low``/``ci_high`` of a row tested on runs are the t-test's own: shift ± t·se at level
+    1 − α·p / p_adjusted, so the interval excludes 0 exactly when p_adjusted < α; on logs, the
+    ratio's interval applied to the base median (µs or bytes per step). Untested rows (below the
+    floors) have none.
 E2E through its parts
     When ``overall:e2e`` clears its floors and a Computing row exists, E2E is decided through
     its parts instead of its own step test. A part is *decisive* when decided rows of its
@@ -126,7 +146,7 @@ Rows are sorted by ``row``; every number is a plain Python float or int. ``judge
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import msgspec
@@ -135,7 +155,7 @@ import numpy as np
 from perfcmp.readers.errors import InputError
 from perfcmp.result import Verdict, VerdictRow
 from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
-from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p, welch_p, wilcoxon_signed_rank_p
+from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p, pooled_t, t_quantile, welch_p, wilcoxon_signed_rank_p
 from perfcmp.wording import amount, relative_change
 
 ADJUSTMENTS = {"holm": holm, "bh": benjamini_hochberg}
@@ -265,6 +285,46 @@ def outlier_steps(samples: SampleSet, skip: int) -> list[int]:
     return [int(s) for (s, _), zi in zip(pairs, z) if abs(zi) > OUTLIER_Z]
 
 
+# --- several runs a side --------------------------------------------------------------------
+
+RUNS_BASIS = "runs"
+
+
+def runs_skip(base: Sequence[SampleSet], comp: Sequence[SampleSet], requested: int | None
+              ) -> tuple[tuple[list[int], list[int]], str]:
+    """Warm-up steps dropped from each run of each side, decided once for all of them, and why.
+
+    The rule of ``pair_skip`` over every run: ``--skip-steps K`` drops K from each run (each
+    keeping one step); auto applies the warm-up rule to each run and drops the largest count
+    found from every run (at most a third of a run's steps; none from a run of fewer than 3)."""
+    if len(base) == 1 and len(comp) == 1:
+        (kb, kc), why = pair_skip(base[0], comp[0], requested)
+        return ([kb], [kc]), why
+    found = [[_choose_skip(run, requested) for run in side] for side in (base, comp)]
+    if requested is not None:
+        skips = tuple([k for k, _ in side] for side in found)
+        return skips, f"--skip-steps {requested} in every run"
+    k = max(k for side in found for k, _ in side)
+    skips = tuple([min(k, len(run.steps) // 3) if len(run.steps) >= 3 else 0 for run in side] for side in (base, comp))
+    listed = "; ".join(f"{name} run {i + 1} {why}" for name, side in zip(("base", "comparison"), found)
+                       for i, (_, why) in enumerate(side))
+    return skips, (f"{AUTO_SKIP_RULE}, decided once for every run of the pair: {listed}; {k} dropped from each run")
+
+
+def run_medians(runs: Sequence[SampleSet], skips: Sequence[int]) -> SampleSet:
+    """One side's runs as one SampleSet whose "steps" are the runs (1, 2, …): each row's value in
+    a run is the median of its kept steps (a time row absent from a step counts 0 there; a memory
+    row: the median of the steps that recorded it), None where the run lacks the row (a time row
+    absent from a whole run then counts 0 as well). Occurrences are not kept: between runs the
+    sample is the run (steps nested in runs)."""
+    sides = [_Side(run, skip) for run, skip in zip(runs, skips)]
+    names = sorted(set().union(*(side.index for side in sides)))
+    rows = {row: [side.median(row) if row in side.index else None for side in sides] for row in names}
+    first = runs[0]
+    return SampleSet(device=first.device, source=first.source, steps=list(range(1, len(runs) + 1)), rows=rows,
+                     provenance=dict(first.provenance))
+
+
 # --- statistics -----------------------------------------------------------------------------
 
 
@@ -381,6 +441,7 @@ class _Evidence:
     separated: bool  # every comparison sample beyond every base sample (paired: every pair moved one way)
     note: str = ""  # why the evidence is too thin, and what would settle it
     direction: float | None = None  # the sign of the shift the test saw (paired: median log ratio)
+    interval: tuple[float, float, int, bool] | None = None  # the t-test's (shift, se, df, on logs)
 
 
 def _instances_of(row: str, sb: _Side, sc: _Side) -> tuple[list[list[float]], list[list[float]]] | None:
@@ -427,6 +488,34 @@ def _evidence(row: str, sb: _Side, sc: _Side) -> _Evidence:
                      "one step and no repeated occurrences: no test; profile ≥ 4 steps")
 
 
+def _run_evidence(row: str, sb: _Side, sc: _Side) -> _Evidence:
+    """The between-run test of one row (several runs a side): Student's t with one pooled
+    variance on the logs of the per-run medians (plain values when one is not positive)."""
+    vb, vc = sb.values(row), sc.values(row)
+    positive = bool(np.all(vb > 0) and np.all(vc > 0))
+    found = pooled_t(np.log(vb), np.log(vc)) if positive else pooled_t(vb, vc)
+    test = "student-log" if positive else "student"
+    if found is None:
+        return _Evidence(RUNS_BASIS, test, None, len(vb), len(vc), False, "too few runs to test")
+    p, shift, se, df = found
+    return _Evidence(RUNS_BASIS, test, p, len(vb), len(vc), _separated(vb, vc),
+                     _thin("runs a side", min(len(vb), len(vc)), min(len(vb), len(vc)) + 2),
+                     direction=float(np.sign(shift)), interval=(shift, se, df, positive))
+
+
+def _test_interval(ev: _Evidence, r: VerdictRow, alpha: float) -> tuple[float, float]:
+    """The interval of the row's own t-test, at the level its decision uses: 1 − α·p / p_adjusted
+    (so it excludes 0 exactly when p_adjusted < α), in µs (bytes) per step: on logs, the ratio's
+    interval applied to the base median."""
+    shift, se, df, on_logs = ev.interval
+    level = alpha if not r.p_adjusted else min(alpha * r.p_value / r.p_adjusted, 1.0)
+    half = 0.0 if se == 0.0 or level >= 1.0 else t_quantile(level, df) * se
+    low, high = shift - half, shift + half
+    if on_logs:
+        return float(r.base_median * np.expm1(low)), float(r.base_median * np.expm1(high))
+    return float(low), float(high)
+
+
 def _paired(ib: list[list[float]], ic: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
     """Occurrences paired by position within each step, over the steps both sides kept, when
     every such step has the same number of them on both sides and all are positive; else empty."""
@@ -456,20 +545,38 @@ def _fmt_rel(r: VerdictRow) -> str:
 
 
 def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(),
-          skip: int | None = None, gated: Callable[[str], bool] | None = None) -> Verdict:
+          skip: int | None = None, gated: Callable[[str], bool] | None = None,
+          base_runs: Sequence[SampleSet] = (), comp_runs: Sequence[SampleSet] = ()) -> Verdict:
     """Per-row and overall regression verdicts of ``comp`` against ``base`` (module docstring).
 
     ``gated``: which rows a policy gate selects; they form their own family (Holm).
+    ``base_runs`` / ``comp_runs``: further runs of each side (separate recordings of the same
+    code, keyed as ``base``); with two runs or more on a side every row is judged on per-run
+    medians (module docstring, "Several runs a side").
     """
     t = thresholds
     reasons: list[str] = []
-    (skip_b, skip_c), skip_reason = pair_skip(base, comp, skip)
-    sides = _Side(base, skip_b), _Side(comp, skip_c)
+    runs = (1 + len(base_runs), 1 + len(comp_runs))
+    by_runs = max(runs) >= 2
+    if by_runs:
+        all_b, all_c = [base, *base_runs], [comp, *comp_runs]
+        (skips_b, skips_c), skip_reason = runs_skip(all_b, all_c, skip)
+        skip_b, skip_c = skips_b[0], skips_c[0]
+        kept = [[max(len(r.steps) - k, 0) for r, k in zip(side, skips)] for side, skips in ((all_b, skips_b), (all_c, skips_c))]
+        sides = _Side(run_medians(all_b, skips_b), 0), _Side(run_medians(all_c, skips_c), 0)
+        steps_used = (sum(kept[0]), sum(kept[1]))
+    else:
+        (skip_b, skip_c), skip_reason = pair_skip(base, comp, skip)
+        sides = _Side(base, skip_b), _Side(comp, skip_c)
+        steps_used = (sides[0].n, sides[1].n)
     sb, sc = sides
     limit_of = getattr(gated, "limit", None) or (lambda row: None)
 
     # comparability
-    no_steps = [name for name, s in zip(_SIDES, sides) if s.n == 0]
+    if by_runs:  # a run without steps leaves its side without a sample of that run
+        no_steps = [name for name, counts in zip(_SIDES, kept) if 0 in counts]
+    else:
+        no_steps = [name for name, s in zip(_SIDES, sides) if s.n == 0]
     for name in no_steps:
         reasons.append(f"not comparable: the {name} has no steps")
     devices_differ = base.device != comp.device
@@ -481,7 +588,12 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     if low_share:
         reasons.append(f"not comparable: only {100 * share:.1f} % of the comparison's op time is in op keys "
                        f"present on both sides (< {100 * MATCHED_SHARE_MIN:.0f} %)")
-    if not no_steps and max(sb.n, sc.n) > STEP_RATIO_NOTE * min(sb.n, sc.n):
+    if by_runs:
+        reasons.append(f"several runs a side ({runs[0]} base, {runs[1]} comparison; {steps_used[0]} and "
+                       f"{steps_used[1]} steps): each row judged on its per-run medians (Student's t on their logs, "
+                       "one pooled between-run variance), so run-to-run variation is measured, not allowed for; "
+                       "the sheets and the headline compare the first run of each side")
+    elif not no_steps and max(sb.n, sc.n) > STEP_RATIO_NOTE * min(sb.n, sc.n):
         reasons.append(f"note: step counts differ by more than {STEP_RATIO_NOTE:g}× ({sb.n} vs {sc.n} after the skip)")
     comparable = not (no_steps or devices_differ or low_share)
     pair_blocked = devices_differ or low_share
@@ -520,7 +632,7 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         r.diff = r.comp_median - r.base_median
         r.relative = r.diff / r.base_median if r.base_median != 0 else None
         floors = _clears_floors(row, unit, r.diff, r.relative, base_e2e, t, limit_of(row))
-        if r.n_base == 1 or r.n_comp == 1:
+        if not by_runs and (r.n_base == 1 or r.n_comp == 1):
             if floors and _instances_of(row, sb, sc) is not None:
                 clearing.add(row)  # one step, but its occurrences are samples
                 continue
@@ -532,14 +644,15 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
             clearing.add(row)
 
     # bootstrap intervals of the step medians, vectorised over the tested rows
-    vbs = [sb.values(row) for row in tested]
-    vcs = [sc.values(row) for row in tested]
-    for row, ci in zip(tested, _boot_ci(vbs, vcs, int(t.bootstrap))):
+    # (several runs a side: the interval is the between-run test's own, set below)
+    boot = [] if by_runs else tested
+    for row, ci in zip(boot, _boot_ci([sb.values(row) for row in boot], [sc.values(row) for row in boot],
+                                      int(t.bootstrap))):
         rows[row].ci_low, rows[row].ci_high = ci
     # Only a change that clears the floors can count, so only those rows are tested: the others
     # are "unchanged" whatever their p-value, and leaving them out of the correction keeps its
     # power for the rows that matter.
-    evidence = {row: _evidence(row, sb, sc) for row in sorted(clearing)}
+    evidence = {row: (_run_evidence if by_runs else _evidence)(row, sb, sc) for row in sorted(clearing)}
     for row, ev in evidence.items():
         r = rows[row]
         r.basis, r.test, r.p_value = ev.basis, ev.test, None if ev.p is None else float(ev.p)
@@ -553,6 +666,9 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     for family, adjust in families:
         for row, adj in zip(family, adjust([rows[r].p_value for r in family])):
             rows[row].p_adjusted = float(adj)
+    for row, ev in evidence.items():
+        if ev.interval is not None and rows[row].p_adjusted is not None:
+            rows[row].ci_low, rows[row].ci_high = _test_interval(ev, rows[row], t.alpha)
     for row in sorted(set(tested) | set(evidence)):
         r = rows[row]
         ev = evidence.get(row)
@@ -578,17 +694,19 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     # run-level noise: idle and exposed communication time, and E2E judged through its parts
     if not no_steps:
         for row, r in rows.items():
-            if _noisy(row) and r.verdict in _MOVED and base_e2e and not _carried_by_collectives(row, r, rows):
+            if not by_runs and _noisy(row) and r.verdict in _MOVED and base_e2e and \
+                    not _carried_by_collectives(row, r, rows):
                 _judge_noisy(r, base_e2e)
         e2e_row = rows.get(E2E)
         # without a Computing row the parts are unknown (samples of E2E alone): E2E's own test decides
         if e2e_row is not None and e2e_row.verdict in _MOVED and rows.get(COMPUTING) is not None:
             limit = limit_of(E2E)
             host_only = HOST_OPS in (base.provenance.get(TIME_BASE), comp.provenance.get(TIME_BASE))
-            _judge_e2e(e2e_row, rows, t.relative if limit is None else min(t.relative, limit), host_only, t.alpha)
+            _judge_e2e(e2e_row, rows, t.relative if limit is None else min(t.relative, limit), host_only, t.alpha,
+                       runs if by_runs else None)
 
     # overall
-    if any(r.n1 for r in rows.values()) or (not no_steps and min(sb.n, sc.n) == 1):
+    if any(r.n1 for r in rows.values()) or (not by_runs and not no_steps and min(sb.n, sc.n) == 1):
         reasons.append("n=1: floors only, no significance test")
     e2e = rows.get(E2E)
     if no_steps or low_share:
@@ -629,7 +747,7 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         skip_steps=(int(skip_b), int(skip_c)),
         skip_reason=skip_reason,
         outlier_steps={"base": outlier_steps(base, skip_b), "comparison": outlier_steps(comp, skip_c)},
-        n_steps=(int(sb.n), int(sc.n)),
+        n_steps=(int(steps_used[0]), int(steps_used[1])),
         thresholds=t.as_dict(),
         rows=list(rows.values()),
     )
@@ -708,9 +826,12 @@ def _device_evidence(rows: dict[str, VerdictRow], part: str, dimensions: tuple[s
     return decisive, best
 
 
-def _judge_e2e(e2e: VerdictRow, rows: dict[str, VerdictRow], limit: float, host_only: bool, alpha: float) -> None:
+def _judge_e2e(e2e: VerdictRow, rows: dict[str, VerdictRow], limit: float, host_only: bool, alpha: float,
+               runs: tuple[int, int] | None = None) -> None:
     """E2E decided through its parts (module docstring, "E2E through its parts"); ``host_only``:
-    neither side has kernel samples (a host-only trace), so Computing is host op time."""
+    neither side has kernel samples (a host-only trace), so Computing is host op time;
+    ``runs``: the run counts when there are several runs a side (E2E's own between-run test
+    then stands for the run-to-run variation, instead of the one-run allowance)."""
     base = e2e.base_median
     device, carriers, texts = 0.0, [], []
     undecided_device = 0.0
@@ -738,6 +859,9 @@ def _judge_e2e(e2e: VerdictRow, rows: dict[str, VerdictRow], limit: float, host_
         e2e.verdict = "regressed" if e2e.diff > 0 else "improved"
         e2e.note = f"{parts}: the device work that moved is reproducible between runs"
         return
+    if runs is not None:
+        _judge_e2e_runs(e2e, parts, undecided_device, limit, alpha, runs, host_only)
+        return
     host = rows.get(COMPUTING).diff if host_only and rows.get(COMPUTING) is not None else None
     if host is not None and host * e2e.diff > 0 and min(abs(host), abs(e2e.diff)) / base > HOST_ALLOWANCE and \
             e2e.p_adjusted is not None and e2e.p_adjusted < alpha:
@@ -760,6 +884,29 @@ def _judge_e2e(e2e: VerdictRow, rows: dict[str, VerdictRow], limit: float, host_
     e2e.verdict = "inconclusive"
     e2e.note = (f"{parts}: carried by idle and communication time beyond the run-to-run allowance; "
                 f"{_allowance_text()}: profile several runs a side to decide")
+
+
+def _judge_e2e_runs(e2e: VerdictRow, parts: str, undecided_device: float, limit: float, alpha: float,
+                    runs: tuple[int, int], host_only: bool) -> None:
+    """E2E not carried by decided device work, with several runs a side: regressed (improved)
+    when its own between-run test says the change exceeds the run-to-run variation measured;
+    else inconclusive when Computing moved beyond the limit undecided, "unchanged" otherwise
+    (the device work did not move that much, and the rest is within the measured variation)."""
+    measured = f"{runs[0]} base and {runs[1]} comparison runs"
+    p = e2e.p_adjusted
+    if p is not None and p < alpha and e2e.verdict in ("regressed", "improved"):
+        e2e.note = (f"{parts}: the change exceeds the run-to-run variation measured over {measured} "
+                    f"(p = {p:.3g})")
+        return
+    if abs(undecided_device) / e2e.base_median >= limit:
+        e2e.verdict = "inconclusive"
+        e2e.note = f"{parts}: computing moved beyond the limit but the device rows do not decide it"
+        return
+    device = ("a host-only trace has no device work to decide it" if host_only else
+              f"device work moved less than {100 * limit:g} % of the E2E")
+    e2e.verdict = "unchanged"
+    e2e.note = (f"{parts}: not a regression — {device}, and the change is within the run-to-run variation "
+                f"measured over {measured}" + ("" if p is None else f" (p = {p:.3g})"))
 
 
 OUTSIDE_STEPS = "occurs only outside the profiled steps (or none were profiled): no per-step samples to judge"
