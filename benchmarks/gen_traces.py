@@ -90,6 +90,17 @@ class Knobs:
     world: int = 8             # ranks in the job: link partners and the recorded world size (not the comm cost model)
     comm_matrix: bool = False  # NPU: also write communication_matrix.json (this rank's links per collective)
     slow_link: float = 1.0     # NPU: divide the bandwidth of this rank's HCCS links by this (matrix only)
+    # Injected mechanisms (perfcmp's diagnosis validation, tests/test_diagnosis_validation.py); all
+    # off by default, so the profile is unchanged unless one is set:
+    host_launch_us: float = 0.0  # extra host µs per kernel launch (cudaLaunchKernel / aclnn): host-bound
+    dataloader_us: float = 0.0   # a DataLoader __next__ of this many µs at each step start (device idle)
+    sync_points: int = 0         # extra loss.item()-style syncs per layer (DtoH + stream sync) in forward
+    extra_casts: int = 0         # extra dtype casts (aten::to, + its backward cast) per layer
+    aicpu_op: str = ""           # NPU: this layer op's kernels (e.g. "gelu") run on AI_CPU ...
+    aicpu_factor: float = 4.0    # ... this many times slower than on AI Core
+    profiler_level: str = "Level1"  # NPU: the recorded _profiler_level (profiler_info)
+    torch_npu_version: str = "2.5.1"  # NPU: recorded versions (profiler_info)
+    cann_version: str = "8.0.RC3"
 
     @classmethod
     def make(cls, **kw) -> "Knobs":
@@ -117,6 +128,10 @@ class Knobs:
             raise ValueError("kd_mode must be new, legacy or core")
         if not 0 <= k.rank < k.world or k.world < 2 or k.slow_link <= 0:
             raise ValueError("need 0 <= rank < world, world >= 2 and slow_link > 0")
+        if min(k.host_launch_us, k.dataloader_us, k.sync_points, k.extra_casts) < 0 or k.aicpu_factor <= 0:
+            raise ValueError("injections must be >= 0 and aicpu_factor > 0")
+        if k.aicpu_op and k.aicpu_op not in _OP_BUILDERS:
+            raise ValueError(f"aicpu_op must be one of {sorted(_OP_BUILDERS)}")
         return k
 
 
@@ -484,6 +499,17 @@ def _def_nll(k, npu):
                   types={"*": ["float", "long int", "", "Scalar", "Scalar"]}, scope_bytes=B * H * FP32)
 
 
+def _on_aicpu(spec, factor):
+    """An op tree (nested tuples) whose Ascend kernels run on AI_CPU, ``factor`` times slower:
+    the same kernel names and op types, Task Type AI_CPU, block dim 1."""
+    if isinstance(spec, Kern):
+        return Kern(spec.name, spec.us * factor, "AI_CPU", api=spec.api, optype=spec.optype, block=1,
+                    shapes=spec.shapes, out=spec.out, dtypes=spec.dtypes)
+    if isinstance(spec, tuple):
+        return tuple(_on_aicpu(x, factor) for x in spec)
+    return spec
+
+
 def _op_def(kind, npu):
     """Forward/backward trees of a logical op for one backend (k = kernel maker of that backend)."""
     if kind.startswith("linear_"):
@@ -523,6 +549,9 @@ class _Program:
         for kind in set(LAYER_OPS) | {"conv", "dropout", "log_softmax", "nll", "linear_qkv",
                                       "linear_out", "linear_up", "linear_down"}:
             self.defs[kind] = _op_def(kind, npu)
+        if npu and knobs.aicpu_op:
+            d = self.defs[knobs.aicpu_op]
+            d.fwd, d.bwd = _on_aicpu(d.fwd, knobs.aicpu_factor), _on_aicpu(d.bwd, knobs.aicpu_factor)
         self.n_buckets = min(knobs.layers, 4)
         self._module_counts = {}
 
@@ -531,6 +560,8 @@ class _Program:
         ops = (["conv"] if layer == 0 else []) + list(LAYER_OPS)
         if self.k.extra_op:
             ops.insert(ops.index("gelu") + 1, "dropout")
+        # injected casts go after the layer's own cast: keyed cast#1.. so the others keep their noise
+        ops[ops.index("cast") + 1:ops.index("cast") + 1] = ["cast"] * self.k.extra_casts
         return ops
 
     def _instantiate(self, kind, key):
@@ -609,6 +640,7 @@ class _Program:
                 fwd, ev, acc, d = self._instantiate(kind, f"L{layer}.{kind}#{seen[kind]}")
                 nodes.append(self._module(d.module, [fwd]) if d.module else fwd)
                 bwds.append((ev, acc, d))
+            nodes += [self._item(f"L{layer}.sync#{j}") for j in range(self.k.sync_points)]
             layer_nodes.append(self._module("Layer", nodes))
             layer_bwd.append(bwds)
         st.forward.append(self._module("Model", layer_nodes))
@@ -669,10 +701,15 @@ class _Program:
     def _epilogue(self):
         """Gather per-rank metrics (blocking all-gather), then loss.item() syncs the host."""
         gather = self._collective(METRICS_NELEMS, "metrics", "allgather")
-        dense = Node("aten::_local_scalar_dense", dims=[[]], types=["float"])
+        return [gather, self._item("item")]
+
+    def _item(self, key):
+        """``tensor.item()``: a DtoH copy of one float; the host waits for the device (GPU: the
+        copy's cudaStreamSynchronize; NPU: ``op_body``'s aclrtSynchronizeStream)."""
+        dense = Node("aten::_local_scalar_dense", dims=[[]], types=["float"])  # unkeyed, as it always was
         if not self.npu:
             dense.kerns = [Kern("Memcpy DtoH (Device -> Pageable)", 1.8, "memcpy", nbytes=4)]
-        return [gather, Node("aten::item", children=[dense], dims=[[]], types=["float"], key="item")]
+        return Node("aten::item", children=[dense], dims=[[]], types=["float"], key=key)
 
     def _collective(self, nelems, tag, kind="allreduce"):
         """c10d::allreduce_/allgather_ > record_param_comms > nccl:... (GPU) / hcom op (NPU)."""
@@ -932,6 +969,10 @@ class _Sim:
         start = main.t
         rec = self.open_event(step_node, main, start)
         main.t += self.cpu(6.0, "step")
+        if self.k.dataloader_us:
+            # next(iter(loader)) on the main thread before any launch: the device idles meanwhile
+            self.run(Node("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", cat="user_annotation",
+                          cpu_us=self.k.dataloader_us, key="dataloader"), main)
         self.run_nodes(st.prologue + st.forward, main)
         # loss.backward(): the autograd engine runs on its own thread, main waits
         ag.t = max(ag.t, main.t) + self.cpu(12.0, "bwd_start")
@@ -1117,7 +1158,8 @@ class _GpuSim(_Sim):
         ext = node.ext
         for j, kern in enumerate(node.kerns):
             api = {"kernel": "cudaLaunchKernel", "memcpy": "cudaMemcpyAsync", "memset": "cudaMemsetAsync"}[kern.kind]
-            rt = self.runtime(th, api, ext, 5.5 if kern.kind == "kernel" else 7.0, f"{node.key}.rt{j}")
+            rt = self.runtime(th, api, ext, (5.5 + self.k.host_launch_us) if kern.kind == "kernel" else 7.0,
+                              f"{node.key}.rt{j}")
             dur = self.kernel_ns(kern, chain, f"{node.key}.{node.name}.{j}", self.layer_of(node.key))
             start = max(rt["ts"] + self.us(4.0), self.compute.free + self.cpu(1.2, f"{node.key}.gap{j}"))
             self.compute.free = start + dur
@@ -1502,7 +1544,7 @@ class _NpuSim(_Sim):
         aclnn = {"ph": "X", "name": api, "pid": PY, "tid": th.tid, "ts": a_start, "dur": 0, "cat": "cpu_op",
                  "args": {"Sequence number": -1, "Fwd thread id": 0}}
         self.events.append(aclnn)
-        th.t += self.cpu(2.0, key + "a")
+        th.t += self.cpu(2.0 + self.k.host_launch_us * len(kerns), key + "a")
         self.enq_corr += 1
         enq_ts, enq_dur = th.t, self.cpu(1.6, key + "e")
         self.events.append({"ph": "X", "name": "Enqueue", "pid": PY, "tid": th.tid, "ts": enq_ts, "dur": enq_dur,
@@ -2034,7 +2076,7 @@ class _NpuWriter:
                          "skip_first_wait": 0},
             "record_shapes": True, "profile_memory": True, "with_stack": False, "with_flops": False,
             "with_modules": self.k.modules},
-            "experimental_config": {"_profiler_level": "Level1", "_aic_metrics":
+            "experimental_config": {"_profiler_level": self.k.profiler_level, "_aic_metrics":
                                     "ACL_AICORE_NONE" if self.k.kd_mode == "core" else "ACL_AICORE_PIPE_UTILIZATION",
                                     "_l2_cache": False, "_msprof_tx": False, "_mstx": False,
                                     "_data_simplification": True, "record_op_args": False, "_export_type": ["text"],
@@ -2044,7 +2086,7 @@ class _NpuWriter:
             "start_info": {"syscnt_enable": True, "freq": 100.0, "start_cnt": start_ns // 10,
                            "start_monotonic": 6712034455667},
             "end_info": {"collectionTimeEnd": end_ns, "MonotonicTimeEnd": 6712034455667 + (end_ns - start_ns)},
-            "torch_npu_version": "2.5.1", "cann_version": "8.0.RC3", "rank_id": self.k.rank}
+            "torch_npu_version": self.k.torch_npu_version, "cann_version": self.k.cann_version, "rank_id": self.k.rank}
         with open(os.path.join(self.dir, f"profiler_info_{self.k.rank}.json"), "w", encoding="utf-8", newline="\n") as f:
             json.dump(info, f, indent=4)
         meta = {"ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "3", "HCCL_RDMA_TC": "", "HCCL_RDMA_SL": "",
@@ -2318,6 +2360,21 @@ def _add_knob_args(p):
     p.add_argument("--comm-matrix", action="store_true", help="NPU: also write communication_matrix.json")
     p.add_argument("--slow-link", type=float, default=1.0,
                    help="NPU: divide the bandwidth of the rank's HCCS links by this (matrix only)")
+    inj = p.add_argument_group("injected mechanisms (validation of perfcmp's diagnosis; all off by default)")
+    inj.add_argument("--host-launch-us", type=float, default=0.0,
+                     help="host-bound dispatch: extra host µs per kernel launch (cudaLaunchKernel / aclnn call)")
+    inj.add_argument("--dataloader-us", type=float, default=0.0,
+                     help="data loading: a DataLoader __next__ of this many µs at each step start, device idle")
+    inj.add_argument("--sync-points", type=int, default=0,
+                     help="host synchronisation: extra tensor.item() per layer in forward (DtoH + stream sync)")
+    inj.add_argument("--extra-casts", type=int, default=0,
+                     help="conversions: extra dtype casts per layer (aten::to and its backward cast)")
+    inj.add_argument("--aicpu-op", default="", metavar="OP",
+                     help="NPU AI_CPU fallback: this layer op's kernels (gelu, add, ln, ...) run on AI_CPU")
+    inj.add_argument("--aicpu-factor", type=float, default=4.0, help="how much slower on AI_CPU (default 4)")
+    inj.add_argument("--profiler-level", default="Level1", help="NPU profiler-level difference: the recorded level")
+    inj.add_argument("--torch-npu-version", default="2.5.1", help="NPU version change: recorded torch_npu version")
+    inj.add_argument("--cann-version", default="8.0.RC3", help="NPU version change: recorded CANN version")
     p.add_argument("--target-mb", type=float, default=None,
                    help="pick steps/layers so the GPU trace / NPU trace_view.json is about this many MB")
 
@@ -2326,7 +2383,10 @@ def _knobs_from_args(a, kind):
     kw = dict(seed=a.seed, first_step=a.first_step, noise=a.noise, scale=tuple(a.scale), extra_op=a.extra_op,
               comm_wait=a.comm_wait, mem_scale=a.mem_scale, old_format=a.old_format, no_modules=a.no_modules,
               cpu_only=a.cpu_only, kd_legacy=a.kd_legacy, kd_core_only=a.kd_core_only, rank=a.rank, world=a.world,
-              comm_matrix=a.comm_matrix, slow_link=a.slow_link)
+              comm_matrix=a.comm_matrix, slow_link=a.slow_link, host_launch_us=a.host_launch_us,
+              dataloader_us=a.dataloader_us, sync_points=a.sync_points, extra_casts=a.extra_casts,
+              aicpu_op=a.aicpu_op, aicpu_factor=a.aicpu_factor, profiler_level=a.profiler_level,
+              torch_npu_version=a.torch_npu_version, cann_version=a.cann_version)
     steps, layers = a.steps, a.layers
     if a.target_mb:
         steps, layers = pick_size(kind, a.target_mb, steps=steps, layers=layers, **kw)

@@ -1,8 +1,8 @@
 """The command line's fixed choices, in a module that imports nothing: the CLI builds its options
 from them before any command runs, so ``perfcmp --version`` and ``--help`` load no analysis code."""
 
-FORMATS = ("console", "xlsx", "json", "md", "html")
+FORMATS = ("console", "xlsx", "json", "md", "html", "trace")
 DEFAULT_FORMATS = ("console", "xlsx")
-HISTORY_FORMATS = tuple(f for f in FORMATS if f != "html")  # no HTML history report (yet)
+HISTORY_FORMATS = tuple(f for f in FORMATS if f not in ("html", "trace"))  # no HTML history report (yet); a trace is of a pair
 
 DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")

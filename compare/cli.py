@@ -339,9 +339,9 @@ def _check_outputs(output: str | None, formats: tuple[str, ...]) -> None:
 
 
 def _suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
-    from perfcmp.render import FILE_FORMATS
+    from perfcmp.render import FILE_FORMATS, SUFFIXES
 
-    return tuple(f".{f}" for f in FILE_FORMATS if f in formats)
+    return tuple(SUFFIXES.get(f, f".{f}") for f in FILE_FORMATS if f in formats)
 
 
 RENDER_EXAMPLES = """Examples:

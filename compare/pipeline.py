@@ -39,7 +39,7 @@ from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
 from perfcmp import budget, invariants, migration, scope
-from perfcmp.diagnosis import detect as diagnosis
+from perfcmp.diagnosis import detect as diagnosis, timeline
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
 from perfcmp.signals import held
@@ -209,8 +209,13 @@ def compare_profiles(base: Profile, comp: Profile, options: CompareOptions, rule
     rules = rules or load_rules(options.categories)
     names = _normalizer(options, lambda: (vendor_of_profile(base), vendor_of_profile(comp)))
     shapes = options.detail.use_input_shape
-    return _result(_Side.of(base, options.base_step, options.base_path, rules, names, shapes),
-                   _Side.of(comp, options.comp_step, options.comp_path, rules, names, shapes), options)
+    return _result(_Side.of(base, options.base_step, options.base_path, rules, names, shapes, _trace(options)),
+                   _Side.of(comp, options.comp_step, options.comp_path, rules, names, shapes, _trace(options)), options)
+
+
+def _trace(options: CompareOptions) -> tuple[bool, int | None]:
+    """Whether to keep a step's events for ``--format trace`` and the warm-up steps skipped."""
+    return "trace" in options.formats, options.skip_steps
 
 
 class _Side:
@@ -220,6 +225,7 @@ class _Side:
                  details: SideDetails | None, samples: SampleSet) -> None:
         self.summary, self.breakdown, self.steps, self.warnings = summary, breakdown, steps, warnings
         self.details, self.samples = details, samples
+        self.timeline: tuple | None = None  # (step events, events left out): --format trace only
 
     @classmethod
     def read(cls, path: str, step: int | None, options: CompareOptions, rules: Rules, names: Normalizer | None) -> "_Side":
@@ -234,7 +240,7 @@ class _Side:
                 raise
             watch.check()
             profile.check()
-            side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape)
+            side = cls.of(profile, step, path, rules, names, options.detail.use_input_shape, _trace(options))
             del profile
         give_back_free_memory()  # the profile's tables: only the side's summaries stay
         if {"json", "md"} & set(options.formats):
@@ -243,14 +249,18 @@ class _Side:
 
     @classmethod
     def of(cls, profile: Profile, step: int | None, path: str, rules: Rules, names: Normalizer | None,
-           op_shapes: bool = False) -> "_Side":
+           op_shapes: bool = False, trace: tuple[bool, int | None] = (False, None)) -> "_Side":
         summary, breakdown, steps, per_step, checks, categories, comm_parts = _analyse(profile, rules, step, path)
         # one step compared: every detail table keeps that step only, by the rule the samples
         # use (device tasks by the step's device window, host events by its host span)
         window = per_step[step].window_us if step is not None else None
         details = extract(profile, names, step, window, rules, categories, comm_parts) if names is not None else None
         samples = sample_profile(profile, per_step, details, op_shapes)
-        return cls(summary, breakdown, steps, list(profile.warnings) + checks, details, samples)
+        side = cls(summary, breakdown, steps, list(profile.warnings) + checks, details, samples)
+        if trace[0]:  # the one step the trace output shows; the profile's other events are not kept
+            shown = timeline.choose_step(list(per_step), step, trace[1])
+            side.timeline = timeline.step_events(profile, shown, per_step[shown].window_us if shown in per_step else None)
+        return side
 
 
 def input_digest(path: str) -> str:
@@ -316,6 +326,12 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     # a detail sheet that contradicts the rows it refines is said, not shown silently
     result.warnings += [WarningRecord(side="", source=v.sheet, message=v.message()) for v in invariants.violations(result)]
     result.diagnosis = diagnosis.diagnose(result, facts)
+    if base.timeline is not None and comp.timeline is not None:
+        result.details[timeline.SHEET] = timeline.as_table(base.timeline[0], comp.timeline[0])
+        for name, side in (("base", base), ("comparison", comp)):
+            if side.timeline[1]:
+                result.warnings.append(WarningRecord(side=name, source="", message=(
+                    f"trace output: the step's last {side.timeline[1]} events left out (kept {timeline.MAX_EVENTS})")))
     return result
 
 

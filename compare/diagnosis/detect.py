@@ -52,10 +52,13 @@ def side_facts(details) -> dict:
     if details is None or details.compute.empty or "core" not in details.compute:
         return {}
     compute = details.compute
-    grouped = compute.groupby([compute["name"].astype(str), compute["core"].astype(str)], sort=True)["dur_us"].sum()
     out: dict[str, dict[str, float]] = defaultdict(dict)
-    for (name, core), total in grouped.items():
-        out[name][core] = float(total)
+    # KernelCompare names a row by the ``kernel`` column (an NPU export's op Type, "Gelu"), other
+    # tables by the task's own name: both are keys here
+    for column in [c for c in ("kernel", "name") if c in compute]:
+        grouped = compute.groupby([compute[column].astype(str), compute["core"].astype(str)], sort=True)["dur_us"].sum()
+        for (name, core), total in grouped.items():
+            out[name][core] = float(total)
     return {"cores": dict(out)}
 
 
@@ -88,12 +91,22 @@ class _Context:
         """Whether a verdict row (``dimension:key``) changed beyond noise, and how that was
         decided: its verdict when it has one, else the rules' floors on the per-step values."""
         r = self.judged.get(row)
-        if r is not None and r.verdict not in ("not comparable", "inconclusive"):
-            return r.verdict in SIGNIFICANT, r.verdict
         diff = comp - base
         rel = abs(diff) / base if base else float("inf")
-        ok = abs(diff) >= self.thresholds.get("floor_us", 20.0) and rel >= self.thresholds.get("floor_relative", 0.05)
-        return ok, "floors"
+        floors = abs(diff) >= self.thresholds.get("floor_us", 20.0) and rel >= self.thresholds.get("floor_relative", 0.05)
+        if r is not None and r.verdict not in ("not comparable", "inconclusive"):
+            if r.verdict in SIGNIFICANT:
+                return True, r.verdict
+            # idle and waiting rows are "unchanged" within the verdict's run-to-run allowance even
+            # when every step moved; the diagnosis explains the difference between these two runs,
+            # so a significant per-step shift (its test) that clears the floors counts here
+            if (r.verdict == "unchanged" and r.test and r.p_adjusted is not None
+                    and r.p_adjusted < self.thresholds.get("alpha", 0.05) and floors and diff * (r.diff or 0) > 0):
+                return True, f"significant per step (p = {r.p_adjusted:.2g}), within the run-to-run allowance"
+            if r.verdict == "unchanged" and not r.test and r.n1 and floors:
+                return True, "floors (one step a side, untested; within the run-to-run allowance)"
+            return False, r.verdict
+        return floors, "floors"
 
     def interval(self, rows: list[str]) -> tuple[float, float]:
         """Σ over verdict rows of (ci − diff): how far the interval reaches below and above the
@@ -141,11 +154,16 @@ def diagnose(result, facts: tuple[dict, dict] = ({}, {}), rules: dict | None = N
 
 # --- computing: kernel rows ------------------------------------------------------------------
 
-def _kernel_class(name: str, ctx: _Context, comp_cores: dict) -> str:
-    """The mechanism a kernel's change belongs to by its name (rules' patterns) or task type."""
+def _kernel_class(name: str, ctx: _Context, cores: tuple[dict, dict], change: float) -> str:
+    """The mechanism a kernel's change (``change``, µs per step) belongs to: AI_CPU fallback when
+    most of it is the comparison's AI_CPU time growing (``cores``: both sides' ``side_facts``
+    cores; a kernel that ran on AI_CPU alike on both sides is not a fallback), else by its name
+    (rules' patterns)."""
     low = name.lower()
-    cores = {c.lower() for c in comp_cores.get(name, {})}
-    if cores & {c.lower() for c in ctx.mechanism("aicpu_fallback").get("cores", [])}:
+    aicpu = {c.lower() for c in ctx.mechanism("aicpu_fallback").get("cores", [])}
+    on_cpu = [sum(us for core, us in side.get(name, {}).items() if core.lower() in aicpu) for side in cores]
+    grown = on_cpu[1] / ctx.nc - on_cpu[0] / ctx.nb
+    if change and grown * change > 0 and abs(grown) >= 0.5 * abs(change):
         return "aicpu_fallback"
     if any(p in low for p in ctx.mechanism("conversions").get("kernels", [])):
         return "conversions"
@@ -168,6 +186,7 @@ def _kernel_findings(result, ctx: _Context, facts: tuple[dict, dict], notes: lis
             notes.append("kernel mechanisms not judged: the kernels were compared by type (--use_kernel_type)")
         return []
     comp_cores = facts[1].get("cores", {})
+    cores = (facts[0].get("cores", {}), comp_cores)
     parts: dict[str, list[tuple[float, Evidence, str]]] = defaultdict(list)
     for rec in table.records():
         name = str(rec["kernel"])
@@ -178,7 +197,7 @@ def _kernel_findings(result, ctx: _Context, facts: tuple[dict, dict], notes: lis
         ok, how = ctx.significant(key, tot_b, tot_c)
         if not ok:
             continue
-        klass = _kernel_class(name, ctx, comp_cores)
+        klass = _kernel_class(name, ctx, cores, tot_c - tot_b)
         if calls_b and calls_c:
             duration, count = calls_c * (avg_c - avg_b), (calls_c - calls_b) * avg_b
         else:

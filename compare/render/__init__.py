@@ -19,7 +19,8 @@ import importlib
 from types import ModuleType
 
 FILE_FORMATS = {"xlsx": "perfcmp.render.xlsx", "json": "perfcmp.render.jsonout", "md": "perfcmp.render.markdown",
-                "html": "perfcmp.render.html"}
+                "html": "perfcmp.render.html", "trace": "perfcmp.render.trace"}
+SUFFIXES = {"trace": ".trace.json"}  # a format whose file suffix is not ".<name>"
 
 
 def renderer(name: str) -> ModuleType:
