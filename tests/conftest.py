@@ -46,6 +46,33 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def _a_stop_stops_the_session(request, monkeypatch):
+    """One Ctrl-C (or SIGTERM) stops the whole test run, not just the test it lands in.
+
+    ``perfcmp.cli.main`` turns SIGINT / SIGTERM into exit 130 / 143 with one line, as a command
+    must; a test calling ``main`` in-process (the CLI tests, the fuzzer) would see that code,
+    fail, and the run would go on to the next test. Here, after ``main`` has cleaned up and
+    printed its line, SIGINT becomes the ``KeyboardInterrupt`` that ends a pytest session and
+    SIGTERM is delivered again with its default action. Tests that signal themselves on purpose,
+    to check that very exit code, carry ``@pytest.mark.signals_self``.
+    """
+    if request.node.get_closest_marker("signals_self"):
+        return
+    from perfcmp import cli
+
+    stopped = cli._stopped
+
+    def stop_the_session(signum: int) -> int:
+        code = stopped(signum)
+        if signum == signal.SIGTERM:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+        raise KeyboardInterrupt(f"perfcmp stopped by signal {signum}, exit {code}")
+
+    monkeypatch.setattr(cli, "_stopped", stop_the_session)
+
+
 # --- profile builders (reader and CLI tests) ---------------------------------------------------
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
