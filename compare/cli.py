@@ -428,21 +428,29 @@ def golden_check(
 @golden.command("list", cls=OneSpelling)
 def golden_list(directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP)) -> int:
     """The stored baselines: name, device, steps, E2E, source and software versions."""
-    from prettytable import PrettyTable
-
     from perfcmp import golden as baselines
+    from perfcmp.render.terminal import Column, table, wrap
 
-    table = PrettyTable(["name", "device", "steps", "E2E (ms)", "source", "sha256", "provenance"])
-    table.align = "l"
     skipped: list[PerfcmpError] = []
-    for b in baselines.listing(directory, skipped):
+    found = baselines.listing(directory, skipped)
+    columns = [Column("name", "l"), Column("device", "l"), Column("steps"), Column("E2E ms"),
+               Column("source", "l", name=True)]
+    rows = [[b.name, baselines.device_kind(b.summary), str(len(b.samples.steps)), f"{b.summary.e2e_us / 1000:.3f}",
+             b.summary.source] for b in found]
+    lines = table(columns, rows, LIST_WIDTH, indent="")
+    if found:
+        lines.append("(sources relative to the store; input digests and provenance below)")
+    for b in found:  # below the table: a column of them would not fit
         provenance = ", ".join(f"{k}: {v}" for k, v in b.samples.provenance.items() if k not in ("device", "producer"))
-        table.add_row([b.name, b.summary.device, len(b.samples.steps), f"{b.summary.e2e_us / 1000:.3f}",
-                       b.summary.source, b.summary.sha256[:12], provenance])
-    sys.stdout.write(table.get_string() + "\n")
+        lines += wrap(f"{b.name}: sha256 {b.summary.sha256[:12]}" + (f", {provenance}" if provenance else ""),
+                      LIST_WIDTH, hanging="    ")
+    sys.stdout.write("\n".join(lines) + "\n")
     for problem in skipped:  # one bad file must not hide the good ones
         print(f"perfcmp: warning: {' '.join(str(problem).split())}", file=sys.stderr)
     return 0
+
+
+LIST_WIDTH = 80  # golden list fits a classic terminal whatever the one it runs in
 
 
 @app.command(cls=OneSpelling)
