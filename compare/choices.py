@@ -3,6 +3,6 @@ from them before any command runs, so ``perfcmp --version`` and ``--help`` load 
 
 FORMATS = ("console", "xlsx", "json", "md", "html")
 DEFAULT_FORMATS = ("console", "xlsx")
-HISTORY_FORMATS = tuple(f for f in FORMATS if f != "html")  # no HTML history report (yet)
+HISTORY_FORMATS = FORMATS  # perfcmp history writes every format compare does
 
 DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")

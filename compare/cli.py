@@ -466,12 +466,17 @@ def history(
                                                rich_help_panel=INPUTS, help="Flow category linking GPU launches to kernels."),
     npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
                                              rich_help_panel=INPUTS, help="Which export to read (default: text)."),
-    output_format: str = typer.Option("console", "--format", metavar="LIST", rich_help_panel=OUTPUTS,
-                                      help=f"Outputs, comma-separated, of: {', '.join(HISTORY_FORMATS)}."),
+    output_format: Optional[str] = typer.Option(None, "--format", metavar="LIST", rich_help_panel=OUTPUTS,
+                                                help=f"Outputs, comma-separated, of: {', '.join(HISTORY_FORMATS)} "
+                                                "(default: console, and with -o DIR or NAME.xlsx also xlsx, as "
+                                                "compare; with -o -, json)."),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               rich_help_panel=OUTPUTS,
                                               help="A directory for performance_history_<time>.*, or NAME.xlsx; - writes "
-                                              "the one --format json or md to stdout."),
+                                              "the one --format json, md or html to stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS,
+                               help="Console: only the headline, the change points, the gates and warnings about "
+                               "runs that do not compare."),
     top: int = typer.Option(10, "--top", metavar="N", rich_help_panel=OUTPUTS,
                             help="Op, kernel and communication keys followed: the largest in the last run."),
     fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", metavar="GATE", rich_help_panel=GATES,
@@ -490,13 +495,23 @@ def history(
 
     options = runs.HistoryOptions(paths=tuple(paths), order=order, top=top, skip_steps=skip_steps,
                                   policy=load_policy(policy_file, fail_on or [], require_verdict),
-                                  formats=_formats(output_format),
+                                  formats=_history_formats(output_format, output_path),
                                   output=output_path, categories=categories, gpu_flow_cat=gpu_flow_cat,
                                   npu_source=npu_source)
     _check_outputs(options.output, options.formats)
     result = runs.run(options)
-    render.write_outputs(result, options.formats, options.output)
+    render.write_outputs(result, options.formats, options.output, quiet)
     return result.exit_code
+
+
+def _history_formats(given: str | None, output: str | None) -> tuple[str, ...]:
+    """``--format`` of history, or its default: ``-o`` asks for files (xlsx beside the console, as
+    compare's default), ``-o -`` for the JSON on stdout, no ``-o`` for the console alone."""
+    if given is not None:
+        return _formats(given)
+    if output is None:
+        return ("console",)
+    return ("json",) if output == STDOUT else ("console", "xlsx")
 
 
 def main(argv: list[str] | None = None) -> int:

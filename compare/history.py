@@ -295,9 +295,7 @@ def analyse(runs: list[tuple[str, str, str, SampleSet]], options: HistoryOptions
     runs, order, order_reason = _ordered(runs, options.order)
     thresholds = Thresholds(**options.policy.thresholds)
     kept = [_kept_steps(samples, options.skip_steps) for *_, samples in runs]
-    devices = sorted({samples.device for *_, samples in runs})
-    if len(devices) > 1:
-        warnings.append(f"the runs mix devices ({', '.join(devices)}): op, kernel and communication keys differ by device")
+    warnings += comparability_warnings(runs)
     keys = _keys(kept, options.top, options.policy.gates)
     series = []
     e2e = [_point(k, E2E) for k in kept]
@@ -315,6 +313,37 @@ def analyse(runs: list[tuple[str, str, str, SampleSet]], options: HistoryOptions
         series=series, change_points=changes, warnings=warnings)
     history.gates, history.exit_code = judge_gates(history, options.policy)
     return history
+
+
+MIN_SHARED_OPS = 0.5  # a run sharing less of its op keys with the first run is likely another model
+
+
+def run_kind(samples: SampleSet) -> str:
+    """GPU or NPU, or CPU for a run without device kernels (a CPU-only trace reads as GPU)."""
+    return samples.device if any(k.startswith("kernel:") for k in samples.rows) else "CPU"
+
+
+def comparability_warnings(runs: list[tuple[str, str, str, SampleSet]]) -> list[str]:
+    """Warnings naming the runs that do not compare with the others: another device kind (CPU-only
+    runs among GPU ones), another device model, or another model (few op keys in common)."""
+    warnings = []
+    for what, label in (("device kind", run_kind), ("device", lambda s: s.provenance.get("device name", ""))):
+        groups: dict[str, list[str]] = {}
+        for name, _, _, samples in runs:
+            groups.setdefault(label(samples) or "unknown", []).append(name)
+        if len(groups) > 1:
+            parts = "; ".join(f"{key}: {', '.join(names)}" for key, names in sorted(groups.items()))
+            warnings.append(f"the runs differ in {what} ({parts}), so their times are not comparable")
+    first_name, _, _, first = runs[0]
+    ops0 = {k for k in first.rows if k.startswith("op:")}
+    for name, _, _, samples in runs[1:]:
+        ops = {k for k in samples.rows if k.startswith("op:")}
+        if ops0 or ops:
+            shared = len(ops0 & ops) / len(ops0 | ops)
+            if shared < MIN_SHARED_OPS:
+                warnings.append(f"{name} shares {shared:.0%} of its op keys with {first_name}: "
+                                "another model or code path, so its times are not comparable")
+    return warnings
 
 
 def _ordered(runs: list, order: str) -> tuple[list, str, str]:

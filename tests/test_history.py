@@ -305,3 +305,38 @@ def test_a_directory_with_too_few_runs_or_a_foreign_file(tmp_path, run_dir, caps
 def test_require_verdict_exits_3_when_a_gated_key_has_too_few_runs(run_dir, capsys):
     code, out, _ = cli(capsys, "history", run_dir, "--fail-on", "op:aten::does_not_exist:+5%", "--require-verdict")
     assert code == 3 and "no key of the history matches it" in out
+
+
+def test_o_dir_alone_writes_files_quiet_and_html(run_dir, tmp_path, capsys, monkeypatch):
+    """history at compare's level: -o DIR alone writes the workbook (compare's default), -q keeps
+    the headline, the change points and the gates, and --format html writes a page with them."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "history", run_dir, "-o", "out", "-q", "--fail-on", "e2e:+5%")
+    assert code == 1, err
+    assert [p.suffix for p in (tmp_path / "out").iterdir()] == [".xlsx"]
+    assert out.startswith("perfcmp history: 6 runs") and "run 4: run4.pt.trace.json.gz" in out
+    assert "gate e2e:+5%: FAILED" in out and "E2E per run" not in out and "method:" not in out
+    code, _, err = cli(capsys, "history", run_dir, "--format", "html", "-o", "page.xlsx")
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "perfcmp history: " in page
+    assert "<td>run4.pt.trace.json.gz</td><td>overall:e2e</td>" in page and "No change point" not in page
+
+
+def test_runs_that_do_not_compare_are_named():
+    """A CPU-only run (no kernel keys) among GPU runs, a run on another GPU model, and a run of
+    another model (1 op key shared of 3) are each warned about by name."""
+    gpu = {"kernel:sgemm": [1.0, 1.0, 1.0, 1.0]}
+    a100 = {"device name": "NVIDIA A100"}
+    runs = [("r1", "r1", "profile", _samples(10, a100, gpu)), ("r2", "r2", "profile", _samples(10, a100, gpu)),
+            ("cpu", "cpu", "profile", _samples(10, a100)),
+            ("v100", "v100", "profile", _samples(10, {"device name": "Tesla V100"}, gpu)),
+            ("other", "other", "profile", _samples(10, a100, {**gpu, "op:aten::conv2d": [1.0] * 4,
+                                                              "op:aten::relu": [1.0] * 4}))]
+    warnings = analyse(runs, _options()).warnings  # runs in natural name order: cpu, other, r1, r2, v100
+    assert "the runs differ in device kind (CPU: cpu; GPU: other, r1, r2, v100), so their times are not comparable" \
+        in warnings
+    assert "the runs differ in device (NVIDIA A100: cpu, other, r1, r2; Tesla V100: v100), so their times are not " \
+        "comparable" in warnings
+    assert "other shares 33% of its op keys with cpu: another model or code path, so its times are not comparable" \
+        in warnings
+    assert not any(w.startswith(("r1 shares", "r2 shares", "v100 shares")) for w in warnings)
