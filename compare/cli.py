@@ -85,6 +85,33 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# --- shell completion of option values (perfcmp --install-completion) -----------------------------
+
+
+def _complete_formats(ctx: typer.Context, incomplete: str) -> list[str]:
+    """``--format json,m<TAB>`` -> ``json,md``: the formats of this command not given yet."""
+    allowed = HISTORY_FORMATS if ctx.info_name == "history" else FORMATS
+    done, _, last = incomplete.rpartition(",")
+    given = set(done.split(",")) if done else set()
+    return [f"{done}," * bool(done) + f for f in allowed if f.startswith(last) and f not in given]
+
+
+def _complete_npu_source(incomplete: str) -> list[str]:
+    return [source for source in ("text", "db") if source.startswith(incomplete)]
+
+
+def _complete_baseline(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The baselines stored in ``--dir`` (or the default store) whose names start so."""
+    from perfcmp.golden import DEFAULT_DIR, NAME
+
+    root = Path(ctx.params.get("directory") or DEFAULT_DIR)
+    try:
+        names = sorted(p.stem for p in root.glob("*.json") if NAME.fullmatch(p.stem))
+    except OSError:  # an unreadable store completes nothing rather than printing a traceback into the shell
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
 app = typer.Typer(cls=Group, add_completion=True, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Compare two AI-training performance profiles (GPU Kineto traces, Ascend NPU exports).")
 
@@ -131,7 +158,7 @@ def compare(
     gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat", metavar="NAME",
                                                rich_help_panel=INPUTS, help="Flow category linking GPU launches to "
                                                "kernels (default: ac2g, async_cpu_to_gpu)."),
-    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db", autocompletion=_complete_npu_source,
                                              rich_help_panel=INPUTS, help="Which export of an NPU directory holding "
                                              "both to read (default: text)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", metavar="N", rich_help_panel=INPUTS,
@@ -153,7 +180,7 @@ def compare(
                                             "(tcp://host:8786; default: $PERFCMP_SCHEDULER, else local processes)."),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               rich_help_panel=OUTPUTS, help=OUTPUT_HELP),
-    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", rich_help_panel=OUTPUTS,
+    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", autocompletion=_complete_formats, rich_help_panel=OUTPUTS,
                                       help=FORMAT_HELP),
     top: int = typer.Option(10, "--top", metavar="N", rich_help_panel=OUTPUTS, help=TOP_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
@@ -342,7 +369,7 @@ Only the verdict:
 @app.command("render", cls=OneSpelling, epilog=RENDER_EXAMPLES)
 def render_result(
     result_path: str = typer.Argument(..., metavar="RESULT.json", help="A result saved by perfcmp compare --format json."),
-    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", help=FORMAT_HELP),
+    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", autocompletion=_complete_formats, help=FORMAT_HELP),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               help=OUTPUT_HELP),
     top: Optional[int] = typer.Option(None, "--top", metavar="N", help=TOP_HELP + " Default: the result's own."),
@@ -378,7 +405,8 @@ POLICY_HELP = "A TOML policy file: fail_on gates, require_verdict, thresholds."
 
 @golden.command("save", cls=OneSpelling)
 def golden_save(
-    name: str = typer.Argument(..., metavar="NAME", help="Baseline name (letters, digits, '.', '_', '-')."),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=_complete_baseline,
+                               help="Baseline name (letters, digits, '.', '_', '-')."),
     profile: str = typer.Argument(..., metavar="PROFILE", help="The profile to keep as the reference."),
     directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP),
     force: bool = typer.Option(False, "--force", help="Replace an existing baseline of that name."),
@@ -394,7 +422,7 @@ def golden_save(
 
 @golden.command("check", cls=OneSpelling)
 def golden_check(
-    name: str = typer.Argument(..., metavar="NAME", help="The baseline to compare with."),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=_complete_baseline, help="The baseline to compare with."),
     profile: str = typer.Argument(..., metavar="PROFILE", help="The new profile."),
     directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP),
     policy_file: Optional[str] = typer.Option(None, "--policy", metavar="FILE", rich_help_panel=GATES, help=POLICY_HELP),
@@ -405,7 +433,7 @@ def golden_check(
                                          help="Exit 3 when the pair is not comparable or the verdict is inconclusive."),
     skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps", metavar="N", rich_help_panel=GATES,
                                              help="Warm-up steps to drop from the samples."),
-    output_format: str = typer.Option("console", "--format", metavar="LIST", rich_help_panel=OUTPUTS, help=FORMAT_HELP),
+    output_format: str = typer.Option("console", "--format", metavar="LIST", autocompletion=_complete_formats, rich_help_panel=OUTPUTS, help=FORMAT_HELP),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               rich_help_panel=OUTPUTS, help=OUTPUT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
@@ -464,9 +492,9 @@ def history(
                                              help="A kernel_categories.toml replacing the shipped one."),
     gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat", metavar="NAME",
                                                rich_help_panel=INPUTS, help="Flow category linking GPU launches to kernels."),
-    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db", autocompletion=_complete_npu_source,
                                              rich_help_panel=INPUTS, help="Which export to read (default: text)."),
-    output_format: Optional[str] = typer.Option(None, "--format", metavar="LIST", rich_help_panel=OUTPUTS,
+    output_format: Optional[str] = typer.Option(None, "--format", metavar="LIST", autocompletion=_complete_formats, rich_help_panel=OUTPUTS,
                                                 help=f"Outputs, comma-separated, of: {', '.join(HISTORY_FORMATS)} "
                                                 "(default: console, and with -o DIR or NAME.xlsx also xlsx, as "
                                                 "compare; with -o -, json)."),
