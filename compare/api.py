@@ -8,9 +8,11 @@
     result.overall_frame()                 # OverallMetrics rows, µs
     result.table("kernels")                # KernelCompare, µs, with presence
     result.table("operators")              # OperatorCompareStatistic, µs, with each row's verdict
+    result                                 # <ComparisonResult E2E ... ms -> ... ms (+x %); base ...; verdict ...>
+    result.write("out", formats="xlsx,html")   # the files perfcmp compare -o out --format xlsx,html writes
 
 Everything runs in the calling process (no worker process is forked, which Jupyter kernels do
-not take well); nothing is printed and no file is written. The frames are described in
+not take well); nothing is printed and no file is written until ``result.write`` is called. The frames are described in
 ``perfcmp.result.ComparisonResult`` (``overall_frame``, ``steps_frame``, ``verdict_frame``,
 ``table``).
 """

@@ -64,6 +64,7 @@ class Rules:
     mc2: frozenset[str]
     backward: re.Pattern
     tensor_move: tuple[str, str]
+    ignored: re.Pattern  # removed from GPU kernel names before matching (namespaces, not kinds)
 
 
 def load_rules(path: str | None = None) -> Rules:
@@ -87,6 +88,7 @@ def load_rules(path: str | None = None) -> Rules:
             mc2=frozenset(k.lower() for k in kernels["mc2_kernels"]),
             backward=_alt(kernels["backward_markers"]),
             tensor_move=(kernels["tensor_move"]["prefix"].lower(), kernels["tensor_move"]["contains"].lower()),
+            ignored=_alt(kernels.get("ignored_words", [])),
         )
     except OSError as exc:
         raise UsageError(f"cannot read categories file ({exc.strerror or exc})", path) from None
@@ -120,19 +122,21 @@ def host_op_class(host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndar
 def categorise(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules, host_mode: bool = False) -> np.ndarray:
     """The leaf category key of each compute task (``device`` rows; see the rules file).
 
-    The rules run once per distinct combination of the facts they read (kernel name, op type,
-    core type, whether the cube unit was measured busy, the launching op's class and
-    direction), not once per kernel: a trace repeats a few hundred combinations many times.
+    A device kernel's category comes from the kernel itself (name, op type, core type, whether
+    the cube unit was measured busy); the launch contributes only the direction (forward or
+    backward). The rules run once per distinct combination of those facts, not once per
+    kernel: a trace repeats a few hundred combinations many times.
 
     ``host_mode``: the tasks are host ops standing in for kernels (a CPU-only trace): a matmul
     op (by its class, or by its own name against the matmul kernel names, as MindSpore's CPU
-    kernels are named ``MatMul``) is Matmul (CPU), an attention or conv op keeps its class, and
-    every other op is CPU, never Cube or Vector (units a CPU does not have).
+    kernels are named ``MatMul``) is Matmul (CPU), an attention or conv op keeps its class's
+    cube row, and every other op is CPU, never Cube or Vector (units a CPU does not have).
     """
     n = len(tasks)
     if n == 0:
         return np.empty(0, dtype=object)
-    cls, backward = _launch_class(tasks, host, rules)
+    cls = _host_class(tasks, host, rules) if host_mode else np.full(n, "", dtype=object)
+    backward = _launched_backward(tasks, host, rules)
     mac = tasks["mac_us"].to_numpy()
     mac_state = np.where(np.isfinite(mac), np.where(mac > 0, 2, 1), 0)  # unmeasured / idle / busy
     facts = [tasks["name"].to_numpy(dtype=object), tasks["op_type"].to_numpy(dtype=object),
@@ -157,6 +161,22 @@ def _combinations(columns: list[np.ndarray]) -> tuple[np.ndarray, list[tuple]]:
     return row_codes, combos
 
 
+def kernel_kind(name: str, op_type: str, rules: Rules) -> str:
+    """What a kernel is: "fa", "conv", "matmul" or "" (none of them).
+
+    Read from the NPU op type when the kernel has one (the type is the operator the kernel
+    implements; its name carries the launching aclnn API), else from the GPU kernel name with
+    the ignored words removed.
+    """
+    text = _kernel_text(name, op_type, rules)
+    return next((c for c in OP_CLASSES if rules.kernel_patterns[c].search(text)), "")
+
+
+def _kernel_text(name: str, op_type: str, rules: Rules) -> str:
+    ltype = str(op_type).lower()
+    return ltype if ltype else rules.ignored.sub("", str(name).lower())
+
+
 def _category(name: str, op_type: str, core: str, mac_state: int, cls: str, backward: bool,
               rules: Rules, host_mode: bool) -> str:
     """The ordered rules of kernel_categories.toml, for one combination of facts."""
@@ -173,44 +193,64 @@ def _category(name: str, op_type: str, core: str, mac_state: int, cls: str, back
             cls = "matmul"
         if cls == "matmul" or not cls:
             return "matmul_cpu" if cls else "cpu"
-        cube = True
-    elif mac_state:
+        return _leaf(cls, True, backward or bool(rules.backward.search(lname)))
+    if mac_state:
         cube = mac_state == 2
     elif ltype:
         cube = bool(rules.cube_op_types.search(ltype)) or str(core).lower() in rules.cube_cores
     else:
-        cube = bool(rules.cube_kernels.search(lname))
-    unit = "_cube" if cube else "_vector"
-    if cls:
-        return "matmul" + unit if cls == "matmul" else cls + ("_bwd" if backward else "_fwd") + unit
-    if ltype:
-        for c in OP_CLASSES:
-            if rules.kernel_patterns[c].search(ltype):
-                return "matmul_cube" if c == "matmul" else c + ("_bwd" if rules.backward.search(ltype) else "_fwd") + "_cube"
+        cube = bool(rules.cube_kernels.search(rules.ignored.sub("", lname)))
+    kind = kernel_kind(name, op_type, rules)
+    if kind:
+        return _leaf(kind, cube, backward or bool(rules.backward.search(_kernel_text(name, op_type, rules))))
     if cube:
         return "cube"
     return "vector_trans" if rules.trans.search(lname) else "vector_notrans"
 
 
-def _launch_class(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
-    """Per task: the class of the op around its launch ("" if none) and whether it is backward."""
-    n = len(tasks)
-    cls = np.full(n, "", dtype=object)
-    backward = np.zeros(n, dtype=bool)
+def _leaf(kind: str, cube: bool, backward: bool) -> str:
+    """The leaf key of a kernel of a kind: matmul has no direction, FA and conv have one."""
+    unit = "_cube" if cube else "_vector"
+    return "matmul" + unit if kind == "matmul" else kind + ("_bwd" if backward else "_fwd") + unit
+
+
+def host_op_class(host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
+    """For every host row, the nearest ancestor-or-self op of a class (FA, conv, matmul).
+
+    Returns (class name per row or "", row of that classifying op or -1).
+    """
+    own = per_unique(host["name"], lambda n: next((c for c in OP_CLASSES if rules.op_patterns[c].search(n)), ""))
+    own[equals(host["cat"], "python_function")] = ""
+    parent = host["parent"].to_numpy()
+    cls_row = propagate_down(parent, np.where(own != "", np.arange(len(host)) + 1, 0)) - 1
+    cls = np.where(cls_row >= 0, own[np.clip(cls_row, 0, None)], "")
+    return cls.astype(object), cls_row
+
+
+def _host_class(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules) -> np.ndarray:
+    """Host mode: per task (a host op standing in for a kernel, ``launch`` its own host row),
+    the class of the op itself or of the nearest op of a class around it ("" if none)."""
+    cls = np.full(len(tasks), "", dtype=object)
+    launch = tasks["launch"].to_numpy()
+    linked = launch >= 0
+    if len(host) and linked.any():
+        cls[linked] = host_op_class(host, rules)[0][launch[linked]]
+    return cls
+
+
+def _launched_backward(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules) -> np.ndarray:
+    """Per task: launched in the backward pass, i.e. on the autograd thread or under an op whose
+    name holds a backward marker (found through correlation ids or flows, never by timestamp)."""
+    backward = np.zeros(len(tasks), dtype=bool)
     launch = tasks["launch"].to_numpy()
     linked = launch >= 0
     if len(host) == 0 or not linked.any():
-        return cls, backward
-    host_cls, cls_row = host_op_class(host, rules)
-    rows = cls_row[launch[linked]]
-    cls[linked] = host_cls[launch[linked]]
-    has_op = rows >= 0
-    op_rows = rows[has_op]
-    marked = host["backward"].to_numpy()[op_rows] | contains(host["name"].to_numpy()[op_rows], rules.backward)
-    sub = np.zeros(int(linked.sum()), dtype=bool)
-    sub[has_op] = marked
-    backward[linked] = sub
-    return cls, backward
+        return backward
+    own = contains(host["name"].to_numpy(), rules.backward)
+    own[equals(host["cat"], "python_function")] = False  # Python frames name files, not passes
+    marked = host["backward"].to_numpy().astype(bool) | propagate_down(host["parent"].to_numpy(), own).astype(bool)
+    backward[linked] = marked[launch[linked]]
+    return backward
 
 
 def _parents() -> dict[str, str]:

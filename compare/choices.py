@@ -3,6 +3,6 @@ from them before any command runs, so ``perfcmp --version`` and ``--help`` load 
 
 FORMATS = ("console", "xlsx", "json", "md", "html", "trace")
 DEFAULT_FORMATS = ("console", "xlsx")
-HISTORY_FORMATS = tuple(f for f in FORMATS if f not in ("html", "trace"))  # no HTML history report (yet); a trace is of a pair
+HISTORY_FORMATS = tuple(f for f in FORMATS if f != "trace")  # history writes every format compare does; a trace is of one pair
 
 DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")

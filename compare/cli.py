@@ -86,6 +86,33 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# --- shell completion of option values (perfcmp --install-completion) -----------------------------
+
+
+def _complete_formats(ctx: typer.Context, incomplete: str) -> list[str]:
+    """``--format json,m<TAB>`` -> ``json,md``: the formats of this command not given yet."""
+    allowed = HISTORY_FORMATS if ctx.info_name == "history" else FORMATS
+    done, _, last = incomplete.rpartition(",")
+    given = set(done.split(",")) if done else set()
+    return [f"{done}," * bool(done) + f for f in allowed if f.startswith(last) and f not in given]
+
+
+def _complete_npu_source(incomplete: str) -> list[str]:
+    return [source for source in ("text", "db") if source.startswith(incomplete)]
+
+
+def _complete_baseline(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The baselines stored in ``--dir`` (or the default store) whose names start so."""
+    from perfcmp.golden import DEFAULT_DIR, NAME
+
+    root = Path(ctx.params.get("directory") or DEFAULT_DIR)
+    try:
+        names = sorted(p.stem for p in root.glob("*.json") if NAME.fullmatch(p.stem))
+    except OSError:  # an unreadable store completes nothing rather than printing a traceback into the shell
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
 app = typer.Typer(cls=Group, add_completion=True, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Compare two AI-training performance profiles (GPU Kineto traces, Ascend NPU exports).")
 
@@ -140,7 +167,7 @@ def compare(
     gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat", metavar="NAME",
                                                rich_help_panel=INPUTS, help="Flow category linking GPU launches to "
                                                "kernels (default: ac2g, async_cpu_to_gpu)."),
-    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db", autocompletion=_complete_npu_source,
                                              rich_help_panel=INPUTS, help="Which export of an NPU directory holding "
                                              "both to read (default: text)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", metavar="N", rich_help_panel=INPUTS,
@@ -162,7 +189,7 @@ def compare(
                                             "(tcp://host:8786; default: $PERFCMP_SCHEDULER, else local processes)."),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               rich_help_panel=OUTPUTS, help=OUTPUT_HELP),
-    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", rich_help_panel=OUTPUTS,
+    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", autocompletion=_complete_formats, rich_help_panel=OUTPUTS,
                                       help=FORMAT_HELP),
     top: int = typer.Option(10, "--top", metavar="N", rich_help_panel=OUTPUTS, help=TOP_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
@@ -355,7 +382,7 @@ Only the verdict:
 @app.command("render", cls=OneSpelling, epilog=RENDER_EXAMPLES)
 def render_result(
     result_path: str = typer.Argument(..., metavar="RESULT.json", help="A result saved by perfcmp compare --format json."),
-    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", help=FORMAT_HELP),
+    output_format: str = typer.Option(",".join(DEFAULT_FORMATS), "--format", metavar="LIST", autocompletion=_complete_formats, help=FORMAT_HELP),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               help=OUTPUT_HELP),
     top: Optional[int] = typer.Option(None, "--top", metavar="N", help=TOP_HELP + " Default: the result's own."),
@@ -391,7 +418,8 @@ POLICY_HELP = "A TOML policy file: fail_on gates, require_verdict, thresholds."
 
 @golden.command("save", cls=OneSpelling)
 def golden_save(
-    name: str = typer.Argument(..., metavar="NAME", help="Baseline name (letters, digits, '.', '_', '-')."),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=_complete_baseline,
+                               help="Baseline name (letters, digits, '.', '_', '-')."),
     profile: list[str] = typer.Argument(..., metavar="PROFILE...",
                                         help="The profile to keep as the reference; more than one: further runs of "
                                         "the same code (separate recordings, not the ranks of a cluster run), kept "
@@ -412,7 +440,7 @@ def golden_save(
 
 @golden.command("check", cls=OneSpelling)
 def golden_check(
-    name: str = typer.Argument(..., metavar="NAME", help="The baseline to compare with."),
+    name: str = typer.Argument(..., metavar="NAME", autocompletion=_complete_baseline, help="The baseline to compare with."),
     profile: list[str] = typer.Argument(..., metavar="PROFILE...",
                                         help="The new profile; more than one: further runs of the new code "
                                         "(separate recordings), judged as several runs."),
@@ -425,7 +453,7 @@ def golden_check(
                                          help="Exit 3 when the pair is not comparable or the verdict is inconclusive."),
     skip_steps: Optional[int] = typer.Option(None, "--skip-steps", "--skip_steps", metavar="N", rich_help_panel=GATES,
                                              help="Warm-up steps to drop from the samples."),
-    output_format: str = typer.Option("console", "--format", metavar="LIST", rich_help_panel=OUTPUTS, help=FORMAT_HELP),
+    output_format: str = typer.Option("console", "--format", metavar="LIST", autocompletion=_complete_formats, rich_help_panel=OUTPUTS, help=FORMAT_HELP),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               rich_help_panel=OUTPUTS, help=OUTPUT_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
@@ -449,21 +477,29 @@ def golden_check(
 @golden.command("list", cls=OneSpelling)
 def golden_list(directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP)) -> int:
     """The stored baselines: name, device, steps, E2E, source and software versions."""
-    from prettytable import PrettyTable
-
     from perfcmp import golden as baselines
+    from perfcmp.render.terminal import Column, table, wrap
 
-    table = PrettyTable(["name", "device", "steps", "E2E (ms)", "source", "sha256", "provenance"])
-    table.align = "l"
     skipped: list[PerfcmpError] = []
-    for b in baselines.listing(directory, skipped):
+    found = baselines.listing(directory, skipped)
+    columns = [Column("name", "l"), Column("device", "l"), Column("steps"), Column("E2E ms"),
+               Column("source", "l", name=True)]
+    rows = [[b.name, baselines.device_kind(b.summary), str(len(b.samples.steps)), f"{b.summary.e2e_us / 1000:.3f}",
+             b.summary.source] for b in found]
+    lines = table(columns, rows, LIST_WIDTH, indent="")
+    if found:
+        lines.append("(sources relative to the store; input digests and provenance below)")
+    for b in found:  # below the table: a column of them would not fit
         provenance = ", ".join(f"{k}: {v}" for k, v in b.samples.provenance.items() if k not in ("device", "producer"))
-        table.add_row([b.name, b.summary.device, len(b.samples.steps), f"{b.summary.e2e_us / 1000:.3f}",
-                       b.summary.source, b.summary.sha256[:12], provenance])
-    sys.stdout.write(table.get_string() + "\n")
+        lines += wrap(f"{b.name}: sha256 {b.summary.sha256[:12]}" + (f", {provenance}" if provenance else ""),
+                      LIST_WIDTH, hanging="    ")
+    sys.stdout.write("\n".join(lines) + "\n")
     for problem in skipped:  # one bad file must not hide the good ones
         print(f"perfcmp: warning: {' '.join(str(problem).split())}", file=sys.stderr)
     return 0
+
+
+LIST_WIDTH = 80  # golden list fits a classic terminal whatever the one it runs in
 
 
 @app.command(cls=OneSpelling)
@@ -477,14 +513,19 @@ def history(
                                              help="A kernel_categories.toml replacing the shipped one."),
     gpu_flow_cat: Optional[str] = typer.Option(None, "--gpu_flow_cat", "--gpu-flow-cat", metavar="NAME",
                                                rich_help_panel=INPUTS, help="Flow category linking GPU launches to kernels."),
-    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db",
+    npu_source: Optional[str] = typer.Option(None, "--npu-source", "--npu_source", metavar="text|db", autocompletion=_complete_npu_source,
                                              rich_help_panel=INPUTS, help="Which export to read (default: text)."),
-    output_format: str = typer.Option("console", "--format", metavar="LIST", rich_help_panel=OUTPUTS,
-                                      help=f"Outputs, comma-separated, of: {', '.join(HISTORY_FORMATS)}."),
+    output_format: Optional[str] = typer.Option(None, "--format", metavar="LIST", autocompletion=_complete_formats, rich_help_panel=OUTPUTS,
+                                                help=f"Outputs, comma-separated, of: {', '.join(HISTORY_FORMATS)} "
+                                                "(default: console, and with -o DIR or NAME.xlsx also xlsx, as "
+                                                "compare; with -o -, json)."),
     output_path: Optional[str] = typer.Option(None, "-o", "--output_path", "--output-path", metavar="DIR|FILE.xlsx",
                                               rich_help_panel=OUTPUTS,
                                               help="A directory for performance_history_<time>.*, or NAME.xlsx; - writes "
-                                              "the one --format json or md to stdout."),
+                                              "the one --format json, md or html to stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS,
+                               help="Console: only the headline, the change points, the gates and warnings about "
+                               "runs that do not compare."),
     top: int = typer.Option(10, "--top", metavar="N", rich_help_panel=OUTPUTS,
                             help="Op, kernel and communication keys followed: the largest in the last run."),
     fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", "--fail_on", metavar="GATE", rich_help_panel=GATES,
@@ -503,13 +544,23 @@ def history(
 
     options = runs.HistoryOptions(paths=tuple(paths), order=order, top=top, skip_steps=skip_steps,
                                   policy=load_policy(policy_file, fail_on or [], require_verdict),
-                                  formats=_formats(output_format),
+                                  formats=_history_formats(output_format, output_path),
                                   output=output_path, categories=categories, gpu_flow_cat=gpu_flow_cat,
                                   npu_source=npu_source)
     _check_outputs(options.output, options.formats)
     result = runs.run(options)
-    render.write_outputs(result, options.formats, options.output)
+    render.write_outputs(result, options.formats, options.output, quiet)
     return result.exit_code
+
+
+def _history_formats(given: str | None, output: str | None) -> tuple[str, ...]:
+    """``--format`` of history, or its default: ``-o`` asks for files (xlsx beside the console, as
+    compare's default), ``-o -`` for the JSON on stdout, no ``-o`` for the console alone."""
+    if given is not None:
+        return _formats(given)
+    if output is None:
+        return ("console",)
+    return ("json",) if output == STDOUT else ("console", "xlsx")
 
 
 def main(argv: list[str] | None = None) -> int:

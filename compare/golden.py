@@ -18,6 +18,7 @@ not at all; without ``--force`` it never replaces a baseline, even one saved con
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -68,9 +69,12 @@ def save(name: str, profile_path: str, options: CompareOptions, directory: str |
     if path.exists() and not force:
         raise UsageError(f"baseline {name!r} exists; pass --force to replace it", str(path))
     side = read_side(profile_path, options.base_step, options, with_digest=True)
-    baseline = Baseline(name=name, tool_version=__version__, summary=side.summary, breakdown=side.breakdown,
-                        steps=side.steps, samples=side.samples,
-                        warnings=[WarningRecord(side="base", source=w.source, message=w.message, count=w.count)
+    source = stored_source(profile_path, path.parent)
+    baseline = Baseline(name=name, tool_version=__version__, summary=msgspec.structs.replace(side.summary, source=source),
+                        breakdown=side.breakdown, steps=side.steps,
+                        samples=msgspec.structs.replace(side.samples, source=source),
+                        warnings=[WarningRecord(side="base", source=source if w.source == side.summary.source else w.source,
+                                                message=w.message, count=w.count)
                                   for w in side.warnings])
     if runs:
         baseline.runs = further_samples(side.breakdown, runs, options)
@@ -78,6 +82,22 @@ def save(name: str, profile_path: str, options: CompareOptions, directory: str |
     if not replace_file(path, data, "the baseline", exclusive=not force):  # saved by someone else meanwhile
         raise UsageError(f"baseline {name!r} exists; pass --force to replace it", str(path))
     return path
+
+
+def stored_source(profile_path: str, store: Path) -> str:
+    """The profile's path relative to the golden store (``../runs/base.pt.trace.json``), so that a
+    store kept in a repository names no one's home directory and moves with its runs; an
+    absolute path only where no relative one exists (another drive)."""
+    try:
+        return Path(os.path.relpath(os.path.abspath(profile_path), os.path.abspath(store))).as_posix()
+    except ValueError:
+        return os.path.abspath(profile_path)
+
+
+def device_kind(summary: SideSummary) -> str:
+    """GPU or NPU, or CPU for a run with no device activity (a CPU-only trace is read as a GPU
+    trace without kernels: its breakdown is of host time, ``basis`` "host")."""
+    return "CPU" if summary.basis == "host" else summary.device
 
 
 def load(name: str, directory: str | None = None) -> Baseline:

@@ -316,6 +316,7 @@ def analyse(runs: list[tuple[str, str, str, SampleSet]], options: HistoryOptions
     thresholds = Thresholds(**options.policy.thresholds)
     kept = [_kept_steps(samples, options.skip_steps) for *_, samples in runs]
     refuse_mixed_runs(runs)
+    warnings += comparability_warnings(runs)
     keys = _keys(kept, options.top, options.policy.gates)
     series = []
     e2e = [_point(k, E2E) for k in kept]
@@ -343,7 +344,7 @@ def refuse_mixed_runs(runs: list[tuple[str, str, str, SampleSet]]) -> None:
     where the runs record one): a switch between kinds or models would read as a change point,
     a regression that is only other hardware. Otherwise ``NotComparableError`` (exit 3) naming
     the runs of each kind or model."""
-    for what, of in (("device kinds", lambda s: s.device),
+    for what, of in (("device kinds", run_kind),
                      ("device models", lambda s: s.provenance.get("device name", ""))):
         groups: dict[str, list[str]] = {}
         for name, _, _, samples in runs:
@@ -356,6 +357,30 @@ def refuse_mixed_runs(runs: list[tuple[str, str, str, SampleSet]]) -> None:
                                for value, names in sorted(groups.items()))
             raise NotComparableError(f"the runs mix {what} ({listed}); a history follows one kind of hardware, "
                                      "where a switch would read as a regression: give the runs of one at a time")
+
+
+MIN_SHARED_OPS = 0.5  # a run sharing less of its op keys with the first run is likely another model
+
+
+def run_kind(samples: SampleSet) -> str:
+    """GPU or NPU, or CPU for a run without device kernels (a CPU-only trace reads as GPU)."""
+    return samples.device if any(k.startswith("kernel:") for k in samples.rows) else "CPU"
+
+
+def comparability_warnings(runs: list[tuple[str, str, str, SampleSet]]) -> list[str]:
+    """Warnings naming the runs that are likely of another model than the first run (few op keys
+    in common); other hardware is refused before (``refuse_mixed_runs``)."""
+    warnings = []
+    first_name, _, _, first = runs[0]
+    ops0 = {k for k in first.rows if k.startswith("op:")}
+    for name, _, _, samples in runs[1:]:
+        ops = {k for k in samples.rows if k.startswith("op:")}
+        if ops0 or ops:
+            shared = len(ops0 & ops) / len(ops0 | ops)
+            if shared < MIN_SHARED_OPS:
+                warnings.append(f"{name} shares {shared:.0%} of its op keys with {first_name}: "
+                                "another model or code path, so its times are not comparable")
+    return warnings
 
 
 def _ordered(runs: list, order: str) -> tuple[list, str, str]:

@@ -55,7 +55,9 @@ def check_destination(output: str | None, suffixes: Sequence[str] = (".xlsx",)) 
         suffixes: the file outputs that will be written (an explicit ``NAME.xlsx`` gives
             ``NAME<suffix>`` for each).
     """
-    if output is None:
+    if output is None:  # the current directory
+        if suffixes:
+            _check_writable(Path("."), ".")
         return
     if output == STDOUT:  # one text document on stdout; a workbook is binary, two would run together
         if ".xlsx" in suffixes:
@@ -70,14 +72,31 @@ def check_destination(output: str | None, suffixes: Sequence[str] = (".xlsx",)) 
     if output.lower().endswith(".xlsx"):
         if p.is_dir():
             raise UsageError("is a directory; expected a .xlsx file path or an output directory", output)
-        if not p.parent.exists() and str(p.parent) not in ("", "."):
-            raise UsageError(f"directory {p.parent} does not exist; create it or choose another -o", output)
         for name in (output[: -len(".xlsx")] + s for s in suffixes):
             if os.path.isdir(name):
                 raise UsageError("is a directory, so this output cannot be written there; remove it or choose another -o",
                                  name)
+        directory = p.parent
     elif p.exists() and not p.is_dir():
         raise UsageError("exists and is not a directory; expected an output directory or a .xlsx path", output)
+    else:
+        directory = p
+    _check_writable(directory, output)
+
+
+def _check_writable(directory: Path, output: str) -> None:
+    """The output directory (or, when it is missing, the nearest existing directory above it, in
+    which ``publish`` will make it: the same for ``-o DIR`` and ``-o DIR/NAME.xlsx``) must let
+    this user create files. ``os.access`` answers for the real user and a read-only mount."""
+    path = directory if str(directory) else Path(".")
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        raise UsageError(f"{path} is not a directory, so the output directory cannot be made; choose another -o",
+                         output)
+    if not os.access(path, os.W_OK | os.X_OK):
+        what = "the output directory" if path == directory else f"{path}, where the output directory would be made,"
+        raise UsageError(f"{what} is not writable; choose another -o", output)
 
 
 def _check_name_lengths(output: str) -> None:

@@ -237,6 +237,68 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self, enc_hook=encode_hook), indent=1)
 
+    def __repr__(self) -> str:
+        """The headline, the two sides and the verdict, on one line (the whole model is in
+        ``to_json``; a notebook echoing a result should not print hundreds of kilobytes)."""
+        b, c = self.base.e2e_us, self.comparison.e2e_us
+        change = f" ({(c - b) / b:+.1%})".replace("%", " %") if b else ""
+        verdict = self.verdict.overall if self.verdict else "none"
+        if self.verdict and not self.verdict.comparable:
+            verdict += ", not comparable"
+        return (f"<ComparisonResult E2E {b / 1000:.3f} ms -> {c / 1000:.3f} ms{change}; "
+                f"base {_side_repr(self.base)}; comparison {_side_repr(self.comparison)}; verdict {verdict}; "
+                f"{len(self.details)} tables>")
+
+    def write(self, path_or_dir: str | None = None, formats: "tuple[str, ...] | list[str] | str" = ("xlsx", "json", "md", "html"),
+              top: int = 10) -> list[str]:
+        """Write the result's files as ``perfcmp compare -o PATH --format ...`` does, and return
+        their paths.
+
+        Args:
+            path_or_dir: a directory (made when missing; None: the current one), where the files
+                get ``performance_comparison_result_<time>`` names, or ``NAME.xlsx``, which names
+                every file (``NAME.json``, ``NAME.md``, ``NAME.html``).
+            formats: any of "xlsx", "json", "md", "html" (a list, or comma-separated text).
+            top: ranked rows in the summaries (Markdown, HTML).
+
+        Every file is written whole and the set moved into place together, or none of it
+        (``perfcmp.output.publish``). Notes a renderer makes (a cell cut to Excel's limit) are
+        issued as ``UserWarning``.
+
+        Raises:
+            perfcmp.readers.errors.UsageError: an unknown format, or an unusable path (checked
+                before anything is written).
+            perfcmp.output.OutputError: writing failed; nothing of the set is left.
+        """
+        import warnings
+
+        from perfcmp.output import STDOUT, check_destination, publish
+        from perfcmp.render import FILE_FORMATS, renderer
+
+        chosen = [f.strip() for f in formats.split(",")] if isinstance(formats, str) else list(formats)
+        unknown = [f for f in chosen if f not in FILE_FORMATS]
+        if unknown or not chosen:
+            from perfcmp.readers.errors import UsageError
+
+            raise UsageError(f"unknown output format(s) {', '.join(unknown) or '(none given)'}; "
+                             f"expected any of {', '.join(FILE_FORMATS)}")
+        if path_or_dir == STDOUT:
+            from perfcmp.readers.errors import UsageError
+
+            raise UsageError("write() writes files; render a text output with perfcmp.render instead of -")
+        order = [name for name in FILE_FORMATS if name in chosen]
+        check_destination(path_or_dir, tuple(f".{name}" for name in order))
+        notes: list[str] = []
+
+        def writer(name: str):
+            module = renderer(name)
+            return module.SUFFIX, lambda tmp: notes.extend(module.render_file(self, tmp, top, 1))
+
+        written = publish(path_or_dir, [writer(name) for name in order])
+        for note in notes:
+            warnings.warn(note, UserWarning, stacklevel=2)
+        return written
+
     # --- DataFrames for notebooks (pandas is imported when one is asked for) -----------------
 
     def overall_frame(self):
@@ -423,6 +485,16 @@ TABLE_ALIASES = {
     "memory": ("MemoryCompareStatistic",), "memory_pairs": ("MemoryCompare",), "apis": ("ApiCompare",),
 }
 COUNT_COLUMNS = (("base_count", "comp_count"), ("base_calls", "comp_calls"))
+
+
+def _side_repr(side: SideSummary) -> str:
+    """``'run.json' (GPU NVIDIA A100, rank 0, 6 steps)``: the path as given and what it is."""
+    what = " ".join(x for x in (side.device, side.device_name) if x)
+    parts = [what or "unknown device"]
+    if side.rank is not None:
+        parts.append(f"rank {side.rank}")
+    parts.append(f"step {side.step}" if side.step is not None else f"{len(side.steps)} steps")
+    return f"{side.source!r} ({', '.join(parts)})"
 
 
 def _with_verdicts(frame, judged: list[VerdictRow | None]):

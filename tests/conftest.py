@@ -46,6 +46,71 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def _a_stop_stops_the_session(request, monkeypatch):
+    """One Ctrl-C (or SIGTERM) stops the whole test run, not just the test it lands in.
+
+    ``perfcmp.cli.main`` turns SIGINT / SIGTERM into exit 130 / 143 with one line, as a command
+    must; a test calling ``main`` in-process (the CLI tests, the fuzzer) would see that code,
+    fail, and the run would go on to the next test. Here, after ``main`` has cleaned up and
+    printed its line, SIGINT becomes the ``KeyboardInterrupt`` that ends a pytest session and
+    SIGTERM is delivered again with its default action. Tests that signal themselves on purpose,
+    to check that very exit code, carry ``@pytest.mark.signals_self``.
+    """
+    if request.node.get_closest_marker("signals_self"):
+        return
+    from perfcmp import cli
+
+    stopped = cli._stopped
+
+    def stop_the_session(signum: int) -> int:
+        code = stopped(signum)
+        if signum == signal.SIGTERM:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+        raise KeyboardInterrupt(f"perfcmp stopped by signal {signum}, exit {code}")
+
+    monkeypatch.setattr(cli, "_stopped", stop_the_session)
+
+
+# --- the quick selection: `pytest` leaves these to `pytest -m slow` (.ci/run runs both) ------------
+
+# Tests of several seconds each on a quiet 2-core machine, by module and test function name: the
+# fuzz and property sessions, multi-rank clusters, and end-to-end runs repeated to compare their
+# outputs. Each behaviour they check is also checked quickly elsewhere in the quick selection (one
+# rank, a fixed pair, one seed). Measured with `pytest --durations` (issue 28: the README's `pytest`
+# in under 2 minutes).
+SLOW = {
+    "test_fuzz.py": {"test_fuzz"},  # the short fuzz session: 27 strategies, 5-75 s each
+    "test_align.py": {"test_random_pairs_match_dp", "test_deterministic"},  # random pairs against the DP
+    "test_api.py": {"test_profiles_or_paths_give_the_same_result"},
+    "test_api_equivalence.py": {"test_cli_api_map_replaces_the_shipped_table"},
+    "test_cluster.py": {"test_slow_rank_and_slow_link_are_found", "test_detail_ranks_asked_for_and_the_largest_growth",
+                        "test_no_injected_change_reports_nothing", "test_dask_local_cluster_gives_the_same_json",
+                        "test_rank_option_keeps_the_one_rank_comparison",
+                        "test_a_scheduler_without_workers_is_one_clear_error"},  # 16-rank runs
+    "test_detail_sheets.py": {"test_consuming_the_sides_changes_no_sheet_and_frees_the_kernels",
+                              "test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here",
+                              "test_module_sheets_replace_operator_sheets_when_both_sides_have_modules",
+                              "test_doubled_npu_wait_tops_the_communication_sheet"},
+    "test_console.py": {"test_render_gives_the_same_workbook_as_compare"},
+    "test_outputs_reliability.py": {"test_forty_concurrent_runs_in_one_second_each_get_a_whole_set"},
+    "test_history.py": {"test_without_gates_the_exit_code_is_0_and_outputs_are_deterministic",
+                        "test_baselines_saved_with_golden_save_are_runs_too"},
+    "test_side_stats.py": {"test_side_stats_is_pandas_grouping"},
+    "test_workbook.py": {"test_rows_written_in_blocks_give_the_same_bytes",
+                         "test_a_block_of_rows_is_the_cells_written_one_by_one"},  # equivalences of two writers
+    "test_pipeline.py": {"test_one_process_parks_the_first_side_on_disk_and_gets_the_same_result"},
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of ``SLOW`` ``slow`` (pyproject's addopts deselects them in a plain `pytest`)."""
+    for item in items:
+        if getattr(item, "originalname", item.name) in SLOW.get(item.path.name, ()):
+            item.add_marker(pytest.mark.slow)
+
+
 # --- profile builders (reader and CLI tests) ---------------------------------------------------
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"

@@ -105,3 +105,31 @@ def test_the_api_forks_nothing_and_checks_its_arguments(monkeypatch):
         perfcmp.compare(GPU_BASE, GPU_COMP, dimensions=["speed"])
     with pytest.raises(UsageError, match="expected a path"):
         perfcmp.compare(GPU_BASE, 42)
+
+
+def test_repr_is_the_headline_sides_and_verdict(demo_result):
+    text = repr(demo_result)
+    # the README demo: E2E 33.99 ms -> 36.96 ms, a regression (see test_the_readme_example_runs_as_written)
+    assert text.startswith("<ComparisonResult E2E 33.988 ms -> 36.958 ms (+8.7 %);")
+    assert "verdict regression; 7 tables>" in text and "8 steps" in text
+    assert f"base {GPU_BASE!r} (GPU" in text and f"comparison {GPU_COMP!r} (GPU" in text
+    assert len(text) < 400 and "\n" not in text
+
+
+def test_write_every_renderer_from_python(demo_result, tmp_path):
+    from perfcmp.render import jsonout, markdown
+
+    written = demo_result.write(str(tmp_path / "new" / "run.xlsx"), formats="xlsx,json,md,html")
+    assert [Path(p).name for p in written] == ["run.xlsx", "run.json", "run.md", "run.html"]
+    assert Path(written[1]).read_bytes() == jsonout.render(demo_result)
+    assert Path(written[2]).read_text(encoding="utf-8") == markdown.render(demo_result, 10)
+    assert openpyxl.load_workbook(written[0])["OverallMetrics"] is not None
+    named = demo_result.write(str(tmp_path / "dir"), formats=["json"])
+    assert len(named) == 1 and Path(named[0]).name.startswith("performance_comparison_result_")
+    assert sorted(p.name for p in (tmp_path / "dir").iterdir()) == [Path(named[0]).name]
+
+
+def test_write_refuses_unknown_formats_before_writing(demo_result, tmp_path):
+    with pytest.raises(UsageError, match="unknown output format.*console"):
+        demo_result.write(str(tmp_path / "out"), formats=["json", "console"])
+    assert not (tmp_path / "out").exists()

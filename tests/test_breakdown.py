@@ -97,9 +97,67 @@ def test_backward_conv_and_flash_attention_categories():
     ]
     b = Analyzer(make_profile(host, device), RULES).breakdown()
     b.check()
-    assert b.value("computing.conv_bwd.conv_bwd_cube") == 5.0   # "wgrad" is a cube kernel
-    assert b.value("computing.conv_bwd.conv_bwd_vector") == 3.0
-    assert b.value("computing.fa_fwd.fa_fwd_vector") == 7.0     # launched under the FA op, no cube name
+    assert b.value("computing.conv_bwd.conv_bwd_cube") == 5.0   # "wgrad" is a conv kernel and a cube one
+    # a batch-norm kernel launched by the conv's backward is what it is: vector, not conv
+    assert b.value("computing.conv_bwd.conv_bwd_vector") == 0.0
+    assert b.value("computing.vector.vector_notrans") == 3.0
+    assert b.value("computing.fa_fwd.fa_fwd_vector") == 7.0     # "flash_fwd" kernel, no cube name
+
+
+def test_a_kernel_category_does_not_depend_on_its_launcher():
+    # One GEMM kernel launched four ways: by aten::mm, by torch.compile's graph, by a custom op,
+    # and with no launch found. Every one is Matmul (Cube): 4 x 10 µs. A pointwise kernel
+    # launched by aten::linear is Vector, and fbgemm_gpu's permute kernel (a gather that has
+    # "gemm" only in its namespace) is Vector too.
+    host = [
+        ("aten::mm", 1, 0.0, 5.0, -1),                    # 0
+        ("cudaLaunchKernel", 1, 1.0, 1.0, 0),             # 1
+        ("CompiledFunction", 1, 10.0, 5.0, -1),           # 2
+        ("cudaLaunchKernel", 1, 11.0, 1.0, 2),            # 3
+        ("mylib::fused_dense", 1, 20.0, 5.0, -1),         # 4
+        ("cudaLaunchKernel", 1, 21.0, 1.0, 4),            # 5
+        ("aten::linear", 1, 30.0, 5.0, -1),               # 6
+        ("cudaLaunchKernel", 1, 31.0, 1.0, 6),            # 7
+        ("CompiledFunctionBackward", 2, 40.0, 20.0, -1),  # 8
+        ("cudaLaunchKernel", 2, 41.0, 1.0, 8),            # 9
+        ("cudaLaunchKernel", 2, 42.0, 1.0, 8),            # 10
+    ]
+    gemm = "volta_sgemm_128x64_nn"
+    device = [
+        (gemm, COMPUTE, 7, 100.0, 10.0, 1, ""),
+        (gemm, COMPUTE, 7, 110.0, 10.0, 3, ""),
+        (gemm, COMPUTE, 7, 120.0, 10.0, 5, ""),
+        (gemm, COMPUTE, 7, 130.0, 10.0, -1, ""),
+        ("void at::native::vectorized_elementwise_kernel<4>", COMPUTE, 7, 140.0, 6.0, 7, ""),
+        ("void fbgemm_gpu::permute_2D_lengths_kernel<int>", COMPUTE, 7, 146.0, 2.0, -1, ""),
+        # backward pass of a compiled graph: conv by name, and FA by name, backward by the launch
+        ("void cudnn::detail::implicit_convolve_sgemm<float>", COMPUTE, 7, 150.0, 3.0, 9, ""),
+        ("fmha_cutlassB_f32_aligned_64x64_k64_sm80", COMPUTE, 7, 153.0, 4.0, 10, ""),
+    ]
+    b = Analyzer(make_profile(host, device), RULES).breakdown()
+    b.check()
+    assert b.value("computing.matmul.matmul_cube") == 40.0
+    assert b.value("computing.cube") == 0.0
+    assert b.value("computing.vector.vector_notrans") == 8.0
+    assert b.value("computing.conv_bwd.conv_bwd_cube") == 3.0   # "convolve" before "sgemm"
+    assert b.value("computing.fa_bwd.fa_bwd_cube") == 4.0       # "fmha" kind, "cutlass" cube
+    assert b.value("computing.matmul.matmul_vector") == 0.0
+
+
+def test_npu_kernel_category_is_its_op_type_not_its_launcher():
+    # Under aten::matmul, torch_npu launches a TransData, a MatMulV2 and a Cast: only the MatMulV2
+    # is Matmul; the other two are what they are, Vector (Trans), 2 + 3 µs.
+    host = [("aten::matmul", 1, 0.0, 10.0, -1), ("aclnnMatmul", 1, 1.0, 8.0, 0)]
+    device = [("aclnnMatmul_TransData", COMPUTE, 2, 0.0, 2.0, 1, ""),
+              ("aclnnMatmul_MatMulV2", COMPUTE, 2, 2.0, 10.0, 1, ""),
+              ("aclnnMatmul_Cast", COMPUTE, 2, 12.0, 3.0, 1, "")]
+    p = make_profile(host, device)
+    p.device["op_type"] = ["TransData", "MatMulV2", "Cast"]
+    b = Analyzer(p, RULES).breakdown()
+    b.check()
+    assert b.value("computing.matmul.matmul_cube") == 10.0
+    assert b.value("computing.matmul.matmul_vector") == 0.0
+    assert b.value("computing.vector.vector_trans") == 5.0
 
 
 def test_npu_timeline_lane_stands_in_only_without_kernels():

@@ -63,7 +63,7 @@ def test_history_help_lists_its_own_formats(capsys, monkeypatch):
     from perfcmp.history import FORMATS
 
     text = " ".join(help_text(capsys, monkeypatch, "history").replace("│", " ").split())
-    assert f"of: {', '.join(FORMATS)}." in text and "html" not in text
+    assert f"of: {', '.join(FORMATS)} (default: console" in text and FORMATS[-1] == "html"
 
 
 def test_hidden_spellings_still_parse():

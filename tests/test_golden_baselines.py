@@ -62,9 +62,33 @@ def test_list_and_errors(runs, tmp_path, capsys):
     cli(capsys, "golden", "save", "nightly", runs["base"], "--dir", store)
     code, out, _ = cli(capsys, "golden", "list", "--dir", store)
     assert code == 0 and "nightly" in out and "GPU" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
     code, _, err = cli(capsys, "golden", "save", "nightly", runs["base"], "--dir", store)
     assert code == 2 and err.startswith("perfcmp: error: ") and "--force" in err
     code, _, err = cli(capsys, "golden", "check", "nope", runs["base"], "--dir", store)
     assert code == 2 and "no baseline named 'nope'" in err and "nightly" in err
     code, _, err = cli(capsys, "golden", "save", "../evil", runs["base"], "--dir", store)
     assert code == 2 and "baseline name" in err
+
+
+def test_list_fits_80_columns_names_a_cpu_run_and_stores_relative_paths(tmp_path, capsys, samples_dir):
+    """A CPU-only trace (no kernels, read on host time) is listed as CPU, not GPU; the stored
+    source is the input's path relative to the store, so a store moves with its runs."""
+    runs = tmp_path / "some" / "rather_long_directory_name_for_the_runs_of_a_nightly_job"
+    runs.mkdir(parents=True)
+    cpu = runs / "cpu_only.pt.trace.json.gz"
+    cpu.write_bytes((samples_dir / "gpu" / "cpu_only.pt.trace.json.gz").read_bytes())
+    store = tmp_path / "store"
+    name = "a-baseline-name-of-thirty-chars"
+    code, _, err = cli(capsys, "golden", "save", name, str(cpu), "--dir", str(store))
+    assert code == 0, err
+    stored = json.loads((store / f"{name}.json").read_text())
+    want = "../some/rather_long_directory_name_for_the_runs_of_a_nightly_job/cpu_only.pt.trace.json.gz"
+    assert stored["summary"]["source"] == want and stored["samples"]["source"] == want
+    assert str(tmp_path) not in (store / f"{name}.json").read_text()
+    code, out, _ = cli(capsys, "golden", "list", "--dir", str(store))
+    lines = out.splitlines()
+    assert code == 0 and max(len(line) for line in lines) <= 80
+    assert lines[0].split() == ["name", "device", "steps", "E2E", "ms", "source"]
+    row = lines[1].split()
+    assert row[:3] == [name, "CPU", "1"] and row[4].startswith("../some/") and row[4].endswith("json.gz")

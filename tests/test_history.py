@@ -339,3 +339,38 @@ def test_a_gate_selecting_no_key_is_a_usage_error_or_undecided(run_dir, capsys):
     h = analyse(_runs([10, 10, 10, 10]), _options("memory.peak_reserved:+5%", require=True))
     assert h.exit_code == 3 and h.gates[0].message == "memory.peak_reserved:+5%: UNDECIDED (no run records memory:peak_reserved)"
     assert analyse(_runs([10, 10, 10, 10]), _options("memory.peak_reserved:+5%")).exit_code == 0
+
+
+def test_o_dir_alone_writes_files_quiet_and_html(run_dir, tmp_path, capsys, monkeypatch):
+    """history at compare's level: -o DIR alone writes the workbook (compare's default), -q keeps
+    the headline, the change points and the gates, and --format html writes a page with them."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "history", run_dir, "-o", "out", "-q", "--fail-on", "e2e:+5%")
+    assert code == 1, err
+    assert [p.suffix for p in (tmp_path / "out").iterdir()] == [".xlsx"]
+    assert out.startswith("perfcmp history: 6 runs") and "run 4: run4.pt.trace.json.gz" in out
+    assert "gate e2e:+5%: FAILED" in out and "E2E per run" not in out and "method:" not in out
+    code, _, err = cli(capsys, "history", run_dir, "--format", "html", "-o", "page.xlsx")
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "perfcmp history: " in page
+    assert "<td>run4.pt.trace.json.gz</td><td>overall:e2e</td>" in page and "No change point" not in page
+
+
+def test_runs_that_do_not_compare_are_refused_or_named():
+    """A CPU-only run (no kernel keys) among GPU runs, or a run on another GPU model, is refused by
+    name (exit 3: a switch of hardware would read as a regression); a run of another model (1 op
+    key shared of 3) is warned about by name."""
+    from perfcmp.readers.errors import NotComparableError
+
+    gpu = {"kernel:sgemm": [1.0, 1.0, 1.0, 1.0]}
+    a100 = {"device name": "NVIDIA A100"}
+    same = [("r1", "r1", "profile", _samples(10, a100, gpu)), ("r2", "r2", "profile", _samples(10, a100, gpu))]
+    with pytest.raises(NotComparableError, match=r"device kinds \(CPU: cpu; GPU: r1, r2\)"):
+        analyse([*same, ("cpu", "cpu", "profile", _samples(10, a100))], _options())
+    with pytest.raises(NotComparableError, match=r"device models \(NVIDIA A100: r1, r2; Tesla V100: v100\)"):
+        analyse([*same, ("v100", "v100", "profile", _samples(10, {"device name": "Tesla V100"}, gpu))], _options())
+    other = ("other", "other", "profile", _samples(10, a100, {**gpu, "op:aten::conv2d": [1.0] * 4, "op:aten::relu": [1.0] * 4}))
+    warnings = analyse([*same, other], _options()).warnings  # runs in natural name order: other, r1, r2
+    assert [w for w in warnings if "op keys" in w] == [
+        "r1 shares 33% of its op keys with other: another model or code path, so its times are not comparable",
+        "r2 shares 33% of its op keys with other: another model or code path, so its times are not comparable"]

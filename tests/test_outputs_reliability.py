@@ -217,6 +217,7 @@ def test_failure_while_claiming_the_names_undoes_the_claims(tmp_path, capsys, mo
 STOPS = [(signal.SIGTERM, 143, "perfcmp: terminated"), (signal.SIGINT, 130, "perfcmp: interrupted")]
 
 
+@pytest.mark.signals_self
 @pytest.mark.parametrize("signum, code, line", STOPS, ids=["SIGTERM", "SIGINT"])
 def test_signal_while_writing_leaves_nothing(tmp_path, capsys, monkeypatch, signum, code, line):
     """The signal arrives while the markdown is written, the xlsx and JSON temporaries done."""
@@ -237,6 +238,7 @@ def test_signal_while_writing_leaves_nothing(tmp_path, capsys, monkeypatch, sign
     assert signal.getsignal(signum) is before  # the handlers are put back
 
 
+@pytest.mark.signals_self
 def test_signal_while_claiming_names_is_held_then_undoes_the_set(tmp_path, capsys, monkeypatch):
     """SIGTERM between two claims waits until the claims are done, then removes the whole set."""
     real_claim, calls = output._claim, []

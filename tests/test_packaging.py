@@ -37,3 +37,21 @@ def test_data_files_ship_with_the_package():
 
     assert resources.files("perfcmp").joinpath("kernel_categories.toml").is_file()
     assert resources.files("perfcmp.report_templates").joinpath("sheets.toml").is_file()
+
+
+def test_metadata_names_the_licence_and_classifies_the_project():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == {"text": "MIT"}
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
+    assert "License :: OSI Approved :: MIT License" in project["classifiers"]
+    assert "Programming Language :: Python :: 3.11" in project["classifiers"]  # requires-python's floor
+
+
+def test_plain_pytest_leaves_the_slow_tests_to_ci():
+    """The README's `pytest` deselects `slow` and `fuzz`; .ci/run runs both selections."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "-m 'not slow and not fuzz'" in config["addopts"]
+    assert {m.split(":")[0] for m in config["markers"]} >= {"slow", "fuzz", "signals_self"}
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert lines[-2:] == ["pytest", "pytest -m slow"]
+    assert any("apt-get install" in line and "chromium" in line for line in lines)

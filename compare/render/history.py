@@ -29,17 +29,21 @@ HEAD_FILL, WORSE_FILL, BETTER_FILL = "#DDEBF7", "#FFC7CE", "#C6EFCE"
 SHEETS = ("HistoryMedians", "ChangePoints", "HistoryIntervals", "Notes")
 
 
-def write_outputs(history: History, formats: tuple[str, ...], output: str | None) -> None:
-    """Every requested file output (one set, one name stem), then the console summary."""
+def write_outputs(history: History, formats: tuple[str, ...], output: str | None, quiet: bool = False) -> None:
+    """Every requested file output (one set, one name stem), then the console summary (``quiet``:
+    the headline, the change points and the gates only), then where the files went."""
     writers = {"xlsx": (".xlsx", lambda tmp: write_xlsx(history, tmp)),
                "json": (".json", lambda tmp: Path(tmp).write_bytes(render_json(history))),
-               "md": (".md", lambda tmp: Path(tmp).write_text(render_markdown(history), encoding="utf-8"))}
+               "md": (".md", lambda tmp: Path(tmp).write_text(render_markdown(history), encoding="utf-8")),
+               "html": (".html", lambda tmp: Path(tmp).write_text(render_html(history), encoding="utf-8"))}
     chosen = [writer for name, writer in writers.items() if name in formats]
-    if chosen:
-        for written in publish(output, chosen, prefix=PREFIX):
-            print(f"perfcmp: wrote {written}", file=sys.stderr)
+    written = publish(output, chosen, prefix=PREFIX) if chosen else []
     if "console" in formats:
-        sys.stdout.write(render_console(history))
+        sys.stdout.write(render_console(history, quiet))
+    sys.stdout.flush()  # the console first, then stderr's lines below it
+    for path in written:
+        if path != "-":
+            print(f"perfcmp: wrote {path}", file=sys.stderr)
 
 
 def portable(history: History) -> History:
@@ -77,10 +81,19 @@ def render_json(history: History) -> bytes:
 # --- console ---------------------------------------------------------------------------------
 
 
-def render_console(history: History) -> str:
+def render_console(history: History, quiet: bool = False) -> str:
+    """The console summary; ``quiet``: the headline, the change points, the gates and the
+    warnings about runs that do not compare (what a CI log needs)."""
     lines = [f"perfcmp history: {len(history.runs)} runs, {len(history.series)} keys",
-             _fit(f"runs ordered {history.order_reason}")]
+             *_wrap(f"runs ordered {history.order_reason}")]
     lines += [""] + _change_lines(history)
+    if quiet:
+        if history.gates:
+            lines += [""] + [_fit(f"gate {g.message}") for g in history.gates]
+        comparability = [w for w in history.warnings if "not comparable" in w]
+        if comparability:
+            lines += [""] + [line for w in comparability for line in _wrap(f"warning: {w}")]
+        return "\n".join(lines) + "\n"
     e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
     if e2e is not None:
         lines += ["", "E2E per run (median per step, 95 % bootstrap interval):"] + _e2e_table(history, e2e)
@@ -97,7 +110,8 @@ def render_console(history: History) -> str:
         lines += [""] + [_fit(f"gate {g.message}") for g in history.gates]
     lines += ["", *_wrap(f"method: {history.method}")]
     if history.warnings:
-        lines += ["", f"warnings ({len(history.warnings)}):"] + [_fit(f"  {w}") for w in history.warnings[:MAX_WARNINGS]]
+        lines += ["", f"warnings ({len(history.warnings)}):"]
+        lines += [line for w in history.warnings[:MAX_WARNINGS] for line in _wrap(w, "  ")]  # wrapped, never cut
         if len(history.warnings) > MAX_WARNINGS:
             lines.append(f"  … and {len(history.warnings) - MAX_WARNINGS} more (see the JSON or the Notes sheet)")
     return "\n".join(lines) + "\n"
@@ -141,14 +155,18 @@ def _cut(text: str, width: int) -> str:
     return text[: (keep + 1) // 2] + "…" + text[len(text) - keep // 2:]
 
 
-def _wrap(text: str) -> list[str]:
-    lines, line = [], ""
+def _wrap(text: str, indent: str = "") -> list[str]:
+    """``text`` in lines of at most ``WIDTH`` characters, broken between words (a word longer
+    than a line is cut in the middle), the first starting with ``indent``, the others with two
+    more spaces."""
+    lines, line = [], indent
     for word in text.split():
-        if line and len(line) + 1 + len(word) > WIDTH:
+        if line.strip() and len(line) + 1 + len(word) > WIDTH:
             lines.append(line)
-            line = "  " + word
-        else:
-            line = f"{line} {word}" if line else word
+            line = indent + "  "
+        room = WIDTH - len(line) - (1 if line.strip() else 0)
+        word = _cut(word, max(room, 8))
+        line = f"{line} {word}" if line.strip() else line + word
     return lines + [line]
 
 
@@ -185,6 +203,60 @@ def render_markdown(history: History) -> str:
             shown.append(f"- … and {len(history.warnings) - MAX_WARNINGS} more (see the JSON)")
         blocks.append(f"### Warnings ({len(history.warnings)})\n\n" + "\n".join(shown))
     return "\n\n".join(blocks) + "\n"
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+
+def render_html(history: History) -> str:
+    """One self-contained page with what the Markdown says: change points, E2E per run, runs,
+    gates and warnings; tables that fit a 1400 px window (long names wrap)."""
+    from html import escape as esc
+
+    history = portable(history)
+    regressions = [c for c in history.change_points if c.direction == "regression"]
+    improvements = len(history.change_points) - len(regressions)
+    title = (f"perfcmp history: {len(regressions)} regression{'s' if len(regressions) != 1 else ''}, "
+             f"{improvements} improvement{'s' if improvements != 1 else ''} over {len(history.runs)} runs")
+    body = [f"<h1>{esc(title)}</h1>", f"<p>{esc(f'Runs ordered {history.order_reason}. Method: {history.method}.')}</p>"]
+    comparability = [w for w in history.warnings if "not comparable" in w]
+    body += [f'<p class="warn">{esc(w)}</p>' for w in comparability]
+    if history.change_points:
+        rows = [[str(c.index), c.run, c.key, _value(c.before, c.unit), _value(c.after, c.unit), _pct(c.relative),
+                 c.direction] for c in history.change_points]
+        body.append(_html_table(f"Change points ({len(rows)}), newest first",
+                                ["Run", "Name", "Key", "Before", "After", "Change", "Direction"], rows, "rllrrrl"))
+    else:
+        body.append("<p>No change point: no key changed level between runs beyond the floors.</p>")
+    e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
+    if e2e is not None:
+        marks = {c.index: f"{_pct(c.relative)} {c.direction}" for c in e2e.change_points}
+        rows = [[str(r.index), r.name, f"{r.steps - r.skipped}/{r.steps}", _ms(p.median), _interval(p),
+                 marks.get(r.index, "")] for r, p in zip(history.runs, e2e.points)]
+        body.append(_html_table("E2E per run (ms per step)", ["#", "Run", "Steps", "Median", "95 % interval", "Change"],
+                                rows, "rlrrrl"))
+    rows = [[str(r.index), r.name, r.source, r.kind, r.device, str(r.steps)] for r in history.runs]
+    body.append(_html_table("Runs", ["#", "Name", "Source", "Kind", "Device", "Steps"], rows, "rlllll"))
+    if history.gates:
+        body.append("<h2>Gates</h2><ul>" + "".join(f"<li>{esc(g.message)}</li>" for g in history.gates) + "</ul>")
+    if history.warnings:
+        body.append(f"<h2>Warnings ({len(history.warnings)})</h2><ul>"
+                    + "".join(f"<li>{esc(w)}</li>" for w in history.warnings) + "</ul>")
+    style = ("body{font:14px/1.4 system-ui,sans-serif;max-width:1300px;margin:1em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
+             "overflow-wrap:anywhere}th{background:" + HEAD_FILL + "}.r{text-align:right;white-space:nowrap}"
+             ".warn{background:#FFF2CC;padding:4px 8px}")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def _html_table(caption: str, header: list[str], rows: list[list[str]], align: str) -> str:
+    from html import escape as esc
+
+    cls = [' class="r"' if a == "r" else "" for a in align]
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    lines = ["<tr>" + "".join(f"<td{c}>{esc(v)}</td>" for c, v in zip(cls, row)) + "</tr>" for row in rows]
+    return f"<h2>{esc(caption)}</h2><table><tr>{head}</tr>" + "".join(lines) + "</table>"
 
 
 def _table(header: list[str], rows: list[list[str]], align: str) -> str:
