@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from perfcmp.comparability import Comparability
 from perfcmp.rows import Rows
 from perfcmp.readers.errors import InputError, max_depth
 
@@ -227,6 +228,8 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     options: dict[str, str | int | None] = {}
     scope: str = "total"  # what summaries show of the totals: "total" or "per step" (perfcmp.scope)
     migration: list[MigrationRow] = []  # GPU vs NPU: the ops that added device time (perfcmp.migration)
+    # what was compared and whether it is like for like (perfcmp.comparability); None in older files
+    comparability: Comparability | None = None
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self, enc_hook=encode_hook), indent=1)

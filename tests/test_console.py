@@ -55,7 +55,7 @@ def test_every_line_fits_80_and_200_columns_with_the_same_rows(demo):
     assert max(len(line) for line in narrow.splitlines()) <= 80, name
     assert max(len(line) for line in wide.splitlines()) <= 200, name
     assert table_rows(narrow) == table_rows(wide) and len(table_rows(narrow)) >= 10
-    assert sections(narrow) == sections(wide) and sections(narrow)[:2] == ["Model", "E2E"]
+    assert sections(narrow) == sections(wide) and [s for s in sections(narrow) if s != "Not"][:4] == ["Base:", "Comparison:", "Model", "E2E"]
     assert console.headline(result) in wide.splitlines()  # whole at 200, wrapped at 80
     assert not ANSI.search(narrow + wide)
 
@@ -222,6 +222,11 @@ def test_quiet_is_headline_verdict_and_gates(capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert code == 1 and err == ""
     lines = out.splitlines()
+    # which file is which first: the demo's comparison was given as -d, its base as -bp
+    assert lines[0].startswith("Base:       ") and "gpu/base.pt.trace.json.gz" in lines[0]
+    start = next(i for i, line in enumerate(lines) if line.startswith("Comparison: "))
+    assert "gpu/comp.pt.trace.json.gz" in lines[start]
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("E2E ")):]
     assert lines[0].startswith("E2E 33.99 ms → 36.96 ms (+8.7 %)") and lines[1].startswith("  ")
     assert lines[2].startswith("Verdict: regression — E2E +")
     assert lines[3].startswith("  gate e2e:+3%: FAILED") and len(lines) == 4
@@ -258,7 +263,9 @@ def test_file_paths_come_after_the_console_summary(tmp_path):
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout
     assert lines[-1].startswith("perfcmp: wrote ") and lines[-1].endswith(".xlsx")
-    assert lines[0].startswith("Model Profiling Time Distribution") and any(line.startswith("Verdict: ") for line in lines)
+    assert lines[0].startswith("Base:       golden/demo/gpu/base.pt.trace.json.gz — GPU, trace JSON")  # as given
+    assert any(line.startswith("Model Profiling Time Distribution") for line in lines)
+    assert any(line.startswith("Verdict: ") for line in lines)
     assert not any(line.startswith("perfcmp:") for line in lines[:-1]) and max(len(line) for line in lines[:-1]) <= 80
 
 
@@ -288,7 +295,8 @@ def test_render_console_and_its_errors(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     assert main(["render", str(saved), "--format", "console", "--quiet"]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines()[2].startswith("Verdict: regression") and err == ""
+    assert [line for line in out.splitlines() if line.startswith("Verdict: ")][0].startswith("Verdict: regression")
+    assert out.startswith("Base:       ") and err == ""
     for args, phrase in (([str(tmp_path / "none.json")], "cannot read"), ([str(saved), "--format", "pdf"], "pdf"),
                          ([str(ROOT / "README.md")], "not a perfcmp result")):
         assert main(["render", *args]) == 2

@@ -38,6 +38,8 @@ HEADLINE_ROWS = (("E2E", "e2e", "overall:e2e"), ("Computing", "computing", "over
 DIMENSION_ORDER = ("overall", "memory", "comm", "op", "kernel")  # then the others by name
 VERDICT_CLASS = {"regression": "bad", "regressed": "bad", "improvement": "good", "improved": "good",
                  "inconclusive": "warn", "within noise": "neutral", "neutral": "neutral"}
+# verdicts of the rows the verdict-rows table shows open; the others are behind a toggle
+MOVED = ("regressed", "improved", "base only", "comparison only")
 # chart geometry (SVG user units; the SVG scales to the page width)
 WIDTH, LABEL_END, PLOT_X0, PLOT_X1, VALUE_END = 960, 282, 292, 836, 954
 ROW_H, BAR_H = 24, 14
@@ -91,10 +93,18 @@ def header_section(result: ComparisonResult) -> str:
              ("top-changes", "Top changes"), ("overall", "Overall rows"), ("rows", "Verdict rows"),
              ("warnings", "Warnings")]
     nav = "".join(f"<a href=\"#{a}\">{t}</a>" for a, t in links)
-    sides = "".join(f"<dt>{role}</dt><dd>{_e(_identity(s))}</dd>"
-                    for role, s in (("Base", result.base), ("Comparison", result.comparison)))
-    return (f"<header>\n<nav>{nav}</nav>\n<h1>perfcmp{badge}</h1>\n"
-            f"<p class=\"headline\">{_e(headline(result))}</p>\n<dl class=\"inputs\">{sides}</dl>\n"
+    facts = result.comparability
+    if facts is None:  # an older result: what the side summaries say
+        sides = "".join(f"<dt>{role}</dt><dd>{_e(_identity(s))}</dd>"
+                        for role, s in (("Base", result.base), ("Comparison", result.comparison)))
+    else:
+        sides = "".join(f"<dt>{role}</dt><dd>{_e(f.line())}{_e(_digest(s))}</dd>"
+                        for role, f, s in (("Base", facts.base, result.base),
+                                           ("Comparison", facts.comparison, result.comparison)))
+    unlike = (f"<p class=\"unlike warn\"><strong>{_e(facts.sentence())}</strong></p>\n"
+              if facts is not None and not facts.comparable else "")
+    return (f"<header>\n<nav>{nav}</nav>\n<h1>perfcmp{badge}</h1>\n<dl class=\"inputs\">{sides}</dl>\n{unlike}"
+            f"<p class=\"headline\">{_e(headline(result))}</p>\n"
             f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms, {_e(scope.label(result))}, "
             "unless a row says per step (median); memory in MiB (1024-based).</p>\n</header>")
 
@@ -321,15 +331,17 @@ def migration_section(result: ComparisonResult) -> str:
             for i, r in enumerate(result.migration, start=1)]
     head = "".join(f"<th>{_e(h)}</th>" for h in ("#", "Op", f"Added ({unit})", "Of the E2E growth",
                                                  f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"))
-    return (f"<section id=\"migration\">\n<h2>Migration: ops that added device time on the {_e(c)}</h2>\n"
+    return (f"<section id=\"migration\">\n<h2>Migration: ops that added device time on the {_e(c)} "
+            f"(ms, {_e(scope.label(result))})</h2>\n"
             "<p class=\"note\">Framework ops by the device time of the kernels they launched, largest addition first; "
             "each side's own kernels (time, calls, name).</p>\n"
-            f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>\n</section>")
+            f"<table class=\"migration\">\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body)
+            + "\n</tbody>\n</table>\n</section>")
 
 
 def top_section(v: Verdict | None, top: int) -> str:
-    head = ("<section id=\"top-changes\">\n<h2>Top regressions and improvements</h2>\n<p class=\"note\">Per dimension,"
-            " largest change first: medians per step (time in ms, memory peaks in MiB) of the steps judged.</p>\n")
+    head = ("<section id=\"top-changes\">\n<h2>Top regressions and improvements (per-step medians, ms; memory peaks in MiB)"
+            "</h2>\n<p class=\"note\">Per dimension, largest change first, over the steps judged.</p>\n")
     if v is None:
         return head + "<p>No verdict rows to rank.</p>\n</section>"
     if top <= 0:
@@ -354,10 +366,16 @@ def rows_section(v: Verdict | None) -> str:
     if v is None:
         return ""
     rows = sorted(v.rows, key=lambda r: (_dim_rank(_dimension(r)), r.row))
-    return ("<section id=\"rows\">\n<h2>Verdict rows</h2>\n<p class=\"note\">Every key judged: medians per step"
-            " (ms; memory peaks in MiB). <span class=\"hint\">Click a column header to sort.</span></p>\n"
-            f"<details open><summary>{len(rows)} rows</summary>\n{_verdict_table(rows, ranked=False)}</details>\n"
-            "</section>")
+    moved = [r for r in rows if r.verdict in MOVED]
+    rest = [r for r in rows if r.verdict not in MOVED]
+    shown = (_verdict_table(moved, ranked=False) if moved
+             else "<p>No row regressed, improved, or is on one side only.</p>")
+    hidden = (f"<details><summary>{len(rest)} other rows (unchanged, within noise, inconclusive, not comparable)"
+              f"</summary>\n{_verdict_table(rest, ranked=False)}</details>\n" if rest else "")
+    return ("<section id=\"rows\">\n<h2>Verdict rows (per-step medians, ms; memory peaks in MiB)</h2>\n"
+            f"<p class=\"note\">The {len(moved)} of {len(rows)} keys judged that moved (regressed, improved, or on one "
+            "side only); the others behind the toggle below. <span class=\"hint\">Click a column header to sort.</span></p>\n"
+            f"{shown}\n{hidden}</section>")
 
 
 def _verdict_table(rows: list[VerdictRow], ranked: bool) -> str:
@@ -394,8 +412,8 @@ def overall_section(result: ComparisonResult) -> str:
                    for s in (r.base_share, r.comp_share)),
                  *(_td(_or_dash(n, str), n) for n in (r.base_count, r.comp_count))]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
-    return ("<section id=\"overall\">\n<h2>Overall rows</h2>\n<p class=\"note\">The OverallMetrics breakdown of the "
-            "whole profiled window (ms). <span class=\"hint\">Click a column header to sort; # restores the order."
+    return ("<section id=\"overall\">\n<h2>Overall rows (ms, " + _e(scope.label(result)) + ")</h2>\n"
+            "<p class=\"note\">The OverallMetrics breakdown of what was compared. <span class=\"hint\">Click a column header to sort; # restores the order."
             "</span></p>\n" + _sortable(header, body) + "\n</section>")
 
 
@@ -487,6 +505,15 @@ def _identity(side: SideSummary) -> str:
     if digest:
         detail.append(f"sha256 {digest[:12]}")
     return f"{side.source} ({', '.join(d for d in detail if d)})"
+
+
+def _digest(side: SideSummary) -> str:
+    """`` (step 3, sha256 0123456789ab)``: what the identity line leaves out; "" when nothing."""
+    detail = [f"step {side.step}"] if side.step is not None else []
+    digest = side_identity(side)
+    if digest:
+        detail.append(f"sha256 {digest[:12]}")
+    return f" ({', '.join(detail)})" if detail else ""
 
 
 def _badge(verdict: str) -> str:
