@@ -415,7 +415,7 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
         lazies = [None] * len(spec.columns)
     line_height = layout.style["line_height"]
     row_texts = frozenset(k for k, lazy in enumerate(lazies) if lazy is not None and lazy.xml_clean)
-    return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style),
+    return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style, result),
                     blocks, functools.partial(_row_heights, spec, widths=widths, styles=styles, line_height=line_height,
                                               lazies=lazies, measured={}),
                     len(table.rows) * len(spec.columns), len(table.rows), spec.indent_field is None, row_texts)
@@ -430,10 +430,11 @@ def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = N
     start, stop = (unit.start, unit.stop) if unit is not None else (0, planned.rows)
     try:
         if piece is None or piece.index == 0:
-            for row in planned.head[:-1]:
-                sheet.add_row(row)
-            sheet.skip_row()
-            sheet.add_row(planned.head[-1])
+            for row in planned.head:  # banners, what each side is (or a blank row), headers
+                if row:
+                    sheet.add_row(row)
+                else:
+                    sheet.skip_row()
         for k, (columns, cell_styles) in enumerate(planned.blocks(start, stop)):
             sheet.add_rows(columns, cell_styles, planned.heights(columns, start + k * BLOCK_ROWS), planned.row_texts)
     except BaseException:
@@ -669,8 +670,13 @@ def _banners(spec: SheetSpec, result: ComparisonResult) -> list[tuple[str, int, 
     return out
 
 
-def _head(book: Workbook, spec: SheetSpec, banners: list, style: dict) -> list[list[tuple[object, int]]]:
-    """The banner row and the header row (a blank row lies between them), as (value, style) cells."""
+def _head(book: Workbook, spec: SheetSpec, banners: list, style: dict,
+          result: ComparisonResult | None = None) -> list[list[tuple[object, int]]]:
+    """The banner row, the identity row and the header row, as (value, style) cells. The
+    identity row (row 2) says under each banner what that side is (``perfcmp.comparability``:
+    kind, export, framework, device, rank, steps, settings) and in column A that the pair is
+    not like for like, when it is not; [] (a blank row, as the peer's) for a sheet without
+    banners or a result without comparability."""
     banner_cells: list[tuple[object, int]] = [(None, 0)] * len(spec.columns)
     for _, first, last, text in banners:
         fill = style["base_banner"] if text.startswith("Base") else style["comparison_banner"]
@@ -681,7 +687,22 @@ def _head(book: Workbook, spec: SheetSpec, banners: list, style: dict) -> list[l
     for c in spec.columns:
         fill = style["comparison_header"] if c.side == "comparison" else style["base_header"]
         headers.append((c.header, book.style(Style(fill=fill, bold=True))))
-    return [banner_cells, headers]
+    return [banner_cells, _identity_cells(book, spec, banners, result), headers]
+
+
+def _identity_cells(book: Workbook, spec: SheetSpec, banners: list,
+                    result: ComparisonResult | None) -> list[tuple[object, int]]:
+    """Row 2 of a sheet with banners (see ``_head``); [] when there is nothing to say there."""
+    facts = result.comparability if result is not None else None
+    if facts is None or not banners:
+        return []
+    cells: list[tuple[object, int]] = [(None, 0)] * len(spec.columns)
+    for _, first, _, text in banners:
+        side = facts.base if text.startswith("Base") else facts.comparison
+        cells[first] = (side.line().split(" — ", 1)[-1], 0)  # the path is the banner's
+    if not facts.comparable and cells[0][0] is None:
+        cells[0] = (facts.sentence(), book.style(Style(bold=True)))
+    return cells
 
 
 def _row_fill(level: int, key: str, style: dict) -> str | None:
