@@ -20,7 +20,7 @@ from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.readers import chrome
 from perfcmp.render import console
-from perfcmp.render.terminal import colour_wanted, shorten, terminal_width, visible_length, wrap
+from perfcmp.render.terminal import Column, colour_wanted, shorten, shorten_distinct, table, terminal_width, visible_length, wrap
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = "golden/demo"
@@ -346,3 +346,23 @@ def test_preparing_is_the_profilers_own_over_the_steps_compared():
     whole = table("reference_steps", step_id=np.array([-1]), preparing_us=np.array([7.0]))  # one row, no step id
     assert reference_preparing(whole, [1, 2], None) == 7.0 and reference_preparing(whole, [1, 2], 1) is None
     assert reference_preparing(table("reference_steps"), [1], None) is None  # a GPU trace
+
+
+def test_two_kernels_alike_but_in_the_middle_stay_apart_when_cut():
+    """Two GEMM kernels that differ only in their tile (128x128 vs 256x128), 40 characters from
+    either end: a plain middle cut prints them alike at 30 columns; the table keeps the tile."""
+    a = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params) [[1024,4096],[4096,1024]]"
+    b = a.replace("128x128", "256x128")
+    assert shorten(a, 30) == shorten(b, 30)  # what the table must not print
+    shown = shorten_distinct([a, b, "short"], 30)
+    assert shown[0] != shown[1] and all(len(s) <= 30 for s in shown) and shown[2] == "short"
+    assert "128x128" in shown[0] and "256x128" in shown[1]
+    rows = table([Column("Name", align="l", name=True), Column("Base")], [[a, "1.0"], [b, "2.0"]], width=40)
+    assert len({line.split("  ")[1] for line in rows[1:]}) == 2 and max(len(line) for line in rows) <= 40
+
+
+def test_names_that_differ_near_the_middle_keep_a_window_on_the_difference():
+    x, y = "k_" + "a" * 40 + "X" + "a" * 40 + "_end", "k_" + "a" * 40 + "Y" + "a" * 40 + "_end"
+    shown = shorten_distinct([x, y], 30)
+    assert len(shown[0]) == len(shown[1]) == 30 and "X" in shown[0] and "Y" in shown[1]
+    assert shown[0].startswith("k_") and shown[0].endswith("_end") and shown[0].count("…") == 2
