@@ -381,3 +381,18 @@ def test_gpu_to_npu_report_has_no_horizontal_scroll(tmp_path, window):
     subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == window  # IHDR width
+
+
+def test_demo_report_lists_the_sheets_top_changes_as_the_console_does():
+    """The GPU demo pair's top kernels, as the console's golden output lists them: the cutlass
+    GEMM 4.632 -> 5.538 ms (+0.906, +19.5 %) first, in a table titled with its unit and scope."""
+    result = run(CompareOptions(str(DEMO / "base.pt.trace.json.gz"), str(DEMO / "comp.pt.trace.json.gz")))
+    doc = html.render(result, top=3)
+    sheets = doc.split('<section id="sheets">')[1].split("</section>")[0]
+    kernels = sheets.split("Top regressions: kernels (ms, whole-profile totals)</h3>")[1].split("</table>")[0]
+    first = kernels.split("<tr>")[2]
+    assert "cutlass_80_tensorop_s1688gemm_128x128_16x5_nt_align4" in first
+    for cell in (">4.632<", ">5.538<", ">+0.906<", ">+19.5 %<"):
+        assert cell in first
+    assert kernels.count("<tr>") == 1 + 3  # header and the top 3
+    assert "Top regressions: modules (ms, whole-profile totals)" in sheets

@@ -23,10 +23,12 @@ from importlib import resources
 from pathlib import Path
 
 from perfcmp import scope
+from perfcmp.render import top_changes
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
-from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
-from perfcmp.wording import MIB, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
+from perfcmp.render.terminal import shorten_distinct
+from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Table, Verdict, VerdictRow
+from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
 
 SUFFIX = ".html"
 CONCURRENT = "computing.concurrent"  # perfcmp.breakdown.CONCURRENT: kernel time counted twice (subtracted)
@@ -55,11 +57,13 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     Returns:
         A self-contained HTML5 page, byte-identical for an identical result and directory.
     """
-    result = scope.view(portable(result))  # per step when the step counts differ (perfcmp.scope)
+    totals = portable(result)
+    result = scope.view(totals)  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "perfcmp" if v is None else f"perfcmp: {v.overall}"
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
-                migration_section(result), top_section(v, top), overall_section(result), rows_section(v),
+                migration_section(result), sheets_section(totals, top), top_section(v, top), overall_section(result),
+                rows_section(v),
                 warnings_section(result)]
     return page(title, sections)
 
@@ -337,6 +341,76 @@ def migration_section(result: ComparisonResult) -> str:
             "each side's own kernels (time, calls, name).</p>\n"
             f"<table class=\"migration\">\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body)
             + "\n</tbody>\n</table>\n</section>")
+
+
+def sheets_section(result: ComparisonResult, top: int) -> str:
+    """The detail sheets' top changes, the console's blocks (``top_changes.select``: operators,
+    modules, kernels, communication, memory, host APIs; each title says its unit and scope),
+    an op's kernels on both sides beside it where the migration summary has them; "" when no
+    sheet has a change that clears the floors. ``result``: not a ``scope.view``."""
+    blocks, quiet = top_changes.select(result, top)
+    if not blocks:
+        return ""
+    kernels = {r.key: r for r in result.migration}
+    d_base, d_comp = scope.divisors(result)
+    parts = []
+    for block in blocks:
+        children = result.details[block.sheet].children if block.sheet in result.details else {}
+        launched = {side: _launched(children[f"{side}_kernels"], set(block.indices), divisor)
+                    for side, divisor in (("base", d_base), ("comp", d_comp)) if f"{side}_kernels" in children}
+        texts = []  # per row: its base and comparison kernels, "–" where the sheet has none
+        for i, (name, *_) in enumerate(block.rows):
+            row, index = kernels.get(name), block.indices[i]
+            texts.append([launched[side].get(index, "–") if side in launched
+                          else kernel_list(shares, divisor) if shares is not None else "–"
+                          for side, shares, divisor in (("base", row.base_kernels if row else None, d_base),
+                                                        ("comp", row.comp_kernels if row else None, d_comp))])
+        with_kernels = any(t != "–" for pair in texts for t in pair)  # else no kernel columns
+        head = ["#", "Name", "Base", "Comparison", "Diff", "Change"] + (["Base kernels", "Comparison kernels"]
+                                                                       if with_kernels else [])
+        body = []
+        for i, (name, base, comp, diff) in enumerate(block.rows, start=1):
+            cells = [f"<td class=\"num\">{i}</td>", f"<td class=\"name\">{_e(name)}</td>",
+                     *(f"<td class=\"num\">{_e(fixed(x, 3))}</td>" for x in (base, comp)),
+                     f"<td class=\"num\">{_e(fixed(diff, 3, signed=True, minus=MINUS))}</td>",
+                     f"<td class=\"num\">{_e(ratio_change(comp, base).replace('-', MINUS))}</td>"]
+            if with_kernels:
+                cells += [f"<td class=\"kernels\">{_e(text)}</td>" for text in texts[i - 1]]
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        cls = VERDICT_CLASS["regressed" if block.label == "regressions" else "improved"]
+        parts.append(f"<h3 class=\"{cls}\">{_e(block.title)}</h3>\n<div class=\"scroll\"><table class=\"tops\">"
+                     "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
+                     + "".join(body) + "</tbody></table></div>")
+    note = f"<p class=\"note\">{_e(top_changes.quiet_note(result, quiet))}</p>\n" if quiet else ""
+    return ("<section id=\"sheets\">\n<h2>Top operators, kernels and other sheets</h2>\n<p class=\"note\">"
+            "The detail sheets' largest changes that clear the floors, as the console lists them.</p>\n"
+            + "\n".join(parts) + "\n" + note + "</section>")
+
+
+KERNELS_SHOWN, KERNEL_CHARS = 3, 60  # per cell: the longest-running kernels, names cut in the middle
+
+
+def _launched(table: Table, rows: set[int], divisor: float) -> dict[int, str]:
+    """A sheet row's kernels as one cell's text, for the parent rows ``rows``: its
+    ``KERNELS_SHOWN`` longest (``dur_us`` / ``divisor``, in ms) as "0.710 ×8 name", names cut
+    in the middle (distinct within the cell), "+ n more" for the rest. ``table``: a kernel
+    child table (row, name, number or task_type, …, dur_us)."""
+    at = {c: i for i, c in enumerate(table.columns)}
+    if not {"row", "name", "dur_us"} <= at.keys():
+        return {}
+    found: dict[int, list] = {}
+    for rec in table.rows:
+        if rec[at["row"]] in rows:
+            found.setdefault(rec[at["row"]], []).append(rec)
+    out = {}
+    for row, recs in found.items():
+        recs.sort(key=lambda r: (-(r[at["dur_us"]] or 0.0), str(r[at["name"]])))
+        names = shorten_distinct([str(r[at["name"]]) for r in recs[:KERNELS_SHOWN]], KERNEL_CHARS)
+        parts = [f"{fixed((r[at['dur_us']] or 0.0) / divisor / 1000, 3)}"
+                 + (f" ×{r[at['number']]}" if "number" in at else "") + f" {n}" for r, n in zip(recs, names)]
+        more = f" · + {len(recs) - KERNELS_SHOWN} more" if len(recs) > KERNELS_SHOWN else ""
+        out[row] = " · ".join(parts) + more
+    return out
 
 
 def top_section(v: Verdict | None, top: int) -> str:
