@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 if TYPE_CHECKING:  # perfcmp.result holds a Comparability: no import back at run time
-    from perfcmp.result import SideSummary, Verdict
+    from perfcmp.result import SideSummary, Table, Verdict
 
 MODEL_OVERLAP_MIN = 0.5  # share of a side's op time in keys both sides have, below which the models differ
 # SideSummary.metadata keys that are profiler or run settings (a difference is a reason)
@@ -92,13 +92,16 @@ def side_facts(side: SideSummary) -> SideFacts:
                      software={k: meta[k] for k in SOFTWARE if k in meta})
 
 
-def assess(base: SideSummary, comp: SideSummary, verdict: Verdict | None = None) -> Comparability:
+def assess(base: SideSummary, comp: SideSummary, verdict: Verdict | None = None,
+           operators: Table | None = None) -> Comparability:
     """The pair's identity and the reasons it is not like for like (module docstring).
 
     Args:
         base, comp: the two sides' summaries.
         verdict: the per-step verdict, whose ``op:`` rows (per-step median µs per op key) give
-            the op sets' overlap; None or without op rows: the model check is not made.
+            the op sets' overlap.
+        operators: the OperatorCompareStatistic sheet, whose totals give the overlap when the
+            verdict has no op rows (a profile without steps); with neither, no model check.
     """
     b, c = side_facts(base), side_facts(comp)
     reasons = []
@@ -107,6 +110,8 @@ def assess(base: SideSummary, comp: SideSummary, verdict: Verdict | None = None)
     elif base.device_name and comp.device_name and base.device_name != comp.device_name:
         reasons.append(f"hardware differs ({base.device_name} vs {comp.device_name})")
     overlap = op_overlap(verdict)
+    if overlap is None:
+        overlap = sheet_overlap(operators)
     if overlap is not None and min(overlap) < MODEL_OVERLAP_MIN:
         reasons.append(f"model differs (the op sets barely overlap: {100 * overlap[0]:.0f} % of the base's and "
                        f"{100 * overlap[1]:.0f} % of the comparison's op time is in ops both sides have)")
@@ -130,3 +135,18 @@ def op_overlap(verdict: Verdict | None) -> tuple[float, float] | None:
         return None
     shared = [r for r in ops if r.base_median is not None and r.comp_median is not None]
     return (sum(r.base_median for r in shared) / base_total, sum(r.comp_median for r in shared) / comp_total)
+
+
+def sheet_overlap(operators: Table | None) -> tuple[float, float] | None:
+    """As ``op_overlap``, from the OperatorCompareStatistic sheet's whole-profile totals
+    (``base_device_us`` / ``comp_device_us``, µs; an op is on a side when its ``*_count`` > 0);
+    None without the sheet or without device time on a side."""
+    if operators is None or not {"base_device_us", "comp_device_us", "base_count", "comp_count"} <= set(operators.columns):
+        return None
+    at = {c: i for i, c in enumerate(operators.columns)}
+    rows = [(r[at["base_device_us"]] or 0.0, r[at["comp_device_us"]] or 0.0,
+             (r[at["base_count"]] or 0) > 0 and (r[at["comp_count"]] or 0) > 0) for r in operators.rows]
+    base_total, comp_total = sum(b for b, _, _ in rows), sum(c for _, c, _ in rows)
+    if base_total <= 0 or comp_total <= 0:
+        return None
+    return (sum(b for b, _, both in rows if both) / base_total, sum(c for _, c, both in rows if both) / comp_total)

@@ -289,7 +289,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         options=options.as_dict(),
         scope=shown,
         migration=moves,
-        comparability=comparability.assess(base_side, comp_side, verdict),
+        comparability=comparability.assess(base_side, comp_side, verdict, details.get("OperatorCompareStatistic")),
     )
     # a detail sheet that contradicts the rows it refines is said, not shown silently
     result.warnings += [WarningRecord(side="", source=v.sheet, message=v.message()) for v in invariants.violations(result)]

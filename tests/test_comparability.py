@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perfcmp.comparability import assess, op_overlap, side_facts
-from perfcmp.result import SideSummary, Verdict, VerdictRow
+from perfcmp.comparability import assess, op_overlap, sheet_overlap, side_facts
+from perfcmp.result import SideSummary, Table, Verdict, VerdictRow
 
 
 def side(source="a.pt.trace.json.gz", device="GPU", name="NVIDIA A100-SXM4-80GB", basis="device", steps=(1, 2, 3),
@@ -60,3 +60,15 @@ def test_model_differs_when_the_op_sets_barely_overlap():
     same = Verdict(overall="neutral", rows=[op("a", 100.0, 90.0), op("b", 100.0, None)])  # 50 % and 100 %
     assert assess(side(), side(), same).comparable
     assert op_overlap(Verdict(overall="neutral")) is None  # no op rows: no model check
+
+
+def test_without_steps_the_operator_sheet_gives_the_overlap():
+    # base: conv 300 + relu 100 µs, conv on both (300 of 400, 75 %); comparison: conv 50 + gelu 150 (25 %)
+    sheet = Table(columns=["top", "name", "base_device_us", "base_count", "comp_device_us", "comp_count"],
+                  rows=[[1, "aten::conv2d", 300.0, 2, 50.0, 2], [2, "aten::relu", 100.0, 4, 0.0, 0],
+                        [3, "aten::gelu", 0.0, 0, 150.0, 4]])
+    assert sheet_overlap(sheet) == pytest.approx((0.75, 0.25))
+    facts = assess(side(), side(), Verdict(overall="inconclusive"), sheet)
+    assert facts.reasons == ["model differs (the op sets barely overlap: 75 % of the base's and 25 % of the "
+                             "comparison's op time is in ops both sides have)"]
+    assert sheet_overlap(None) is None
