@@ -396,3 +396,18 @@ def test_demo_report_lists_the_sheets_top_changes_as_the_console_does():
         assert cell in first
     assert kernels.count("<tr>") == 1 + 3  # header and the top 3
     assert "Top regressions: modules (ms, whole-profile totals)" in sheets
+
+
+def test_long_verdict_keys_stay_distinct_when_cut():
+    """Two 230-character kernel keys that differ only at character 150 (…_128x128_… vs
+    …_256x128_…): cut to 160 characters, a plain middle cut would print them alike."""
+    from html import unescape
+
+    stem = "kernel:void cutlass::Kernel<" + "a" * 120
+    tail = "_32x3_nn_align4>(Params)" + "b" * 60
+    a, b = vrow(stem + "_128x128" + tail, "regressed", 1.0, 2.0), vrow(stem + "_256x128" + tail, "regressed", 1.0, 3.0)
+    cells = re.findall(r'<td class="name" title="[^"]*">([^<]*)</td>', html._verdict_table([a, b], ranked=False))
+    shown = [unescape(c) for c in cells]
+    assert len(shown) == 2 and shown[0] != shown[1] and all(len(c) <= 160 for c in shown)
+    # the one cut nearest the middle that keeps a differing character (128x128 / 256x128: "8" / "6")
+    assert shown[0].count("…") == 1 and "8x128_32x3" in shown[0] and "6x128_32x3" in shown[1]

@@ -387,6 +387,7 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
             + "\n".join(parts) + "\n" + note + "</section>")
 
 
+NAME_CHARS = 160  # a verdict row's key in its table
 KERNELS_SHOWN, KERNEL_CHARS = 3, 60  # per cell: the longest-running kernels, names cut in the middle
 
 
@@ -455,6 +456,8 @@ def rows_section(v: Verdict | None) -> str:
 def _verdict_table(rows: list[VerdictRow], ranked: bool) -> str:
     header = [("#", "num"), ("Row", "text"), ("Verdict", "text"), ("Base", "num"), ("Comparison", "num"),
               ("Diff", "num"), ("Change", "num"), ("p adj.", "num"), ("Test", "text")]
+    # cut in the middle, two different keys never alike (the full key is the cell's title)
+    names = shorten_distinct([r.row if not ranked else r.key for r in rows], NAME_CHARS)
     body = []
     for i, r in enumerate(rows, start=1):
         unit, fmt = (MIB, _mib) if r.unit == "bytes" else (1000.0, _ms)
@@ -463,7 +466,7 @@ def _verdict_table(rows: list[VerdictRow], ranked: bool) -> str:
         p = r.p_adjusted
         p_text = ("< 0.001" if p < 0.001 else f"{p:.3f}") if p is not None else ("n=1" if r.n1 else "–")
         test = f"{r.test} on {r.basis} ({r.n_base_samples} vs {r.n_comp_samples})" if r.test else ""
-        cells = [_td(str(i), i), _td(_clip(r.row if not ranked else r.key, 160), title=r.row, cls="name"),
+        cells = [_td(str(i), i), _td(names[i - 1], title=r.row, cls="name"),
                  f"<td class=\"verdict {VERDICT_CLASS.get(r.verdict, '')}\" title=\"{_e(r.note)}\">{_e(r.verdict)}</td>",
                  *(_td(_or_dash(val, fmt), None if val is None else val / unit) for val in (r.base_median, r.comp_median)),
                  _td("–" if r.diff is None else fmt(r.diff, True), None if r.diff is None else r.diff / unit),
