@@ -38,12 +38,12 @@ from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
-from perfcmp import budget, invariants, migration, scope
+from perfcmp import budget, comparability, invariants, migration, scope
 from perfcmp.diagnosis import detect as diagnosis, timeline
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
 from perfcmp.signals import held
-from perfcmp.keys import KEYED_SHEETS, OP, sheet_keys
+from perfcmp.keys import KEYED_SHEETS, OP, OVERALL, sheet_keys
 from perfcmp.vendors import across_vendors, vendor_of_path, vendor_of_profile
 from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
 
@@ -309,6 +309,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
     statistic = details.get("OperatorCompareStatistic")
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
+    verdict = _without_empty_overall_rows(verdict)
     details = _with_verdicts(details, verdict)
     result = ComparisonResult(
         tool_version=__version__,
@@ -322,6 +323,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
         options=options.as_dict(),
         scope=shown,
         migration=moves,
+        comparability=comparability.assess(base_side, comp_side, verdict, details.get("OperatorCompareStatistic")),
     )
     # a detail sheet that contradicts the rows it refines is said, not shown silently
     result.warnings += [WarningRecord(side="", source=v.sheet, message=v.message()) for v in invariants.violations(result)]
@@ -333,6 +335,19 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Futu
                 result.warnings.append(WarningRecord(side=name, source="", message=(
                     f"trace output: the step's last {side.timeline[1]} events left out (kept {timeline.MAX_EVENTS})")))
     return result
+
+
+def _without_empty_overall_rows(verdict: Verdict | None) -> Verdict | None:
+    """The verdict without its OverallMetrics rows that are 0 (or absent) on both sides: a
+    category neither side has (computing.cube on a GPU pair, computing.cpu with device
+    activity) is no finding, and every output (console, workbook, HTML, JSON) shows these rows,
+    so they are dropped here once. Op, kernel and other keyed rows are kept: each is a sheet
+    row's verdict."""
+    if verdict is None:
+        return None
+    kept = [r for r in verdict.rows
+            if not (r.dimension == OVERALL and not r.base_median and not r.comp_median)]
+    return verdict if len(kept) == len(verdict.rows) else msgspec.structs.replace(verdict, rows=kept)
 
 
 def _vendor_notes(base: SideDetails, comp: SideDetails) -> list[WarningRecord]:

@@ -13,6 +13,7 @@ import msgspec
 
 from perfcmp import validate
 from perfcmp.diagnosis.model import Diagnosis
+from perfcmp.comparability import Comparability
 from perfcmp.rows import Rows
 from perfcmp.readers.errors import InputError, max_depth
 
@@ -233,6 +234,8 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     scope: str = "total"  # what summaries show of the totals: "total" or "per step" (perfcmp.scope)
     migration: list[MigrationRow] = []  # GPU vs NPU: the ops that added device time (perfcmp.migration)
     diagnosis: Diagnosis | None = None  # why the runs differ: findings with their cost (perfcmp.diagnosis)
+    # what was compared and whether it is like for like (perfcmp.comparability); None in older files
+    comparability: Comparability | None = None
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self, enc_hook=encode_hook), indent=1)

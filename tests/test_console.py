@@ -20,7 +20,7 @@ from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.readers import chrome
 from perfcmp.render import console
-from perfcmp.render.terminal import colour_wanted, shorten, terminal_width, visible_length, wrap
+from perfcmp.render.terminal import Column, colour_wanted, shorten, shorten_distinct, table, terminal_width, visible_length, wrap
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = "golden/demo"
@@ -55,7 +55,7 @@ def test_every_line_fits_80_and_200_columns_with_the_same_rows(demo):
     assert max(len(line) for line in narrow.splitlines()) <= 80, name
     assert max(len(line) for line in wide.splitlines()) <= 200, name
     assert table_rows(narrow) == table_rows(wide) and len(table_rows(narrow)) >= 10
-    assert sections(narrow) == sections(wide) and sections(narrow)[:2] == ["Model", "E2E"]
+    assert sections(narrow) == sections(wide) and [s for s in sections(narrow) if s != "Not"][:4] == ["Base:", "Comparison:", "Model", "E2E"]
     assert console.headline(result) in wide.splitlines()  # whole at 200, wrapped at 80
     assert not ANSI.search(narrow + wide)
 
@@ -225,6 +225,11 @@ def test_quiet_is_headline_verdict_and_gates(capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert code == 1 and err == ""
     lines = out.splitlines()
+    # which file is which first: the demo's comparison was given as -d, its base as -bp
+    assert lines[0].startswith("Base:       ") and "gpu/base.pt.trace.json.gz" in lines[0]
+    start = next(i for i, line in enumerate(lines) if line.startswith("Comparison: "))
+    assert "gpu/comp.pt.trace.json.gz" in lines[start]
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("E2E ")):]
     assert lines[0].startswith("E2E 33.99 ms → 36.96 ms (+8.7 %)") and lines[1].startswith("  ")
     assert lines[2].startswith("Verdict: regression — E2E +")
     assert lines[3].startswith("  gate e2e:+3%: FAILED") and len(lines) == 4
@@ -261,7 +266,9 @@ def test_file_paths_come_after_the_console_summary(tmp_path):
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout
     assert lines[-1].startswith("perfcmp: wrote ") and lines[-1].endswith(".xlsx")
-    assert lines[0].startswith("Model Profiling Time Distribution") and any(line.startswith("Verdict: ") for line in lines)
+    assert lines[0].startswith("Base:       golden/demo/gpu/base.pt.trace.json.gz — GPU, trace JSON")  # as given
+    assert any(line.startswith("Model Profiling Time Distribution") for line in lines)
+    assert any(line.startswith("Verdict: ") for line in lines)
     assert not any(line.startswith("perfcmp:") for line in lines[:-1]) and max(len(line) for line in lines[:-1]) <= 80
 
 
@@ -291,7 +298,8 @@ def test_render_console_and_its_errors(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     assert main(["render", str(saved), "--format", "console", "--quiet"]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines()[2].startswith("Verdict: regression") and err == ""
+    assert [line for line in out.splitlines() if line.startswith("Verdict: ")][0].startswith("Verdict: regression")
+    assert out.startswith("Base:       ") and err == ""
     for args, phrase in (([str(tmp_path / "none.json")], "cannot read"), ([str(saved), "--format", "pdf"], "pdf"),
                          ([str(ROOT / "README.md")], "not a perfcmp result")):
         assert main(["render", *args]) == 2
@@ -341,3 +349,23 @@ def test_preparing_is_the_profilers_own_over_the_steps_compared():
     whole = table("reference_steps", step_id=np.array([-1]), preparing_us=np.array([7.0]))  # one row, no step id
     assert reference_preparing(whole, [1, 2], None) == 7.0 and reference_preparing(whole, [1, 2], 1) is None
     assert reference_preparing(table("reference_steps"), [1], None) is None  # a GPU trace
+
+
+def test_two_kernels_alike_but_in_the_middle_stay_apart_when_cut():
+    """Two GEMM kernels that differ only in their tile (128x128 vs 256x128), 40 characters from
+    either end: a plain middle cut prints them alike at 30 columns; the table keeps the tile."""
+    a = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params) [[1024,4096],[4096,1024]]"
+    b = a.replace("128x128", "256x128")
+    assert shorten(a, 30) == shorten(b, 30)  # what the table must not print
+    shown = shorten_distinct([a, b, "short"], 30)
+    assert shown[0] != shown[1] and all(len(s) <= 30 for s in shown) and shown[2] == "short"
+    assert "128x128" in shown[0] and "256x128" in shown[1]
+    rows = table([Column("Name", align="l", name=True), Column("Base")], [[a, "1.0"], [b, "2.0"]], width=40)
+    assert len({line.split("  ")[1] for line in rows[1:]}) == 2 and max(len(line) for line in rows) <= 40
+
+
+def test_names_that_differ_near_the_middle_keep_a_window_on_the_difference():
+    x, y = "k_" + "a" * 40 + "X" + "a" * 40 + "_end", "k_" + "a" * 40 + "Y" + "a" * 40 + "_end"
+    shown = shorten_distinct([x, y], 30)
+    assert len(shown[0]) == len(shown[1]) == 30 and "X" in shown[0] and "Y" in shown[1]
+    assert shown[0].startswith("k_") and shown[0].endswith("_end") and shown[0].count("…") == 2

@@ -240,13 +240,17 @@ def test_top_changes_per_dimension_with_units():
 def test_tables_are_sortable_with_numeric_sort_keys():
     doc = html.render(literal())
     overall, rows = section(doc, "overall"), section(doc, "rows")
-    assert overall.count('<th data-type="num"') == 9 and rows.count('<table class="sortable">') == 1
+    # the rows that moved in one table, the unchanged one behind a closed toggle
+    assert overall.count('<th data-type="num"') == 9 and rows.count('<table class="sortable">') == 2
+    assert "<h2>Overall rows (ms, whole profile, " in overall
+    assert "<h2>Verdict rows (per-step medians, ms; memory peaks in MiB)</h2>" in rows
+    assert "The 6 of 7 keys judged that moved" in rows and "<details><summary>1 other rows" in rows
     assert 'data-v="7.0"' in overall  # Matmul's diff in ms
     assert re.findall(r'<tr data-i="(\d+)">', overall) == [str(i) for i in range(1, len(CATEGORY_ROWS) + 1)]
     # verdict rows by dimension (overall, memory, then the rest by name), then by row
     names = re.findall(r'<td class="name" title="([^"]*)"', rows)
     assert names == ["overall:e2e", "memory:peak_allocated", "op:&lt;script&gt;&amp;&quot;x&#x27;", "op:aten::add",
-                     "op:aten::mm", "op:aten::relu", "kernel:new_kernel"]
+                     "op:aten::mm", "kernel:new_kernel", "op:aten::relu"]
     assert 'data-v="2.0"' in rows and 'data-v="200.0"' in rows  # ms and %
     assert "<script>\n" in doc and doc.count("<script") == 1  # the sorting script, and no other
 
@@ -342,5 +346,68 @@ def test_demo_report_in_headless_chromium(tmp_path):
     assert diffs[0] == pytest.approx(max(r.diff_us for r in result.overall) / 1000)  # Computing, +3.018 ms
     assert '<section id="waterfall">' in dom and '<section id="top-changes">' in dom
     assert len(BAR.findall(dom)) == 2 + 6 + 2  # totals, six changed categories, uncovered, free
-    # the five GEMM kernels the demo made 20 % slower (one vendor: each its own row), aten::linear and MmBackward0
+    # the demo's 14 regressed rows: 6 overall, 1 memory, 2 op and 5 kernel (its GEMM and elementwise kernels)
     assert "kernel: regressions (5)" in dom and "op: regressions (2)" in dom
+
+
+# Put first into <head>: once laid out, records the page's scroll width and height on <html data-extent>.
+EXTENT_PROBE = """<script>
+window.addEventListener("load", function () {
+  var root = document.documentElement;
+  root.setAttribute("data-extent", root.scrollWidth + "x" + root.scrollHeight);
+});
+</script>"""
+NPU_DEMO = DEMO.parent / "npu" / "base_ascend_pt"
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium / chromium-browser binary")
+@pytest.mark.parametrize("window", [1400, 800])
+def test_gpu_to_npu_report_has_no_horizontal_scroll(tmp_path, window):
+    """The GPU->NPU demo pair (the widest page: the migration table's kernel names) at a 1400
+    and an 800 px window: the page is no wider than the window (tables that cannot shrink scroll
+    inside their own box), the migration table shows both sides' kernels, and a screenshot of
+    that width is taken (left in tmp_path to look at)."""
+    result = run(CompareOptions(str(DEMO / "base.pt.trace.json.gz"), str(NPU_DEMO)))
+    page = tmp_path / "report.html"
+    page.write_text(html.render(result).replace("<head>\n", "<head>\n" + EXTENT_PROBE + "\n", 1), encoding="utf-8")
+    flags = [chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", f"--window-size={window},900"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    width, height = map(int, re.search(r'<html[^>]* data-extent="(\d+)x(\d+)"', dom).groups())
+    assert width <= window, f"page is {width} px wide in a {window} px window"
+    migration = dom.split('<section id="migration">')[1].split("</section>")[0]
+    assert "GPU kernels" in migration and "NPU kernels" in migration and 'class="migration"' in migration
+    shot = tmp_path / f"report-{window}.png"
+    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == window  # IHDR width
+
+
+def test_demo_report_lists_the_sheets_top_changes_as_the_console_does():
+    """The GPU demo pair's top kernels, as the console's golden output lists them: the cutlass
+    GEMM 4.632 -> 5.538 ms (+0.906, +19.5 %) first, in a table titled with its unit and scope."""
+    result = run(CompareOptions(str(DEMO / "base.pt.trace.json.gz"), str(DEMO / "comp.pt.trace.json.gz")))
+    doc = html.render(result, top=3)
+    sheets = doc.split('<section id="sheets">')[1].split("</section>")[0]
+    kernels = sheets.split("Top regressions: kernels (ms, whole-profile totals)</h3>")[1].split("</table>")[0]
+    first = kernels.split("<tr>")[2]
+    assert "cutlass_80_tensorop_s1688gemm_128x128_16x5_nt_align4" in first
+    for cell in (">4.632<", ">5.538<", ">+0.906<", ">+19.5 %<"):
+        assert cell in first
+    assert kernels.count("<tr>") == 1 + 3  # header and the top 3
+    assert "Top regressions: modules (ms, whole-profile totals)" in sheets
+
+
+def test_long_verdict_keys_stay_distinct_when_cut():
+    """Two 230-character kernel keys that differ only at character 150 (…_128x128_… vs
+    …_256x128_…): cut to 160 characters, a plain middle cut would print them alike."""
+    from html import unescape
+
+    stem = "kernel:void cutlass::Kernel<" + "a" * 120
+    tail = "_32x3_nn_align4>(Params)" + "b" * 60
+    a, b = vrow(stem + "_128x128" + tail, "regressed", 1.0, 2.0), vrow(stem + "_256x128" + tail, "regressed", 1.0, 3.0)
+    cells = re.findall(r'<td class="name" title="[^"]*">([^<]*)</td>', html._verdict_table([a, b], ranked=False))
+    shown = [unescape(c) for c in cells]
+    assert len(shown) == 2 and shown[0] != shown[1] and all(len(c) <= 160 for c in shown)
+    # the one cut nearest the middle that keeps a differing character (128x128 / 256x128: "8" / "6")
+    assert shown[0].count("…") == 1 and "8x128_32x3" in shown[0] and "6x128_32x3" in shown[1]

@@ -249,7 +249,9 @@ def test_markdown_opens_with_the_verdict_and_the_headline(demo):
     text = markdown.render(msgspec.structs.replace(demo, verdict=literal_verdict()))
     lines = text.splitlines()
     assert lines[0] == "## perfcmp: regression"
-    assert lines[2].startswith("E2E 33.99 ms → 36.96 ms (+8.7 %)")  # the GPU demo pair, 8 steps
+    assert lines[2].startswith("- **Base:** ") and "GPU, trace JSON" in lines[2] and "8 steps" in lines[2]
+    assert lines[3].startswith("- **Comparison:** ")
+    assert lines[5].startswith("E2E 33.99 ms → 36.96 ms (+8.7 %)")  # the GPU demo pair, 8 steps
     assert markdown.render(msgspec.structs.replace(demo, verdict=None)).splitlines()[0] == "## perfcmp"
 
 
@@ -258,7 +260,8 @@ def test_markdown_tables_parse_as_tables():
     assert sum(tok.type == "table_open" for tok in MarkdownIt("commonmark").enable("table").parse(text)) == 3
     found = tables(text)
     assert found[0][0][1:] == ["Base", "Comparison", "Diff", "Change"]
-    assert found[0][0][0].startswith("ms, whole profile, ")  # what the numbers are (perfcmp.scope)
+    assert found[0][0][0] == "Metric"
+    assert "### Time distribution (ms, whole profile, " in text  # what the numbers are (perfcmp.scope)
     assert [row[0] for row in found[0][1:]] == ["E2E", "Computing", "Uncovered Communication", "Free"]
     assert found[0][1] == ["E2E", "0.100 ms", "0.108 ms", "+0.008 ms", "+8.0 %"]
     for table in found:  # an escaped "|" must not add a cell
@@ -275,7 +278,7 @@ def test_markdown_lists_regressions_largest_first_with_their_numbers():
         ["3", "op:a|b c", "0.500 ms", "1.000 ms", "+0.500 ms", "+100.0 %", "n=1"],
         ["4", "memory:peak_allocated", "100.00 MiB", "164.00 MiB", "+64.00 MiB", "+64.0 %", "0.004"],
     ]
-    assert "### Top regressions (4)" in text
+    assert "### Top regressions (4; per-step medians, time in ms, memory in MiB)" in text
     assert improvements[1:] == [["1", "op:aten::add", "0.800 ms", "0.300 ms", "-0.500 ms", "-62.5 %", "0.004"]]
     assert "aten::relu" not in text and "new_kernel" not in text  # neither regressed nor improved
 

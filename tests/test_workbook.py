@@ -655,3 +655,27 @@ def test_kernel_lists_are_escaped_without_a_search_only_when_clean():
     xml = _column_cells("A", ["1", "2"], texts, [0, 0], [], row_texts=True)
     assert xml[0] == '<c r="A1" t="inlineStr"><is><t xml:space="preserve">a&lt;b&gt;&amp;c [duration: 1.000]\n</t></is></c>'
     assert xml == _column_cells("A", ["1", "2"], texts, [0, 0], [])  # what the full escape gives
+
+
+def test_demo_ratio_cells_are_filled_by_their_rows_verdict(demo):
+    """The demo pair's OverallMetrics: Matmul +19.8 % is regressed (its ratio cell red); Free Time
+    +0.7 % (2.777 -> 2.795 ms) is unchanged: its ratio is above 1 but the cell keeps its row's fill."""
+    _, wb = demo
+    ws = wb["OverallMetrics"]
+    rows = {ws.cell(row=r, column=1).value: r for r in range(4, ws.max_row + 1)}
+    header = [c.value for c in ws[3]]
+    ratio, verdict = header.index("Diff Ratio") + 1, header.index("Verdict") + 1
+    matmul, free = rows["\tMatmul"], rows["Free Time"]
+    assert ws.cell(row=matmul, column=verdict).value == "regressed"
+    assert ws.cell(row=matmul, column=ratio).fill.fgColor.rgb.endswith("FF0000")
+    assert ws.cell(row=free, column=verdict).value == "unchanged" and ws.cell(row=free, column=ratio).value > 1
+    assert ws.cell(row=free, column=ratio).fill.fgColor.rgb.endswith("00BFFF")  # its row's level fill, not red
+
+
+def test_demo_sheets_say_what_each_side_is_under_its_banner(demo):
+    _, wb = demo
+    ws = wb["OverallMetrics"]
+    assert ws["B1"].value.startswith("Base Profiling: ") and ws["B1"].value.endswith("base.pt.trace.json.gz")
+    side = "GPU, trace JSON, PyTorch profiler (Kineto), NVIDIA A100-SXM4-80GB, rank 0, 8 steps, world size 8"
+    assert ws["B2"].value == side and ws["E2"].value == side
+    assert ws["A2"].value is None  # like for like: nothing to warn of

@@ -68,9 +68,9 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
     profiling = "profiling" in str(result.options.get("compare", "profiling"))
     heads = wrap(headline(result), width) if profiling else []
     if quiet:
-        lines = heads + (_quiet_verdict(result, width, paint) if result.verdict is not None else [])
+        lines = inputs(result, width, paint) + heads + (_quiet_verdict(result, width, paint) if result.verdict is not None else [])
         return "".join(line + "\n" for line in lines)
-    parts: list[list[str]] = []
+    parts: list[list[str]] = [inputs(result, width, paint)]
     if profiling:
         parts += [distribution(result, width, paint), heads]
     shown = int(result.options.get("top") or 0) if top is None else top
@@ -81,6 +81,26 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
         parts.append(verdict_lines(result, width, paint))
     parts.append(footnotes(result, width))
     return "\n\n".join("\n".join(p) for p in parts if p) + "\n"
+
+
+SIDE_NAMES = ("Base", "Comparison")
+
+
+def inputs(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
+    """What was compared: one wrapped entry per side (the path as given, kind, export,
+    framework, device, rank, steps, settings; ``perfcmp.comparability``), then the one line
+    that says the pair is not like for like, when it is not; [] for results without it."""
+    facts = result.comparability
+    if facts is None:
+        return []
+    pad = max(len(n) for n in SIDE_NAMES) + 2
+    lines = []
+    for name, side in zip(SIDE_NAMES, (facts.base, facts.comparison)):
+        body = wrap(side.line(), max(width - pad, 20))
+        lines += [(f"{name}:" if i == 0 else "").ljust(pad) + text.lstrip() for i, text in enumerate(body)]
+    if not facts.comparable:
+        lines += [paint(line, "yellow") for line in wrap(facts.sentence(), width)]
+    return lines
 
 
 def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:

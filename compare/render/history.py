@@ -20,6 +20,7 @@ from perfcmp.output import publish
 from perfcmp.render.jsonout import portable_path
 from perfcmp.render.markdown import escape
 from perfcmp.render.ooxml import Style, Workbook
+from perfcmp.render.terminal import wrap
 from perfcmp.wording import MIB
 
 PREFIX = "performance_history_"
@@ -104,10 +105,10 @@ def render_console(history: History, quiet: bool = False) -> str:
                        f"{', '.join(str(i) for i in s.gaps)}") for s in gaps]
     candidates = sum(len(s.candidates) for s in history.series)
     if candidates:
-        lines += ["", _fit(f"{candidates} more boundar{'ies' if candidates > 1 else 'y'} found but not reported "
-                           "(under the floors or runs not separated; see the JSON)")]
+        lines += ["", *wrap(f"{candidates} more boundar{'ies' if candidates > 1 else 'y'} found but not reported "
+                            "(under the floors or runs not separated; see the JSON)", WIDTH)]
     if history.gates:
-        lines += [""] + [_fit(f"gate {g.message}") for g in history.gates]
+        lines += [""] + [line for g in history.gates for line in wrap(f"gate {g.message}", WIDTH)]
     lines += ["", *_wrap(f"method: {history.method}")]
     if history.warnings:
         lines += ["", f"warnings ({len(history.warnings)}):"]

@@ -23,11 +23,12 @@ from importlib import resources
 from pathlib import Path
 
 from perfcmp import scope
-from perfcmp.render import diagnosis
+from perfcmp.render import diagnosis, top_changes
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity
-from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
-from perfcmp.wording import MIB, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
+from perfcmp.render.terminal import shorten_distinct
+from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Table, Verdict, VerdictRow
+from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
 
 SUFFIX = ".html"
 CONCURRENT = "computing.concurrent"  # perfcmp.breakdown.CONCURRENT: kernel time counted twice (subtracted)
@@ -39,6 +40,8 @@ HEADLINE_ROWS = (("E2E", "e2e", "overall:e2e"), ("Computing", "computing", "over
 DIMENSION_ORDER = ("overall", "memory", "comm", "op", "kernel")  # then the others by name
 VERDICT_CLASS = {"regression": "bad", "regressed": "bad", "improvement": "good", "improved": "good",
                  "inconclusive": "warn", "within noise": "neutral", "neutral": "neutral"}
+# verdicts of the rows the verdict-rows table shows open; the others are behind a toggle
+MOVED = ("regressed", "improved", "base only", "comparison only")
 # chart geometry (SVG user units; the SVG scales to the page width)
 WIDTH, LABEL_END, PLOT_X0, PLOT_X1, VALUE_END = 960, 282, 292, 836, 954
 ROW_H, BAR_H = 24, 14
@@ -54,11 +57,13 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     Returns:
         A self-contained HTML5 page, byte-identical for an identical result and directory.
     """
-    result = scope.view(portable(result))  # per step when the step counts differ (perfcmp.scope)
+    totals = portable(result)
+    result = scope.view(totals)  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "perfcmp" if v is None else f"perfcmp: {v.overall}"
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
-                migration_section(result), diagnosis.html_section(result), top_section(v, top), overall_section(result), rows_section(v),
+                migration_section(result), diagnosis.html_section(result), sheets_section(totals, top),
+                top_section(v, top), overall_section(result), rows_section(v),
                 warnings_section(result)]
     return page(title, sections)
 
@@ -92,10 +97,18 @@ def header_section(result: ComparisonResult) -> str:
              ("top-changes", "Top changes"), ("overall", "Overall rows"), ("rows", "Verdict rows"),
              ("warnings", "Warnings")]
     nav = "".join(f"<a href=\"#{a}\">{t}</a>" for a, t in links)
-    sides = "".join(f"<dt>{role}</dt><dd>{_e(_identity(s))}</dd>"
-                    for role, s in (("Base", result.base), ("Comparison", result.comparison)))
-    return (f"<header>\n<nav>{nav}</nav>\n<h1>perfcmp{badge}</h1>\n"
-            f"<p class=\"headline\">{_e(headline(result))}</p>\n<dl class=\"inputs\">{sides}</dl>\n"
+    facts = result.comparability
+    if facts is None:  # an older result: what the side summaries say
+        sides = "".join(f"<dt>{role}</dt><dd>{_e(_identity(s))}</dd>"
+                        for role, s in (("Base", result.base), ("Comparison", result.comparison)))
+    else:
+        sides = "".join(f"<dt>{role}</dt><dd>{_e(f.line())}{_e(_digest(s))}</dd>"
+                        for role, f, s in (("Base", facts.base, result.base),
+                                           ("Comparison", facts.comparison, result.comparison)))
+    unlike = (f"<p class=\"unlike warn\"><strong>{_e(facts.sentence())}</strong></p>\n"
+              if facts is not None and not facts.comparable else "")
+    return (f"<header>\n<nav>{nav}</nav>\n<h1>perfcmp{badge}</h1>\n<dl class=\"inputs\">{sides}</dl>\n{unlike}"
+            f"<p class=\"headline\">{_e(headline(result))}</p>\n"
             f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms, {_e(scope.label(result))}, "
             "unless a row says per step (median); memory in MiB (1024-based).</p>\n</header>")
 
@@ -322,15 +335,88 @@ def migration_section(result: ComparisonResult) -> str:
             for i, r in enumerate(result.migration, start=1)]
     head = "".join(f"<th>{_e(h)}</th>" for h in ("#", "Op", f"Added ({unit})", "Of the E2E growth",
                                                  f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"))
-    return (f"<section id=\"migration\">\n<h2>Migration: ops that added device time on the {_e(c)}</h2>\n"
+    return (f"<section id=\"migration\">\n<h2>Migration: ops that added device time on the {_e(c)} "
+            f"(ms, {_e(scope.label(result))})</h2>\n"
             "<p class=\"note\">Framework ops by the device time of the kernels they launched, largest addition first; "
             "each side's own kernels (time, calls, name).</p>\n"
-            f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>\n</section>")
+            f"<table class=\"migration\">\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body)
+            + "\n</tbody>\n</table>\n</section>")
+
+
+def sheets_section(result: ComparisonResult, top: int) -> str:
+    """The detail sheets' top changes, the console's blocks (``top_changes.select``: operators,
+    modules, kernels, communication, memory, host APIs; each title says its unit and scope),
+    an op's kernels on both sides beside it where the migration summary has them; "" when no
+    sheet has a change that clears the floors. ``result``: not a ``scope.view``."""
+    blocks, quiet = top_changes.select(result, top)
+    if not blocks:
+        return ""
+    kernels = {r.key: r for r in result.migration}
+    d_base, d_comp = scope.divisors(result)
+    parts = []
+    for block in blocks:
+        children = result.details[block.sheet].children if block.sheet in result.details else {}
+        launched = {side: _launched(children[f"{side}_kernels"], set(block.indices), divisor)
+                    for side, divisor in (("base", d_base), ("comp", d_comp)) if f"{side}_kernels" in children}
+        texts = []  # per row: its base and comparison kernels, "–" where the sheet has none
+        for i, (name, *_) in enumerate(block.rows):
+            row, index = kernels.get(name), block.indices[i]
+            texts.append([launched[side].get(index, "–") if side in launched
+                          else kernel_list(shares, divisor) if shares is not None else "–"
+                          for side, shares, divisor in (("base", row.base_kernels if row else None, d_base),
+                                                        ("comp", row.comp_kernels if row else None, d_comp))])
+        with_kernels = any(t != "–" for pair in texts for t in pair)  # else no kernel columns
+        head = ["#", "Name", "Base", "Comparison", "Diff", "Change"] + (["Base kernels", "Comparison kernels"]
+                                                                       if with_kernels else [])
+        body = []
+        for i, (name, base, comp, diff) in enumerate(block.rows, start=1):
+            cells = [f"<td class=\"num\">{i}</td>", f"<td class=\"name\">{_e(name)}</td>",
+                     *(f"<td class=\"num\">{_e(fixed(x, 3))}</td>" for x in (base, comp)),
+                     f"<td class=\"num\">{_e(fixed(diff, 3, signed=True, minus=MINUS))}</td>",
+                     f"<td class=\"num\">{_e(ratio_change(comp, base).replace('-', MINUS))}</td>"]
+            if with_kernels:
+                cells += [f"<td class=\"kernels\">{_e(text)}</td>" for text in texts[i - 1]]
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        cls = VERDICT_CLASS["regressed" if block.label == "regressions" else "improved"]
+        parts.append(f"<h3 class=\"{cls}\">{_e(block.title)}</h3>\n<div class=\"scroll\"><table class=\"tops\">"
+                     "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
+                     + "".join(body) + "</tbody></table></div>")
+    note = f"<p class=\"note\">{_e(top_changes.quiet_note(result, quiet))}</p>\n" if quiet else ""
+    return ("<section id=\"sheets\">\n<h2>Top operators, kernels and other sheets</h2>\n<p class=\"note\">"
+            "The detail sheets' largest changes that clear the floors, as the console lists them.</p>\n"
+            + "\n".join(parts) + "\n" + note + "</section>")
+
+
+NAME_CHARS = 160  # a verdict row's key in its table
+KERNELS_SHOWN, KERNEL_CHARS = 3, 60  # per cell: the longest-running kernels, names cut in the middle
+
+
+def _launched(table: Table, rows: set[int], divisor: float) -> dict[int, str]:
+    """A sheet row's kernels as one cell's text, for the parent rows ``rows``: its
+    ``KERNELS_SHOWN`` longest (``dur_us`` / ``divisor``, in ms) as "0.710 ×8 name", names cut
+    in the middle (distinct within the cell), "+ n more" for the rest. ``table``: a kernel
+    child table (row, name, number or task_type, …, dur_us)."""
+    at = {c: i for i, c in enumerate(table.columns)}
+    if not {"row", "name", "dur_us"} <= at.keys():
+        return {}
+    found: dict[int, list] = {}
+    for rec in table.rows:
+        if rec[at["row"]] in rows:
+            found.setdefault(rec[at["row"]], []).append(rec)
+    out = {}
+    for row, recs in found.items():
+        recs.sort(key=lambda r: (-(r[at["dur_us"]] or 0.0), str(r[at["name"]])))
+        names = shorten_distinct([str(r[at["name"]]) for r in recs[:KERNELS_SHOWN]], KERNEL_CHARS)
+        parts = [f"{fixed((r[at['dur_us']] or 0.0) / divisor / 1000, 3)}"
+                 + (f" ×{r[at['number']]}" if "number" in at else "") + f" {n}" for r, n in zip(recs, names)]
+        more = f" · + {len(recs) - KERNELS_SHOWN} more" if len(recs) > KERNELS_SHOWN else ""
+        out[row] = " · ".join(parts) + more
+    return out
 
 
 def top_section(v: Verdict | None, top: int) -> str:
-    head = ("<section id=\"top-changes\">\n<h2>Top regressions and improvements</h2>\n<p class=\"note\">Per dimension,"
-            " largest change first: medians per step (time in ms, memory peaks in MiB) of the steps judged.</p>\n")
+    head = ("<section id=\"top-changes\">\n<h2>Top regressions and improvements (per-step medians, ms; memory peaks in MiB)"
+            "</h2>\n<p class=\"note\">Per dimension, largest change first, over the steps judged.</p>\n")
     if v is None:
         return head + "<p>No verdict rows to rank.</p>\n</section>"
     if top <= 0:
@@ -355,15 +441,23 @@ def rows_section(v: Verdict | None) -> str:
     if v is None:
         return ""
     rows = sorted(v.rows, key=lambda r: (_dim_rank(_dimension(r)), r.row))
-    return ("<section id=\"rows\">\n<h2>Verdict rows</h2>\n<p class=\"note\">Every key judged: medians per step"
-            " (ms; memory peaks in MiB). <span class=\"hint\">Click a column header to sort.</span></p>\n"
-            f"<details open><summary>{len(rows)} rows</summary>\n{_verdict_table(rows, ranked=False)}</details>\n"
-            "</section>")
+    moved = [r for r in rows if r.verdict in MOVED]
+    rest = [r for r in rows if r.verdict not in MOVED]
+    shown = (_verdict_table(moved, ranked=False) if moved
+             else "<p>No row regressed, improved, or is on one side only.</p>")
+    hidden = (f"<details><summary>{len(rest)} other rows (unchanged, within noise, inconclusive, not comparable)"
+              f"</summary>\n{_verdict_table(rest, ranked=False)}</details>\n" if rest else "")
+    return ("<section id=\"rows\">\n<h2>Verdict rows (per-step medians, ms; memory peaks in MiB)</h2>\n"
+            f"<p class=\"note\">The {len(moved)} of {len(rows)} keys judged that moved (regressed, improved, or on one "
+            "side only); the others behind the toggle below. <span class=\"hint\">Click a column header to sort.</span></p>\n"
+            f"{shown}\n{hidden}</section>")
 
 
 def _verdict_table(rows: list[VerdictRow], ranked: bool) -> str:
     header = [("#", "num"), ("Row", "text"), ("Verdict", "text"), ("Base", "num"), ("Comparison", "num"),
               ("Diff", "num"), ("Change", "num"), ("p adj.", "num"), ("Test", "text")]
+    # cut in the middle, two different keys never alike (the full key is the cell's title)
+    names = shorten_distinct([r.row if not ranked else r.key for r in rows], NAME_CHARS)
     body = []
     for i, r in enumerate(rows, start=1):
         unit, fmt = (MIB, _mib) if r.unit == "bytes" else (1000.0, _ms)
@@ -372,7 +466,7 @@ def _verdict_table(rows: list[VerdictRow], ranked: bool) -> str:
         p = r.p_adjusted
         p_text = ("< 0.001" if p < 0.001 else f"{p:.3f}") if p is not None else ("n=1" if r.n1 else "–")
         test = f"{r.test} on {r.basis} ({r.n_base_samples} vs {r.n_comp_samples})" if r.test else ""
-        cells = [_td(str(i), i), _td(_clip(r.row if not ranked else r.key, 160), title=r.row, cls="name"),
+        cells = [_td(str(i), i), _td(names[i - 1], title=r.row, cls="name"),
                  f"<td class=\"verdict {VERDICT_CLASS.get(r.verdict, '')}\" title=\"{_e(r.note)}\">{_e(r.verdict)}</td>",
                  *(_td(_or_dash(val, fmt), None if val is None else val / unit) for val in (r.base_median, r.comp_median)),
                  _td("–" if r.diff is None else fmt(r.diff, True), None if r.diff is None else r.diff / unit),
@@ -395,8 +489,8 @@ def overall_section(result: ComparisonResult) -> str:
                    for s in (r.base_share, r.comp_share)),
                  *(_td(_or_dash(n, str), n) for n in (r.base_count, r.comp_count))]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
-    return ("<section id=\"overall\">\n<h2>Overall rows</h2>\n<p class=\"note\">The OverallMetrics breakdown of the "
-            "whole profiled window (ms). <span class=\"hint\">Click a column header to sort; # restores the order."
+    return ("<section id=\"overall\">\n<h2>Overall rows (ms, " + _e(scope.label(result)) + ")</h2>\n"
+            "<p class=\"note\">The OverallMetrics breakdown of what was compared. <span class=\"hint\">Click a column header to sort; # restores the order."
             "</span></p>\n" + _sortable(header, body) + "\n</section>")
 
 
@@ -488,6 +582,15 @@ def _identity(side: SideSummary) -> str:
     if digest:
         detail.append(f"sha256 {digest[:12]}")
     return f"{side.source} ({', '.join(d for d in detail if d)})"
+
+
+def _digest(side: SideSummary) -> str:
+    """`` (step 3, sha256 0123456789ab)``: what the identity line leaves out; "" when nothing."""
+    detail = [f"step {side.step}"] if side.step is not None else []
+    digest = side_identity(side)
+    if digest:
+        detail.append(f"sha256 {digest[:12]}")
+    return f" ({', '.join(detail)})" if detail else ""
 
 
 def _badge(verdict: str) -> str:

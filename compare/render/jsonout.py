@@ -99,8 +99,12 @@ def portable(result: ComparisonResult, cwd: str | os.PathLike[str] | None = None
 
     warnings = [_warning(w, swap, fix) for w in result.warnings]
     verdict = _verdict(result.verdict, swap) if result.verdict is not None else None
+    facts = result.comparability
+    if facts is not None:  # the identity lines name the sides' sources too
+        facts = msgspec.structs.replace(facts, base=msgspec.structs.replace(facts.base, source=base.source),
+                                        comparison=msgspec.structs.replace(facts.comparison, source=comparison.source))
     return msgspec.structs.replace(result, base=base, comparison=comparison, options=options,
-                                   warnings=warnings, verdict=verdict)
+                                   warnings=warnings, verdict=verdict, comparability=facts)
 
 
 def side_identity(side: SideSummary) -> str:

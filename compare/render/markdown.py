@@ -26,6 +26,9 @@ MAX_WARNINGS = 10
 # shown literally, not as Markdown or HTML; "_" between letters or digits cannot emphasise
 _SPECIAL = re.compile(r"([\\`*\[\]<>|~&]|(?<![^\W_])_|_(?![^\W_]))")
 _BLOCK_START = re.compile(r"^(\d*)((?<=\d)[.)](?=\s|$)|(?<!\d)[-+#=])")
+# the verdict's rows are per-step medians, unlike the headline table's totals: their titles say so
+HEADLINE_UNIT = "ms"
+RANKED_SCOPE = "per-step medians, time in ms, memory in MiB"
 _ROW_HEADER = ("#", "Row", "Base", "Comparison", "Diff", "Change", "p adj.")
 
 
@@ -42,7 +45,8 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     result = scope.view(portable(result))  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "## perfcmp" if v is None else f"## perfcmp: {v.overall}"
-    blocks = [title, escape(headline(result)), inputs_line(result), _table(*headline_table(result))]
+    blocks = [title, inputs_line(result), escape(headline(result)),
+              f"### Time distribution ({HEADLINE_UNIT}, {scope.label(result)})", _table(*headline_table(result))]
     blocks += migration_blocks(result)
     blocks += diagnosis.markdown_blocks(result)
     if v is not None:
@@ -68,9 +72,28 @@ def escape(text: str) -> str:
 
 
 def inputs_line(result: ComparisonResult) -> str:
-    """``Base: base.pt.trace.json.gz (GPU, sha256 0123456789ab) · Comparison: …``"""
-    return " · ".join(f"{role}: {escape(_identity(side))}"
-                      for role, side in (("Base", result.base), ("Comparison", result.comparison)))
+    """What was compared: a list item per side (``perfcmp.comparability``: path as given, kind,
+    export, framework, device, rank, steps, settings; the step compared and the input's sha256),
+    then the line that says the pair is not like for like, when it is not. Results without
+    comparability (older JSON): ``Base: base.pt.trace.json.gz (GPU, sha256 …) · Comparison: …``."""
+    facts = result.comparability
+    if facts is None:
+        return " · ".join(f"{role}: {escape(_identity(side))}"
+                          for role, side in (("Base", result.base), ("Comparison", result.comparison)))
+    items = [f"- **{role}:** {escape(fact.line())}{_extra(side)}"
+             for role, fact, side in (("Base", facts.base, result.base), ("Comparison", facts.comparison, result.comparison))]
+    if not facts.comparable:
+        items.append(f"\n**{escape(facts.sentence())}**")
+    return "\n".join(items)
+
+
+def _extra(side: SideSummary) -> str:
+    """`` (step 3, sha256 0123456789ab)``: what the identity line does not say; "" when nothing."""
+    detail = [f"step {side.step}"] if side.step is not None else []
+    digest = side_identity(side)
+    if digest:
+        detail.append(f"sha256 {digest[:12]}")
+    return f" ({escape(', '.join(detail))})" if detail else ""
 
 
 def headline_table(result: ComparisonResult) -> tuple[list[str], list[list[str]]]:
@@ -81,7 +104,7 @@ def headline_table(result: ComparisonResult) -> tuple[list[str], list[list[str]]
                                     ("Uncovered Communication", b.uncovered_us, c.uncovered_us),
                                     ("Free", b.free_us, c.free_us)):
         rows.append([label, _ms(base_us), _ms(comp_us), _ms(comp_us - base_us, signed=True), ratio_change(comp_us, base_us)])
-    return [f"ms, {scope.label(result)}", "Base", "Comparison", "Diff", "Change"], rows
+    return ["Metric", "Base", "Comparison", "Diff", "Change"], rows
 
 
 def migration_blocks(result: ComparisonResult) -> list[str]:
@@ -96,7 +119,7 @@ def migration_blocks(result: ComparisonResult) -> list[str]:
              escape(kernel_list(r.base_kernels, d_base)), escape(kernel_list(r.comp_kernels, d_comp))]
             for i, r in enumerate(result.migration, start=1)]
     header = ["#", "Op", f"Added ({unit})", "Of the E2E growth", f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"]
-    return [f"### Migration: ops that added device time on the {c}", _table(header, rows, align="llrrll")]
+    return [f"### Migration: ops that added device time on the {c} (ms, {scope.label(result)})", _table(header, rows, align="llrrll")]
 
 
 def verdict_blocks(v: Verdict, top: int) -> list[str]:
@@ -111,7 +134,7 @@ def verdict_blocks(v: Verdict, top: int) -> list[str]:
                       + "\n".join(f"- {escape(g.message or g.expression)}" for g in undecided))
     blocks += _ranked("Top regressions", [r for r in v.rows if r.verdict == "regressed"], top, worst_first=True,
                       empty="No row regressed.")
-    blocks += _ranked("Improvements", [r for r in v.rows if r.verdict == "improved"], top, worst_first=False)
+    blocks += _ranked("Top improvements", [r for r in v.rows if r.verdict == "improved"], top, worst_first=False)
     failed = [g for g in v.gates if g.failed]
     if failed:
         blocks.append(f"### Failed gates ({len(failed)})\n\n"
@@ -140,7 +163,7 @@ def _ranked(title: str, rows: list[VerdictRow], top: int, worst_first: bool, emp
     chosen = ranked_rows(rows, worst_first)[:top]
     body = [[str(i), escape(r.row), *_values(r)] for i, r in enumerate(chosen, start=1)]
     more = f"\n\n… and {len(rows) - len(chosen)} more" if len(rows) > len(chosen) else ""
-    return [f"### {title} ({len(rows)})\n\n" + _table(list(_ROW_HEADER), body, align="rl") + more]
+    return [f"### {title} ({len(rows)}; {RANKED_SCOPE})\n\n" + _table(list(_ROW_HEADER), body, align="rl") + more]
 
 
 def _values(r: VerdictRow) -> list[str]:

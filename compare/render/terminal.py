@@ -94,6 +94,67 @@ def shorten(text: str, width: int, where: str = "middle") -> str:
     return lead + body[:head] + "…" + (body[-tail:] if tail else "")
 
 
+def shorten_distinct(texts: Sequence[str], width: int, where: str = "middle") -> list[str]:
+    """Each of ``texts`` as ``shorten`` gives it, except that two different texts never come out
+    the same: where ``shorten`` would print two names alike (two kernels differing only in the
+    part cut away), those names are cut elsewhere so that the part that tells them apart stays
+    (``_apart``). A text that still cannot be told apart in ``width`` is left whole (the line is
+    then longer, but never says something it does not)."""
+    shown = [shorten(t, width, where) for t in texts]
+    by_shown: dict[str, set[str]] = {}
+    for text, cut in zip(texts, shown):
+        by_shown.setdefault(cut, set()).add(text)
+    clashing = {t for group in by_shown.values() if len(group) > 1 for t in group}
+    if not clashing:
+        return shown
+    fixed = _apart(sorted(clashing), width)
+    taken = {cut for text, cut in zip(texts, shown) if text not in clashing}
+    return [fixed[t] if t in fixed and fixed[t] not in taken else (t if t in clashing else cut)
+            for t, cut in zip(texts, shown)]
+
+
+def _apart(texts: list[str], width: int) -> dict[str, str]:
+    """``texts`` (different, and alike once cut in the middle) each cut to ``width`` with one
+    "…" placed so that all come out different: the cut nearest the middle that does it, else
+    "head…window…tail" with the window over where each text first differs from the others;
+    texts still alike are left out (the caller shows them whole)."""
+    lead = {t: " " * (len(t) - len(t.lstrip(" "))) for t in texts}
+    body = {t: " ".join(t.split()) for t in texts}
+    room = {t: width - len(lead[t]) for t in texts}
+    if min(room.values()) < 5:
+        return {}
+    middle = min(room.values()) // 2
+    for head in sorted(range(min(room.values())), key=lambda h: (abs(h - middle), h)):
+        cuts = {t: lead[t] + _cut(body[t], room[t], head) for t in texts}
+        if len(set(cuts.values())) == len(texts):
+            return cuts
+    out: dict[str, str] = {}
+    for t in texts:
+        b, r = body[t], room[t]
+        differs = max(_first_difference(b, body[o]) for o in texts if o != t)
+        side = max((r - 2) // 4, 1)  # head and tail; the window gets the rest
+        span = r - 2 * side - 2
+        start = min(max(differs - span // 2, side), max(len(b) - side - span, side))
+        out[t] = lead[t] + b[:side] + "…" + b[start:start + span] + "…" + b[len(b) - side:]
+    return {t: c for t, c in out.items() if list(out.values()).count(c) == 1 and len(c) <= width}
+
+
+def _cut(body: str, room: int, head: int) -> str:
+    """``body`` in ``room`` characters: its first ``head`` characters, "…", then its end."""
+    if len(body) <= room:
+        return body
+    tail = room - 1 - head
+    return body[:head] + "…" + (body[-tail:] if tail > 0 else "")
+
+
+def _first_difference(a: str, b: str) -> int:
+    """The first index at which ``a`` and ``b`` differ (the shorter one's length if one is the other's start)."""
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return k
+    return min(len(a), len(b))
+
+
 def wrap(text: str, width: int, indent: str = "", hanging: str = "  ") -> list[str]:
     """``text`` as lines of at most ``width`` characters, the first starting with ``indent``,
     the others with ``indent + hanging``; a number stays on the line of its unit (``5 %``,
@@ -146,8 +207,8 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int,
         i = flexible[0]
         others = sum(w for j, w in enumerate(widths) if j != i) + len(GAP) * (len(columns) - 1) + len(indent)
         widths[i] = min(widths[i], max(width - others, MIN_NAME))
-        for r in texts:
-            r[i] = shorten(r[i], widths[i], columns[i].cut)
+        for r, shown in zip(texts, shorten_distinct([r[i] for r in texts], widths[i], columns[i].cut)):
+            r[i] = shown
 
     def line(cells: list[str], cell_styles: list[str | None]) -> str:
         out = []

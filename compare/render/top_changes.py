@@ -47,15 +47,30 @@ def load_dimensions() -> list[Dimension]:
                       where=tuple(sorted(d.get("where", {}).items()))) for d in data["dimensions"]]
 
 
-def render(result: ComparisonResult, top: int, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
-    """Text blocks: per dimension with a sheet, its top ``top`` regressions, then improvements,
-    every line at most ``width`` characters."""
-    blocks: list[str] = []
+@dataclass(frozen=True)
+class TopBlock:
+    """One table of top changes: ``title`` (its unit and scope said), ``label`` "regressions"
+    or "improvements", ``dimension`` (the console.toml title) and ``rows`` of (name, base,
+    comparison, diff) in the title's unit."""
+
+    title: str
+    label: str
+    dimension: str
+    rows: list[tuple[str, float, float, float]]
+    sheet: str = ""
+    indices: tuple[int, ...] = ()  # each row's row index in the sheet's table (for its children)
+
+
+def select(result: ComparisonResult, top: int) -> tuple[list[TopBlock], list[str]]:
+    """Per dimension with a sheet, its top ``top`` regressions, then improvements (changes that
+    clear the floors), and the dimensions where nothing did; the console and the HTML report
+    show these same blocks. ``result``: not a ``scope.view`` (the divisors are its own)."""
+    blocks: list[TopBlock] = []
+    quiet: list[str] = []
     if top <= 0:
-        return blocks
+        return blocks, quiet
     clears = _floors(result)
     per_side = scope.divisors(result)  # per step: each side's totals over its own step count
-    quiet = []
     for dim in load_dimensions():
         table = result.details.get(dim.sheet)
         if table is None:
@@ -63,19 +78,34 @@ def render(result: ComparisonResult, top: int, width: int = DEFAULT_WIDTH, paint
         rows = [r for r in _changes(table.records(), dim, per_side) if abs(r[3]) >= SHOWN and clears(dim.unit, r[1], r[3])]
         worse = sorted((r for r in rows if r[3] > 0), key=lambda r: (-r[3], r[0]))[:top]
         better = sorted((r for r in rows if r[3] < 0), key=lambda r: (r[3], r[0]))[:top]
-        for label, chosen, style in (("regressions", worse, "red"), ("improvements", better, "green")):
+        for label, chosen in (("regressions", worse), ("improvements", better)):
             if chosen:
                 title = f"Top {label}: {dim.title} ({UNIT_NAMES.get(dim.unit, dim.unit)}, {_scope(result, dim)})"
-                blocks.append("\n".join([paint(shorten(title, width, "end"), "bold")]
-                                        + _table(chosen, width, paint, style)))
+                blocks.append(TopBlock(title, label, dim.title, [r[:4] for r in chosen], dim.sheet,
+                                       tuple(r[4] for r in chosen)))
         if not rows:
             quiet.append(dim.title)
+    return blocks, quiet
+
+
+def quiet_note(result: ComparisonResult, quiet: list[str]) -> str:
+    """The sentence naming the dimensions where no change clears the floors."""
+    t = _thresholds(result)
+    return (f"No change in {', '.join(quiet)} clears the floors (≥ {t.relative * 100:g} %, "
+            f"≥ {t.absolute_us:g} µs per step and ≥ {t.share_of_step * 100:g} % of the step).")
+
+
+def render(result: ComparisonResult, top: int, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
+    """Text blocks: per dimension with a sheet, its top ``top`` regressions, then improvements,
+    every line at most ``width`` characters."""
+    chosen, quiet = select(result, top)
+    blocks = ["\n".join([paint(shorten(b.title, width, "end"), "bold")]
+                        + _table(b.rows, width, paint, "red" if b.label == "regressions" else "green"))
+              for b in chosen]
     if quiet:
-        t = _thresholds(result)
-        blocks.append("\n".join(wrap(f"No change in {', '.join(quiet)} clears the floors (≥ {t.relative * 100:g} %, "
-                                     f"≥ {t.absolute_us:g} µs per step and ≥ {t.share_of_step * 100:g} % of the step).",
-                                     width)))
+        blocks.append("\n".join(wrap(quiet_note(result, quiet), width)))
     return blocks
+
 
 
 TIME_UNITS = {"us": 1.0, "ms": 1000.0}  # -> µs
@@ -113,9 +143,11 @@ def _floors(result: ComparisonResult):
     return clears
 
 
-def _changes(records: list[dict], dim: Dimension, per_side: tuple[float, float] = (1.0, 1.0)) -> list[tuple[str, float, float, float]]:
+def _changes(records: list[dict], dim: Dimension,
+             per_side: tuple[float, float] = (1.0, 1.0)) -> list[tuple[str, float, float, float, int]]:
+    """(name, base, comparison, diff, row index) of the sheet's rows, in the dimension's unit."""
     out = []
-    for rec in records:
+    for index, rec in enumerate(records):
         if any(str(rec.get(field)) != value for field, value in dim.where):
             continue
         names = [str(rec[f]) for f in dim.name if rec.get(f) not in (None, "")]
@@ -127,7 +159,7 @@ def _changes(records: list[dict], dim: Dimension, per_side: tuple[float, float] 
         scale = 1.0 / (MEMORY_UNITS[dim.unit] if dim.unit in MEMORY_UNITS else TIME_UNITS[dim.unit])  # from µs / bytes
         base = float(rec.get(dim.base) or 0.0) * scale / per_side[0]
         comp = float(rec.get(dim.comp) or 0.0) * scale / per_side[1]
-        out.append((name, base, comp, comp - base))
+        out.append((name, base, comp, comp - base, index))
     return out
 
 

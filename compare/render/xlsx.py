@@ -399,15 +399,15 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
         # a detail sheet, perhaps of millions of rows: widths from one column at a time, then
         # the cells a block of rows at a time, so only one block's values exist as Python objects
         widths = [_column_width(c, table.rows, j, styles, layout) for c, j in zip(spec.columns, where)]
-        _number_styles(spec, table, where, styles, layout.style)
+        _number_styles(spec, table, where, styles, layout.style, position.get("verdict"))
         lazies = [_lazy(table.rows, j) for j in where]
 
         def blocks(first: int, end: int) -> Iterator[tuple[list[list], list[list[int]]]]:
             return (_plain_cells(spec, block_of(table.rows, start, min(start + BLOCK_ROWS, end)), where, styles,
-                                 layout.style)
+                                 layout.style, position.get("verdict"))
                     for start in range(first, end, BLOCK_ROWS))
     else:
-        columns, cell_styles = _tree_cells(spec, table, where, styles, layout.style)
+        columns, cell_styles = _tree_cells(spec, table, where, styles, layout.style, position.get("verdict"))
         widths = [_width(c, values, layout, c.field == spec.indent_field) for c, values in zip(spec.columns, columns)]
 
         def blocks(first: int, end: int) -> Iterator[tuple[list[list], list[list[int]]]]:
@@ -415,7 +415,7 @@ def _plan(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResul
         lazies = [None] * len(spec.columns)
     line_height = layout.style["line_height"]
     row_texts = frozenset(k for k, lazy in enumerate(lazies) if lazy is not None and lazy.xml_clean)
-    return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style),
+    return _Planned(spec, widths, [ref for ref, *_ in banners if ":" in ref], _head(book, spec, banners, layout.style, result),
                     blocks, functools.partial(_row_heights, spec, widths=widths, styles=styles, line_height=line_height,
                                               lazies=lazies, measured={}),
                     len(table.rows) * len(spec.columns), len(table.rows), spec.indent_field is None, row_texts)
@@ -430,10 +430,11 @@ def _emit(book: Workbook, planned: _Planned, archive: zipfile.ZipFile | None = N
     start, stop = (unit.start, unit.stop) if unit is not None else (0, planned.rows)
     try:
         if piece is None or piece.index == 0:
-            for row in planned.head[:-1]:
-                sheet.add_row(row)
-            sheet.skip_row()
-            sheet.add_row(planned.head[-1])
+            for row in planned.head:  # banners, what each side is (or a blank row), headers
+                if row:
+                    sheet.add_row(row)
+                else:
+                    sheet.skip_row()
         for k, (columns, cell_styles) in enumerate(planned.blocks(start, stop)):
             sheet.add_rows(columns, cell_styles, planned.heights(columns, start + k * BLOCK_ROWS), planned.row_texts)
     except BaseException:
@@ -569,14 +570,33 @@ class _Styles:
         return self.cache[key]
 
 
-def _number_styles(spec: SheetSpec, table: Table, where: list, styles: "_Styles", style: dict) -> None:
+# the verdicts whose fill a row's "worse above one" ratio cells take: the row moved
+RATIO_FILLED = ("regressed", "improved")
+
+
+def _ratio_fill(verdict: object, style: dict) -> str | None:
+    """The fill of a ratio cell on a row of ``verdict``: ``worse`` (the peer's red) when the row
+    regressed, the improved verdict's fill when it improved, else none. A ratio is coloured by
+    its row's verdict, never by its value: a +150 % ratio on a row whose change is unchanged,
+    within noise or inconclusive is not red."""
+    if verdict == "regressed":
+        return style["worse"]
+    return style["verdict_fills"].get(verdict) if verdict in RATIO_FILLED else None
+
+
+def _number_styles(spec: SheetSpec, table: Table, where: list, styles: "_Styles", style: dict,
+                   verdict_at: int | None = None) -> None:
     """Create a detail sheet's cell styles, before its head's, in the order the cells use them
     (column by column, a verdict column's fills in the order its verdicts first appear): the
-    workbook numbers styles by first use, and so stays the same however the rows are blocked."""
+    workbook numbers styles by first use, and so stays the same however the rows are blocked.
+    ``verdict_at``: the table's verdict column (None: the sheet has no verdicts)."""
+    moved = ([v for v in dict.fromkeys(column_of(table.rows, verdict_at)) if v in RATIO_FILLED]
+             if verdict_at is not None else [])
     for c, j in zip(spec.columns, where):
         styles(c.format)
         if c.worse_above_one:
-            styles(c.format, style["worse"])
+            for value in moved:
+                styles(c.format, _ratio_fill(value, style))
         elif c.verdict_fill and j is not None:
             fills = style["verdict_fills"]
             for value in dict.fromkeys(v for v in column_of(table.rows, j) if v in fills):
@@ -584,18 +604,19 @@ def _number_styles(spec: SheetSpec, table: Table, where: list, styles: "_Styles"
 
 
 def _plain_cells(spec: SheetSpec, block: list[list], where: list, styles: "_Styles",
-                 style: dict) -> tuple[list[list], list[list[int]]]:
+                 style: dict, verdict_at: int | None = None) -> tuple[list[list], list[list[int]]]:
     """A block of a detail sheet's rows (``block``: the table's columns), column by column:
-    values, and one style per cell, red where a "worse above one" ratio exceeds 1, a verdict's
-    fill on a verdict."""
+    values, and one style per cell: a "worse above one" ratio takes its row's verdict fill
+    (``_ratio_fill``; ``verdict_at`` the verdict column, None: no fill), a verdict its own."""
     n = len(block[0]) if block else 0
     columns, column_styles = [], []
     for c, j in zip(spec.columns, where):
         values = _scaled(block[j], styles.scales[c.format]) if j is not None else [None] * n
         plain = styles(c.format)
         if c.worse_above_one:
-            red = styles(c.format, style["worse"])
-            column_styles.append([red if type(v) is float and v > 1 else plain for v in values])
+            verdicts = block[verdict_at] if verdict_at is not None else [None] * n
+            column_styles.append([styles(c.format, fill) if (fill := _ratio_fill(v, style)) else plain
+                                  for v in verdicts])
         elif c.verdict_fill:
             fills = style["verdict_fills"]
             column_styles.append([styles(c.format, fills[v]) if v in fills else plain for v in values])
@@ -614,9 +635,9 @@ def _scaled(values: list, scale: float) -> list:
 
 
 def _tree_cells(spec: SheetSpec, table: Table, where: list, styles: "_Styles",
-                style: dict) -> tuple[list[list], list[list[int]]]:
+                style: dict, verdict_at: int | None = None) -> tuple[list[list], list[list[int]]]:
     """OverallMetrics, column by column: fills and indentation follow each row's level; a ratio
-    above 1 is red and a verdict has its own fill."""
+    takes its row's verdict fill (``_ratio_fill``) and a verdict has its own fill."""
     level_at, key_at = table.columns.index("level"), table.columns.index("key")
     columns: list[list] = [[] for _ in spec.columns]
     column_styles: list[list[int]] = [[] for _ in spec.columns]
@@ -626,8 +647,9 @@ def _tree_cells(spec: SheetSpec, table: Table, where: list, styles: "_Styles",
         for c, j, values, cell_styles in zip(spec.columns, where, columns, column_styles):
             value = None if j is None else _scaled([row[j]], styles.scales[c.format])[0]
             cell_fill = fill
-            if c.worse_above_one and type(value) is float and value > 1:
-                cell_fill = style["worse"]
+            if c.worse_above_one and (moved := _ratio_fill(row[verdict_at] if verdict_at is not None else None,
+                                                            style)):
+                cell_fill = moved
             elif c.verdict_fill and value in style["verdict_fills"]:
                 cell_fill = style["verdict_fills"][value]
             values.append(value)
@@ -648,8 +670,13 @@ def _banners(spec: SheetSpec, result: ComparisonResult) -> list[tuple[str, int, 
     return out
 
 
-def _head(book: Workbook, spec: SheetSpec, banners: list, style: dict) -> list[list[tuple[object, int]]]:
-    """The banner row and the header row (a blank row lies between them), as (value, style) cells."""
+def _head(book: Workbook, spec: SheetSpec, banners: list, style: dict,
+          result: ComparisonResult | None = None) -> list[list[tuple[object, int]]]:
+    """The banner row, the identity row and the header row, as (value, style) cells. The
+    identity row (row 2) says under each banner what that side is (``perfcmp.comparability``:
+    kind, export, framework, device, rank, steps, settings) and in column A that the pair is
+    not like for like, when it is not; [] (a blank row, as the peer's) for a sheet without
+    banners or a result without comparability."""
     banner_cells: list[tuple[object, int]] = [(None, 0)] * len(spec.columns)
     for _, first, last, text in banners:
         fill = style["base_banner"] if text.startswith("Base") else style["comparison_banner"]
@@ -660,7 +687,22 @@ def _head(book: Workbook, spec: SheetSpec, banners: list, style: dict) -> list[l
     for c in spec.columns:
         fill = style["comparison_header"] if c.side == "comparison" else style["base_header"]
         headers.append((c.header, book.style(Style(fill=fill, bold=True))))
-    return [banner_cells, headers]
+    return [banner_cells, _identity_cells(book, spec, banners, result), headers]
+
+
+def _identity_cells(book: Workbook, spec: SheetSpec, banners: list,
+                    result: ComparisonResult | None) -> list[tuple[object, int]]:
+    """Row 2 of a sheet with banners (see ``_head``); [] when there is nothing to say there."""
+    facts = result.comparability if result is not None else None
+    if facts is None or not banners:
+        return []
+    cells: list[tuple[object, int]] = [(None, 0)] * len(spec.columns)
+    for _, first, _, text in banners:
+        side = facts.base if text.startswith("Base") else facts.comparison
+        cells[first] = (side.line().split(" — ", 1)[-1], 0)  # the path is the banner's
+    if not facts.comparable and cells[0][0] is None:
+        cells[0] = (facts.sentence(), book.style(Style(bold=True)))
+    return cells
 
 
 def _row_fill(level: int, key: str, style: dict) -> str | None:
