@@ -91,7 +91,7 @@ from perfcmp import __version__
 from perfcmp.options import HISTORY_FORMATS as FORMATS
 from perfcmp.policy import Gate, Policy
 from perfcmp.readers.errors import InputError, NotComparableError, UsageError
-from perfcmp.samples import SampleSet
+from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.changepoints import median_interval, noise, segment
 from perfcmp.stats import mann_whitney_p
 from perfcmp.verdict import Thresholds, choose_skip
@@ -363,8 +363,9 @@ MIN_SHARED_OPS = 0.5  # a run sharing less of its op keys with the first run is 
 
 
 def run_kind(samples: SampleSet) -> str:
-    """GPU or NPU, or CPU for a run without device kernels (a CPU-only trace reads as GPU)."""
-    return samples.device if any(k.startswith("kernel:") for k in samples.rows) else "CPU"
+    """The run's device kind: GPU, NPU or CPU, CPU also for a trace recorded without device work
+    (the CPU build of torch reads as a GPU trace whose time base is its host ops)."""
+    return "CPU" if samples.provenance.get(TIME_BASE) == HOST_OPS else samples.device
 
 
 def comparability_warnings(runs: list[tuple[str, str, str, SampleSet]]) -> list[str]:

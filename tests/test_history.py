@@ -365,8 +365,9 @@ def test_runs_that_do_not_compare_are_refused_or_named():
     gpu = {"kernel:sgemm": [1.0, 1.0, 1.0, 1.0]}
     a100 = {"device name": "NVIDIA A100"}
     same = [("r1", "r1", "profile", _samples(10, a100, gpu)), ("r2", "r2", "profile", _samples(10, a100, gpu))]
+    cpu_only = _samples(10, {**a100, "time base": "host ops"})  # what samples.py records for a CPU-only trace
     with pytest.raises(NotComparableError, match=r"device kinds \(CPU: cpu; GPU: r1, r2\)"):
-        analyse([*same, ("cpu", "cpu", "profile", _samples(10, a100))], _options())
+        analyse([*same, ("cpu", "cpu", "profile", cpu_only)], _options())
     with pytest.raises(NotComparableError, match=r"device models \(NVIDIA A100: r1, r2; Tesla V100: v100\)"):
         analyse([*same, ("v100", "v100", "profile", _samples(10, {"device name": "Tesla V100"}, gpu))], _options())
     other = ("other", "other", "profile", _samples(10, a100, {**gpu, "op:aten::conv2d": [1.0] * 4, "op:aten::relu": [1.0] * 4}))
