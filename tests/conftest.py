@@ -81,7 +81,9 @@ def _a_stop_stops_the_session(request, monkeypatch):
 # rank, a fixed pair, one seed). Measured with `pytest --durations` (issue 28: the README's `pytest`
 # in under 2 minutes).
 SLOW = {
-    "test_fuzz.py": {"test_fuzz"},  # the short fuzz session: 27 strategies, 5-75 s each
+    "test_fuzz.py": {"test_fuzz", "test_fuzz_documents"},  # the short fuzz sessions: 5-75 s a strategy
+    "test_html.py": {"test_gpu_to_npu_report_has_no_horizontal_scroll"},  # two headless-browser screenshots
+    "test_samples.py": {"test_every_gpu_sample_compares_and_keeps_the_invariants"},  # the 35 MB real traces
     "test_align.py": {"test_random_pairs_match_dp", "test_deterministic"},  # random pairs against the DP
     "test_api.py": {"test_profiles_or_paths_give_the_same_result"},
     "test_api_equivalence.py": {"test_cli_api_map_replaces_the_shipped_table"},
