@@ -30,7 +30,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 NEW_KNOBS = dict(slow_rank=(5, 1.15), slow_link=(9, 3.0))  # the sixteen-rank new run's injected changes
 DETAIL_SHEETS = ["OverallMetrics", "StepMetrics", "CommunicationCompare", "ModuleCompareStatistic", "ModuleCompare",
-                 "MemoryCompareStatistic", "MemoryCompare", "ApiCompare", "KernelCompare", "Verdicts"]
+                 "MemoryCompareStatistic", "MemoryCompare", "ApiCompare", "KernelCompare", "Verdicts", "Diagnosis"]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_slow_rank_and_slow_link_are_found(sixteen, tmp_path, capsys, monkeypatc
     assert doc["detail_ranks"][0]["why"].startswith("the new run's slow rank (computing +15.")
     assert book.sheetnames[8:] == [f"R5 {n}" for n in DETAIL_SHEETS]
     assert "rank 5, the new run's slow rank (computing +15." in " ".join(md.split())
-    assert "R5 OverallMetrics … R5 Verdicts" in " ".join(out.split())
+    assert "R5 OverallMetrics … R5 Diagnosis" in " ".join(out.split())
     _check_rank5_sheets(book)
     _check_slow_link_sentence(out, doc)
 
