@@ -106,19 +106,6 @@ def _alt(words: list[str]) -> re.Pattern:
     return re.compile("|".join(re.escape(w.lower()) for w in words), re.IGNORECASE)
 
 
-def host_op_class(host: pd.DataFrame, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
-    """For every host row, the nearest ancestor-or-self op of a class (FA, conv, matmul).
-
-    Returns (class name per row or "", row of that classifying op or -1).
-    """
-    own = per_unique(host["name"], lambda n: next((c for c in OP_CLASSES if rules.op_patterns[c].search(n)), ""))
-    own[equals(host["cat"], "python_function")] = ""
-    parent = host["parent"].to_numpy()
-    cls_row = propagate_down(parent, np.where(own != "", np.arange(len(host)) + 1, 0)) - 1
-    cls = np.where(cls_row >= 0, own[np.clip(cls_row, 0, None)], "")
-    return cls.astype(object), cls_row
-
-
 def categorise(tasks: pd.DataFrame, host: pd.DataFrame, rules: Rules, host_mode: bool = False) -> np.ndarray:
     """The leaf category key of each compute task (``device`` rows; see the rules file).
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from perfcmp import scope
 from perfcmp.render import diagnosis, top_changes
 from perfcmp.render.console import headline, kernel_list
-from perfcmp.render.jsonout import portable, side_identity
+from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.render.terminal import shorten_distinct
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Table, Verdict, VerdictRow
 from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
@@ -586,10 +586,7 @@ def _identity(side: SideSummary) -> str:
 
 def _digest(side: SideSummary) -> str:
     """`` (step 3, sha256 0123456789ab)``: what the identity line leaves out; "" when nothing."""
-    detail = [f"step {side.step}"] if side.step is not None else []
-    digest = side_identity(side)
-    if digest:
-        detail.append(f"sha256 {digest[:12]}")
+    detail = step_and_digest(side)
     return f" ({', '.join(detail)})" if detail else ""
 
 

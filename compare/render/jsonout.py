@@ -112,6 +112,16 @@ def side_identity(side: SideSummary) -> str:
     return getattr(side, "sha256", "") or ""
 
 
+def step_and_digest(side: SideSummary) -> list[str]:
+    """What a side's identity line leaves out: the step compared ("step 3") and the first 12 hex
+    digits of its input's sha256, each when known."""
+    detail = [f"step {side.step}"] if side.step is not None else []
+    digest = side_identity(side)
+    if digest:
+        detail.append(f"sha256 {digest[:12]}")
+    return detail
+
+
 def _warning(w: WarningRecord, swap, fix) -> WarningRecord:
     source = swap(w.source)  # a file under a side's input keeps its place below that input
     return msgspec.structs.replace(w, source=fix(source), message=swap(w.message))

@@ -18,7 +18,7 @@ from pathlib import Path
 from perfcmp import scope
 from perfcmp.render import diagnosis
 from perfcmp.render.console import headline, kernel_list
-from perfcmp.render.jsonout import portable, side_identity
+from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
 from perfcmp.wording import mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
 
@@ -89,10 +89,7 @@ def inputs_line(result: ComparisonResult) -> str:
 
 def _extra(side: SideSummary) -> str:
     """`` (step 3, sha256 0123456789ab)``: what the identity line does not say; "" when nothing."""
-    detail = [f"step {side.step}"] if side.step is not None else []
-    digest = side_identity(side)
-    if digest:
-        detail.append(f"sha256 {digest[:12]}")
+    detail = step_and_digest(side)
     return f" ({escape(', '.join(detail))})" if detail else ""
 
 
