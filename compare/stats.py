@@ -134,19 +134,15 @@ def welch_p(x: np.ndarray, y: np.ndarray) -> float | None:
         return 1.0
     wx, wy = qx / se2, qy / se2  # shares of the variance: ν without squaring a possibly tiny se2
     df = 1.0 / (wx * wx / (len(x) - 1) + wy * wy / (len(y) - 1))
-    # the beta argument ν/(ν+t²) and its complement, each from the ratio below 1 so that neither
-    # loses digits to cancellation nor overflows
-    if t2 > df:
-        r = df / t2
-        return min(_betainc(df / 2, 0.5, r / (1 + r), 1 / (1 + r)), 1.0)
-    r = t2 / df
-    return min(_betainc(df / 2, 0.5, 1 / (1 + r), r / (1 + r)), 1.0)
+    return t_two_sided(t2, df)
 
 
 def t_two_sided(t2: float, df: float) -> float:
     """P(|T_df| ≥ |t|) from t² and the degrees of freedom: I_{df/(df+t²)}(df/2, ½)."""
     if t2 == 0.0:
         return 1.0
+    # the beta argument ν/(ν+t²) and its complement, each from the ratio below 1 so that neither
+    # loses digits to cancellation nor overflows
     if t2 > df:
         r = df / t2
         return min(_betainc(df / 2, 0.5, r / (1 + r), 1 / (1 + r)), 1.0)
