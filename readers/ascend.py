@@ -17,7 +17,7 @@ from perfcmp.readers.chrome import RawJson, read_document, sniff_json
 from perfcmp.readers.common import merge_warnings
 from perfcmp.readers.errors import InputError
 from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups
-from perfcmp.readers.mindspore import FRAMEWORK, framework_rank, read_memory, read_reference_ops
+from perfcmp.readers.mindspore import FRAMEWORK, framework_rank, read_memory, read_reference_ops, recover_steps, scope_paths
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, table
 
 PRODUCER = "Ascend PyTorch profiler (torch_npu)"
@@ -79,11 +79,10 @@ def _read_ms_host(trace: AscendTrace, info_dir: Path, shown_as: str, warnings: l
     if rank is None:
         warnings.append(ReadWarning(shown_as, f"{FRAMEWORK}/cpu_op_detail_info_<rank>.csv not found: MindSpore's own op "
                                     "totals, the host memory record and the rank are unavailable"))
-    _warn_no_steps(shown_as, warnings)
     info = RunInfo(source=shown_as, device=DeviceKind.CPU, producer=MINDSPORE_PRODUCER, device_name="host CPU",
                    rank=int(rank) if rank is not None else None, origin_ns=trace.origin,
                    metadata={"export": "text (CPU only)"})
-    profile = trace.to_profile(info, None, None)
+    profile = _ms_host_profile(trace, info, shown_as, warnings)
     if rank is not None:
         profile.memory = read_memory(framework, rank, shown_as, trace.origin, warnings)
         profile.reference_ops = read_reference_ops(framework, rank, shown_as, warnings)
@@ -91,11 +90,29 @@ def _read_ms_host(trace: AscendTrace, info_dir: Path, shown_as: str, warnings: l
     return profile
 
 
-def _warn_no_steps(shown_as: str, warnings: list[ReadWarning]) -> None:
+def _ms_host_profile(trace: AscendTrace, info: RunInfo, shown_as: str, warnings: list[ReadWarning]) -> Profile:
+    """The profile of a CPU-only MindSpore trace, with the steps recovered from its ops and
+    each CPU OP's Scope Layer path as its call stack (``readers.mindspore``)."""
+    profile = trace.to_profile(info, None, None)
+    profile.host["call_stack"] = scope_paths(profile.host, trace.sort_index)
+    steps, how = recover_steps(profile.host)
+    _warn_steps(shown_as, steps, how, warnings)
+    profile.steps = steps
+    profile.warnings = merge_warnings(warnings)
+    return profile
+
+
+def _warn_steps(shown_as: str, steps: list, how: str, warnings: list[ReadWarning]) -> None:
     """MindSpore records no step on a host without a device (no ProfilerStep#N, no step
-    table): the whole profile is one window, and the user is told so."""
-    warnings.append(ReadWarning(shown_as, "MindSpore CPU-only export: no steps recorded (MindSpore writes step markers "
-                                "only with an Ascend device), so the whole profile is compared as one window"))
+    table): the user is told how the steps were recovered (numbered 1.. in profile order), or
+    that the whole profile is one window and why."""
+    if steps:
+        warnings.append(ReadWarning(shown_as, f"MindSpore CPU-only export: no step markers recorded; {len(steps)} steps "
+                                    f"recovered ({how}), numbered 1-{len(steps)} in profile order"))
+    else:
+        warnings.append(ReadWarning(shown_as, "MindSpore CPU-only export: no steps recorded (MindSpore writes step markers "
+                                    f"only with an Ascend device) and none recovered ({how}), so the whole profile is "
+                                    "compared as one window"))
 
 
 def read_trace_only(raw: RawJson, shown_as: str) -> Profile:
@@ -103,10 +120,9 @@ def read_trace_only(raw: RawJson, shown_as: str) -> Profile:
     warnings: list[ReadWarning] = []
     trace = AscendTrace(raw, shown_as, warnings, {})
     if trace.host_only:
-        _warn_no_steps(shown_as, warnings)
         info = RunInfo(source=shown_as, device=DeviceKind.CPU, producer=MINDSPORE_PRODUCER, device_name="host CPU",
                        origin_ns=trace.origin, metadata={"export": "text (CPU only)"})
-        return trace.to_profile(info, None, None)
+        return _ms_host_profile(trace, info, shown_as, warnings)
     info = RunInfo(source=shown_as, device=DeviceKind.NPU, producer=MINDSPORE_PRODUCER if trace.is_mindspore else PRODUCER,
                    origin_ns=trace.origin)
     profile = trace.to_profile(info, None, None)

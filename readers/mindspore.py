@@ -15,6 +15,29 @@ MindSpore's own numbers are in ``FRAMEWORK/`` beside it:
 
 Both CSV totals equal the sums of the trace's CPU OP durations; they become the profile's
 ``reference_ops`` table, which ``compare/selfcheck.py`` checks perfcmp's op totals against.
+
+Steps (``recover_steps``): MindSpore writes no step marker on a host without a device, but the
+active steps of the profiler's schedule can be recovered from what it does write. Each step runs
+the same ops in the same order, and the profiler starts recording at a step boundary, so:
+
+* **repetition**: when the CPU OP names, in start order, are k >= 2 repetitions of one sequence
+  (the shortest such), repetition i is step i: from its first op's start to the next
+  repetition's first op's start (the last step: to its last op's end);
+* **Gradients anchor** (Graph mode, when the ops do not repeat exactly): ``Scope Layer`` holds
+  one top ``Gradients`` span per backward pass, one per step. Step i starts at the last start of
+  the profile's first op (by its name) before Gradients span i and after span i-1.
+  When both apply, the repetition is kept only if each of its steps holds one Gradients start.
+
+Otherwise no step is recovered and the whole profile is one window (a warning says so). Step ids
+are the steps' order in the profile, 1 first: MindSpore records no step number.
+
+Scopes (``scope_paths``): ``Scope Layer`` has one thread per scope depth, each span a run of
+consecutive ops in one scope (Graph mode: the op name's path components). Its spans run across
+step boundaries (a top ``Default`` span holds step i's optimizer and step i+1's forward; PyNative
+writes one ``Default`` span over the whole profile) and a child can have its parent's exact span
+(``Gradients`` / ``Default``), so they make no per-step module tree. Instead each CPU OP gets the
+path of the spans around its start, outermost first, as its ``call_stack``: the operator sheets
+show it, and ops of one layer share it.
 """
 
 from __future__ import annotations
@@ -26,7 +49,8 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.errors import InputError
-from perfcmp.readers.model import ReadWarning, table
+from perfcmp.readers.model import ReadWarning, Step, table
+from perfcmp.readers.textmatch import factorize
 
 CPU_OP, SCOPE_LAYER = "CPU OP", "Scope Layer"  # process names MindSpore writes on a host without a device
 FRAMEWORK = "FRAMEWORK"
@@ -38,6 +62,8 @@ INSTANCE = re.compile(r"-op\d+$")
 DETAIL_COLUMNS = ("op_type", "full_op_name", "op_occurrences", "op_total_time(ms)")
 TYPE_COLUMNS = ("op_type", "type_occurrences", "total_compute_time")
 MEMORY_COLUMNS = ("Timestamp(ns)", "Total Allocated(Byte)", "Total Reserved(Byte)")
+GRADIENTS = "Gradients"  # Graph mode's top scope of the backward pass: one span per step
+OPS, SCOPES = "cpu_op", "python_function"  # host cats of CPU OP and Scope Layer rows (readers/ascend_trace.py)
 
 
 def op_type(name: str) -> str:
@@ -106,3 +132,113 @@ def _csv(path: Path, columns: tuple[str, ...], shown: str, warnings: list[ReadWa
         warnings.append(ReadWarning(shown, f"ignored: {getattr(exc, 'message', exc)}"))
         return None
     return frame[list(columns)]
+
+
+def recover_steps(host: pd.DataFrame) -> tuple[list[Step], str]:
+    """The active steps of a CPU-only export (module docstring: repetition, else Gradients
+    anchor), in µs of the host table's time base; and how they were found, or why none were.
+
+    ``host`` is the profile's host table: CPU OP rows (cat ``cpu_op``: name, start_us, dur_us)
+    and Scope Layer rows (cat ``python_function``)."""
+    cats = host["cat"].to_numpy()
+    ops = host[cats == OPS]
+    if ops.empty:
+        return [], "no CPU OP events"
+    names = ops["name"].to_numpy(dtype=object)
+    start = ops["start_us"].to_numpy()
+    order = np.lexsort((names.astype(str), start))  # start order; equal starts by name, so reorderings agree
+    start, end, names = start[order], (start + ops["dur_us"].to_numpy())[order], names[order]
+    grads = _gradients(host[(cats == SCOPES) & (host["name"].to_numpy() == GRADIENTS)])
+    period = _period(factorize(names)[0])
+    if period:
+        firsts = np.arange(0, len(names), period)
+        if not len(grads) or _one_gradient_each(start[firsts], grads):
+            return _steps(start, end, firsts), (f"the CPU ops repeat {len(firsts)} times in one order of {period} ops: "
+                                                "one step each")
+    if len(grads):
+        firsts = _anchored(names, start, grads)
+        if firsts is not None:
+            return _steps(start, end, firsts), (f"one step per Scope Layer '{GRADIENTS}' span ({len(grads)}), each from "
+                                                f"the last '{names[0]}' before it")
+    return [], "the CPU ops do not repeat in one order and no Scope Layer 'Gradients' span marks a step"
+
+
+def _gradients(rows: pd.DataFrame) -> np.ndarray:
+    """The ``Gradients`` spans as disjoint (start, end) µs rows in time order: nested or
+    overlapping ones (a deeper thread's) are one backward pass."""
+    if rows.empty:
+        return np.empty((0, 2))
+    start = rows["start_us"].to_numpy()
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], (start + rows["dur_us"].to_numpy())[order]
+    reach = np.maximum.accumulate(end)
+    new = np.concatenate([[True], start[1:] >= reach[:-1]])  # a span starting at or after all before it ended
+    return np.column_stack([start[new], np.maximum.reduceat(end, np.flatnonzero(new))])
+
+
+def _period(codes: np.ndarray) -> int:
+    """The shortest p < n such that ``codes`` is n/p repetitions of its first p; 0 if none."""
+    n = len(codes)
+    for p in range(1, n // 2 + 1):
+        if n % p == 0 and np.array_equal(codes.reshape(-1, p), np.broadcast_to(codes[:p], (n // p, p))):
+            return p
+    return 0
+
+
+def _one_gradient_each(step_starts: np.ndarray, grads: np.ndarray) -> bool:
+    """Whether each step (from one start to the next) holds exactly one Gradients start."""
+    # searchsorted: 0 before the first step, i + 1 inside step i
+    held = np.bincount(np.searchsorted(step_starts, grads[:, 0], side="right"), minlength=len(step_starts) + 1)
+    return bool(held[0] == 0 and (held[1:] == 1).all())
+
+
+def _anchored(names: np.ndarray, start: np.ndarray, grads: np.ndarray) -> np.ndarray | None:
+    """Per Gradients span, the row of the last op named as the profile's first op that starts
+    before it and at or after the previous span's end; None when a span has no such op."""
+    first = np.flatnonzero(names == names[0])
+    after = np.concatenate([[-np.inf], grads[:-1, 1]])
+    at = np.searchsorted(start[first], grads[:, 0], side="right") - 1
+    if (at < 0).any():
+        return None
+    rows = first[at]
+    if (start[rows] < after).any() or (np.diff(rows) <= 0).any():
+        return None
+    return rows
+
+
+def _steps(start: np.ndarray, end: np.ndarray, firsts: np.ndarray) -> list[Step]:
+    """Steps from the rows (in start order) that open them: each to the next one's start, the
+    last to the latest end of its ops."""
+    bounds = np.append(start[firsts[1:]], end[firsts[-1]:].max())
+    return [Step(i + 1, float(a), float(b)) for i, (a, b) in enumerate(zip(start[firsts], bounds))]
+
+
+def scope_paths(host: pd.DataFrame, depth_of: dict[tuple, float]) -> np.ndarray:
+    """Per host row: the ``Scope Layer`` path around a CPU OP row's start (span names, outermost
+    depth first, joined by ";\n" as module call stacks are), its own call_stack for other rows
+    or where no span holds it. ``depth_of`` orders the Scope Layer threads ((pid, tid) -> sort
+    index; tid breaks ties)."""
+    out = host["call_stack"].to_numpy(dtype=object).copy()
+    cats = host["cat"].to_numpy()
+    scopes = host[cats == SCOPES]
+    op_rows = np.flatnonzero(cats == OPS)
+    if scopes.empty or not len(op_rows):
+        return out
+    when = host["start_us"].to_numpy()[op_rows]
+    threads = sorted({(p, t) for p, t in zip(scopes["pid"].tolist(), scopes["tid"].tolist())},
+                     key=lambda k: (depth_of.get(k, 0.0), str(k[1])))
+    codes, names = np.full((len(op_rows), len(threads)), -1, dtype=np.int64), factorize(scopes["name"].to_numpy(dtype=object))
+    name_code = names[0]
+    for d, (pid, tid) in enumerate(threads):
+        mine = np.flatnonzero((scopes["pid"].to_numpy() == pid) & (scopes["tid"].to_numpy() == tid))
+        s = scopes["start_us"].to_numpy()[mine]
+        order = np.argsort(s, kind="stable")
+        s, e, c = s[order], (s + scopes["dur_us"].to_numpy()[mine])[order], name_code[mine][order]
+        at = np.searchsorted(s, when, side="right") - 1
+        inside = (at >= 0) & (when < e[np.clip(at, 0, None)])
+        codes[inside, d] = c[at[inside]]
+    unique, inverse = np.unique(codes, axis=0, return_inverse=True)
+    paths = np.array([";\n".join(str(names[1][k]) for k in row if k >= 0) for row in unique], dtype=object)
+    found = paths[inverse.reshape(-1)]
+    out[op_rows] = np.where(found != "", found, out[op_rows])
+    return out

@@ -12,6 +12,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from mindspore_fixture import (ALLREDUCE_NAME, CANN_VERSION, EXPECTED_STEP_TRACE, EXPECTED_STEPS, EXPECTED_WHOLE,
                                KERNELS, MS_VERSION, OUTPUT, build_tasks, rename_csv_column, rename_db_column,
@@ -22,6 +24,7 @@ from perfcmp.breakdown import Analyzer
 from perfcmp.categories import load_rules
 from perfcmp.readers.detect import load_profile
 from perfcmp.readers.errors import InputError
+from perfcmp.readers.mindspore import recover_steps, scope_paths
 from perfcmp.readers.model import COMM, COMPUTE, DeviceKind
 
 # (layout, export, rank): both layouts, both exports, and the DB's two file names
@@ -275,3 +278,46 @@ def test_a_mindspore_pair_compares_cleanly_and_checks_itself(tmp_path):
     assert result.base.producer == "MindSpore profiler"
     # MindSpore's own step_trace_time.csv agrees on Computing and uncovered communication
     assert [(r.base.profiler_check, r.comp.profiler_check) for r in result.steps] == [("ok", "ok"), ("ok", "ok")]
+
+
+def _ms_host(rows):
+    """A CPU-only MindSpore host table: (cat, name, start_us, dur_us) per row."""
+    return pd.DataFrame(rows, columns=["cat", "name", "start_us", "dur_us"])
+
+
+def test_steps_from_repeated_ops_and_none_without_a_repeat():
+    ops = [("cpu_op", n, t, 1.0) for t, n in zip((0, 2, 4, 10, 12, 14), ("A", "B", "A", "A", "B", "A"))]
+    steps, how = recover_steps(_ms_host(ops))
+    # A B A | A B A: two steps of 3 ops, the second from 10 to the last end (14 + 1)
+    assert [(s.step_id, s.start_us, s.end_us) for s in steps] == [(1, 0.0, 10.0), (2, 10.0, 15.0)]
+    assert "repeat 2 times in one order of 3 ops" in how
+    steps, how = recover_steps(_ms_host(ops[:5]))  # A B A A B: no repetition, no Gradients span
+    assert steps == [] and "do not repeat" in how
+
+
+def test_steps_anchored_on_gradients_spans_when_the_ops_do_not_repeat():
+    # step 1: F(0) G(2) O(5); step 2: F(10) X(11) G(12) O(15): X breaks the repetition
+    ops = [("cpu_op", n, t, 1.0) for n, t in (("F", 0), ("G", 2), ("O", 5), ("F", 10), ("X", 11), ("G", 12), ("O", 15))]
+    grads = [("python_function", "Gradients", 2, 1.0), ("python_function", "Gradients", 12, 1.0),
+             ("python_function", "Gradients", 12, 1.0)]  # a deeper thread's copy: one backward pass
+    steps, how = recover_steps(_ms_host(ops + grads))
+    assert [(s.start_us, s.end_us) for s in steps] == [(0.0, 10.0), (10.0, 16.0)]
+    assert "one step per Scope Layer 'Gradients' span (2), each from the last 'F' before it" == how
+    # a repetition whose steps do not each hold one Gradients start is not taken: F G F G with one span
+    ops = [("cpu_op", n, t, 1.0) for n, t in (("F", 0), ("G", 2), ("F", 4), ("G", 6))]
+    steps, _ = recover_steps(_ms_host(ops + [("python_function", "Gradients", 2, 5.0)]))
+    assert [(s.start_us, s.end_us) for s in steps] == [(0.0, 7.0)]
+
+
+def test_scope_paths_from_the_scope_threads():
+    host = pd.DataFrame({
+        "cat": ["python_function", "python_function", "python_function", "cpu_op", "cpu_op", "cpu_op"],
+        "name": ["Gradients", "Default", "Grad_MatMul", "Default/MatMul-op0", "Gradients/Default/Grad_MatMul/MatMul-op0", "Late"],
+        "pid": [3, 3, 3, 2, 2, 2], "tid": [0, 1, 2, 0, 0, 0],
+        "start_us": [10.0, 10.0, 10.0, 0.0, 10.0, 30.0], "dur_us": [5.0, 5.0, 5.0, 1.0, 5.0, 1.0],
+        "call_stack": ["", "", "", "", "", ""]})
+    # depth by thread sort index: tid 2 sorted outermost would reverse the path
+    paths = scope_paths(host, {(3, 0): 0.0, (3, 1): 1.0, (3, 2): 2.0})
+    assert paths.tolist() == ["", "", "", "", "Gradients;\nDefault;\nGrad_MatMul", ""]
+    assert scope_paths(host, {(3, 0): 2.0, (3, 1): 1.0, (3, 2): 0.0})[4] == "Grad_MatMul;\nDefault;\nGradients"
+    assert isinstance(paths, np.ndarray)

@@ -56,8 +56,10 @@ def test_recording_reads_as_a_mindspore_host_profile(samples_dir, name):
     profile.check()
     assert profile.info.device == DeviceKind.CPU and profile.info.producer == "MindSpore profiler"
     assert profile.info.rank == 0
-    assert profile.device.empty and not profile.steps  # CPU only, no step recorded: the whole profile
-    assert any("no steps recorded" in w.message for w in profile.warnings)
+    assert profile.device.empty  # CPU only
+    # no step recorded, but the script's schedule recorded 4 active steps: recovered from the op order
+    assert [s.step_id for s in profile.steps] == [1, 2, 3, 4]
+    assert any("4 steps recovered (the CPU ops repeat 4 times" in w.message for w in profile.warnings)
     # 4 active steps of 20 (PyNative) / 18 (Graph) kernels, plus Graph's 5 top scopes etc. as python_function
     assert (profile.host["cat"] == "cpu_op").sum() == (80 if name.startswith("pynative") else 72)
     assert set(profile.memory["component"]) == {"CPU"} and len(profile.memory) == (184 if name.startswith("pynative") else 120)
@@ -142,3 +144,61 @@ def test_db_asked_of_a_cpu_only_export_is_said_plainly(samples_dir):
     with pytest.raises(InputError, match="MindSpore writes no DB export on a host without an Ascend device") as info:
         load_profile(str(export(samples_dir, "pynative/base")), npu_source="db")
     assert "ascend_mindspore_profiler_N.db" in info.value.message and "ascend_pytorch" not in info.value.message
+
+
+# Each step's first CPU OP start (µs after the trace's first event) and the last op's end, read
+# off trace_view.json: Graph base, the 4 'Default/MatMul-op0' starts (1795816939579850.249,
+# 610422.502, 625644.965, 649554.203) and ApplyMomentum-op3's last end (657699.689 + 93.580);
+# PyNative base, each 1st of the 5 'MatMul' per step (...875389457.271, 446545.309, 506089.134,
+# 594157.161) and the last ApplyMomentum-op3's end (697346.986 + 54.613).
+STEP_BOUNDS = {"graph/base": [0.0, 30572.253, 45794.716, 69703.954, 77943.020],
+               "pynative/base": [0.0, 57088.038, 116631.863, 204699.890, 307944.328]}
+
+
+@pytest.mark.parametrize("name", sorted(STEP_BOUNDS))
+def test_steps_recovered_from_the_op_order(samples_dir, name):
+    profile = load_profile(str(export(samples_dir, name)))
+    bounds = STEP_BOUNDS[name]
+    assert [s.start_us for s in profile.steps] == pytest.approx(bounds[:-1], abs=5e-4)
+    assert [s.end_us for s in profile.steps] == pytest.approx(bounds[1:], abs=5e-4)
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_each_recovered_step_runs_every_op_once(samples_dir, name):
+    """MindSpore's own cpu_op_detail_info_0.csv counts 4 calls per Graph op (PyNative: 4 per
+    op name, 5 x 4 = 20 for 'MatMul'): each recovered step holds a quarter of every op's calls,
+    and in Graph mode one 'Gradients' span (the backward pass)."""
+    ms_dir = export(samples_dir, name)
+    profile = load_profile(str(ms_dir))
+    host = profile.host
+    ops = host[host["cat"] == "cpu_op"]
+    with open(ms_dir / "FRAMEWORK" / "cpu_op_detail_info_0.csv", newline="") as handle:
+        calls = {r["full_op_name"]: int(r["op_occurrences"]) for r in csv.DictReader(handle)}
+    for step in profile.steps:
+        inside = ops[(ops["start_us"] >= step.start_us) & (ops["start_us"] < step.end_us)]
+        per_step = inside["name"].value_counts().to_dict()
+        assert {op: 4 * n for op, n in per_step.items()} == calls, step
+        if name.startswith("graph"):
+            grads = host[(host["name"] == "Gradients") & (host["start_us"] >= step.start_us) & (host["start_us"] < step.end_us)]
+            assert len(grads) == 1
+    assert profile.steps[0].start_us == 0.0 and profile.steps[-1].end_us == pytest.approx(
+        (ops["start_us"] + ops["dur_us"]).max(), abs=1e-9)
+
+
+def test_graph_scope_paths_are_the_op_names_scopes(samples_dir):
+    """Scope Layer's spans around each Graph-mode op give the scope its name writes
+    (Gradients/Default/Grad_MatMul/MatMul-op2 -> Gradients, Default, Grad_MatMul)."""
+    profile = load_profile(str(export(samples_dir, "graph/base")))
+    ops = profile.host[profile.host["cat"] == "cpu_op"]
+    assert len(ops) == 72
+    for name, stack in zip(ops["name"], ops["call_stack"]):
+        assert stack.split(";\n") == name.split("/")[:-1], name
+
+
+def test_pynative_scope_is_the_one_default_span(samples_dir):
+    """PyNative writes one Scope Layer 'Default' span, from Default/BiasAdd-op0's first start
+    to the end: every op in it has that scope; the first MatMul, before it, has none."""
+    profile = load_profile(str(export(samples_dir, "pynative/base")))
+    ops = profile.host[profile.host["cat"] == "cpu_op"].sort_values("start_us")
+    stacks = ops["call_stack"].tolist()
+    assert stacks[0] == "" and ops["name"].iloc[0] == "MatMul" and set(stacks[1:]) == {"Default"}
