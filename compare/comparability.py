@@ -53,6 +53,10 @@ class SideFacts(msgspec.Struct, kw_only=True):
     def line(self) -> str:
         """``path — GPU, trace JSON, PyTorch profiler (Kineto), NVIDIA A100-SXM4-80GB, rank 0,
         8 steps, profiler level Level1``: what a header says of the side."""
+        return f"{self.source} — {self.details()}"
+
+    def details(self) -> str:
+        """The side's facts after its path: kind, export, framework, device, rank, steps, settings."""
         parts = [self.kind, self.export, self.framework]
         if self.device_name and self.device_name not in parts:
             parts.append(self.device_name)
@@ -60,7 +64,7 @@ class SideFacts(msgspec.Struct, kw_only=True):
             parts.append(f"rank {self.rank}")
         parts.append(f"{self.steps} step{'' if self.steps == 1 else 's'}" if self.steps else "no steps")
         parts += [f"{key} {value}" for key, value in self.settings.items() if key != "export"]
-        return f"{self.source} — " + ", ".join(p for p in parts if p)
+        return ", ".join(p for p in parts if p)
 
 
 class Comparability(msgspec.Struct, kw_only=True):

@@ -87,17 +87,18 @@ SIDE_NAMES = ("Base", "Comparison")
 
 
 def inputs(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
-    """What was compared: one wrapped entry per side (the path as given, kind, export,
-    framework, device, rank, steps, settings; ``perfcmp.comparability``), then the one line
-    that says the pair is not like for like, when it is not; [] for results without it."""
+    """What was compared: per side its path as given, on a line of its own (a path is never cut
+    or wrapped: the user copies it), then its facts wrapped below it (kind, export, framework,
+    device, rank, steps, settings; ``perfcmp.comparability``); then the one line that says the
+    pair is not like for like, when it is not; [] for results without it."""
     facts = result.comparability
     if facts is None:
         return []
     pad = max(len(n) for n in SIDE_NAMES) + 2
     lines = []
     for name, side in zip(SIDE_NAMES, (facts.base, facts.comparison)):
-        body = wrap(side.line(), max(width - pad, 20))
-        lines += [(f"{name}:" if i == 0 else "").ljust(pad) + text.lstrip() for i, text in enumerate(body)]
+        lines.append(f"{name}:".ljust(pad) + side.source)
+        lines += [" " * pad + text.lstrip() for text in wrap(side.details(), max(width - pad, 20))]
     if not facts.comparable:
         lines += [paint(line, "yellow") for line in wrap(facts.sentence(), width)]
     return lines
