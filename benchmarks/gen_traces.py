@@ -101,6 +101,12 @@ class Knobs:
     profiler_level: str = "Level1"  # NPU: the recorded _profiler_level (profiler_info)
     torch_npu_version: str = "2.5.1"  # NPU: recorded versions (profiler_info)
     cann_version: str = "8.0.RC3"
+    unfused_attn: bool = False   # attention as matmul + softmax + matmul (SDPA's math path) instead of flash
+    slow_transport: str = ""     # NPU: "RDMA" or "HCCS": that transport's transfer tasks take ...
+    slow_factor: float = 4.0     # ... this many times longer (the link at 1/factor of its bandwidth)
+    fragment_mb: float = 0.0     # the caching allocator reserves this many MiB more each step, never allocated
+    cuda_runtime_version: int = 0  # GPU: recorded in the trace's header (cuda_runtime_version ...
+    cuda_driver_version: int = 0   # ... cuda_driver_version); 0: not written
 
     @classmethod
     def make(cls, **kw) -> "Knobs":
@@ -130,6 +136,8 @@ class Knobs:
             raise ValueError("need 0 <= rank < world, world >= 2 and slow_link > 0")
         if min(k.host_launch_us, k.dataloader_us, k.sync_points, k.extra_casts) < 0 or k.aicpu_factor <= 0:
             raise ValueError("injections must be >= 0 and aicpu_factor > 0")
+        if k.slow_transport not in ("", "RDMA", "HCCS") or k.slow_factor <= 0 or k.fragment_mb < 0:
+            raise ValueError("slow_transport must be RDMA or HCCS, slow_factor > 0 and fragment_mb >= 0")
         if k.aicpu_op and k.aicpu_op not in _OP_BUILDERS:
             raise ValueError(f"aicpu_op must be one of {sorted(_OP_BUILDERS)}")
         return k
@@ -298,6 +306,9 @@ _GK = {
     "softmax_bwd": "void (anonymous namespace)::softmax_warp_backward<float, float, float, 10, true, false>(float*, float const*, float const*, int, int, int, bool const*)",
     "nll": "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)",
     "nll_bwd": "void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(float*, float const*, long const*, float const*, float const*, bool, int, int, long, long)",
+    "bmm": "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_nn",
+    "attn_softmax": "void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 8, false, false>(c10::BFloat16*, c10::BFloat16 const*, int, int, int, bool const*, int, bool)",
+    "attn_softmax_bwd": "void (anonymous namespace)::softmax_warp_backward<c10::BFloat16, c10::BFloat16, float, 8, false, false>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, int, int, int, bool const*)",
     "fill": _EW + "at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
     "adamw": "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::(anonymous namespace)::ADAM_MODE)1, false>, float*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::(anonymous namespace)::ADAM_MODE)1, false>, float*, double, double, double, double, double, bool, float*, float*)",
     "foreach_add": "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::UnaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::UnaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float)",
@@ -330,6 +341,9 @@ _NK = {
     "softmax": ("aclnnLogSoftmax_LogSoftmaxV2_LogSoftmaxV2", "LogSoftmaxV2", "AI_VECTOR_CORE", 40),
     "softmax_bwd": ("aclnnLogSoftmaxBackward_LogSoftmaxGrad_LogSoftmaxGrad", "LogSoftmaxGrad", "AI_VECTOR_CORE", 40),
     "nll": ("aclnnNLLLoss_NLLLoss_NLLLoss", "NLLLoss", "AI_VECTOR_CORE", 40),
+    "bmm": ("aclnnBatchMatMul_BatchMatMulV2_BatchMatMulV2", "BatchMatMulV2", "AI_CORE", 20),
+    "attn_softmax": ("aclnnSoftmax_SoftmaxV2_SoftmaxV2", "SoftmaxV2", "AI_VECTOR_CORE", 40),
+    "attn_softmax_bwd": ("aclnnSoftmaxBackward_SoftmaxGrad_SoftmaxGrad", "SoftmaxGrad", "AI_VECTOR_CORE", 40),
     "nll_bwd": ("aclnnNLLLossBackward_NLLLossGrad_NLLLossGrad", "NLLLossGrad", "AI_VECTOR_CORE", 40),
     "adamw": ("aclnnApplyAdamW_ApplyAdamW_ApplyAdamW", "ApplyAdamW", "AI_VECTOR_CORE", 40),
 }
@@ -446,6 +460,36 @@ def _def_attn(k, npu):
                   dims={"*": [q, q, q]}, scope_bytes=3 * TOK * H * BF16)
 
 
+def _def_attn_qk(k, npu):
+    """Unfused attention (--unfused-attn), part 1: scores = q @ kᵀ (aten::bmm; BmmBackward0: two bmm)."""
+    q, s = [B, NH, S, HD], [B, NH, S, S]
+    fwd = ("aten::matmul", ("aten::bmm", k("bmm", 110.0, (q, [B, NH, HD, S]), (s,))))
+    bwd = ("BmmBackward0", ("aten::bmm", k("bmm", 115.0)), ("aten::bmm", k("bmm", 115.0)))
+    return _OpDef(fwd, "aten::bmm", bwd, B * NH * S * S * BF16, dims={"*": [q, [B, NH, HD, S]]},
+                  types={"*": ["c10::BFloat16", "c10::BFloat16"]}, scope_bytes=TOK * H * BF16)
+
+
+def _def_attn_softmax(k, npu):
+    """Unfused attention, part 2: softmax over the materialised scores (S × S per head)."""
+    s = [B, NH, S, S]
+    fwd = ("aten::softmax", ("aten::_softmax", k("attn_softmax", 90.0, (s,), (s,))))
+    bwd = ("SoftmaxBackward0", ("aten::_softmax_backward_data", k("attn_softmax_bwd", 110.0)))
+    return _OpDef(fwd, "aten::_softmax", bwd, B * NH * S * S * BF16, dims={"*": [s, [], []]},
+                  types={"*": ["c10::BFloat16", "Scalar", ""]}, scope_bytes=B * NH * S * S * BF16)
+
+
+def _def_attn_pv(k, npu):
+    """Unfused attention, part 3: probabilities @ v (aten::bmm; BmmBackward0: two bmm)."""
+    q, s = [B, NH, S, HD], [B, NH, S, S]
+    fwd = ("aten::matmul", ("aten::bmm", k("bmm", 100.0, (s, q), (q,))))
+    bwd = ("BmmBackward0", ("aten::bmm", k("bmm", 105.0)), ("aten::bmm", k("bmm", 105.0)))
+    return _OpDef(fwd, "aten::bmm", bwd, TOK * H * BF16, dims={"*": [s, q]},
+                  types={"*": ["c10::BFloat16", "c10::BFloat16"]}, scope_bytes=B * NH * S * S * BF16)
+
+
+UNFUSED_ATTN = ["attn_qk", "attn_softmax", "attn_pv"]
+
+
 def _def_add(k, npu):
     """Residual add (AddBackward0 launches nothing)."""
     fwd = ("aten::add", k("add", 14.0, (BSH, BSH), (BSH,)))
@@ -521,7 +565,8 @@ def _op_def(kind, npu):
 
 _OP_BUILDERS = {"cast": _def_cast, "ln": _def_ln, "rms": _def_rms, "transpose": _def_transpose, "attn": _def_attn,
                 "add": _def_add, "gelu": _def_gelu, "conv": _def_conv, "dropout": _def_dropout,
-                "log_softmax": _def_log_softmax, "nll": _def_nll}
+                "log_softmax": _def_log_softmax, "nll": _def_nll,
+                "attn_qk": _def_attn_qk, "attn_softmax": _def_attn_softmax, "attn_pv": _def_attn_pv}
 
 
 LAYER_OPS = ["cast", "ln", "linear_qkv", "transpose", "attn", "linear_out", "add", "rms",
@@ -547,7 +592,7 @@ class _Program:
         self.k, self.npu = knobs, npu
         self.defs = {}
         for kind in set(LAYER_OPS) | {"conv", "dropout", "log_softmax", "nll", "linear_qkv",
-                                      "linear_out", "linear_up", "linear_down"}:
+                                      "linear_out", "linear_up", "linear_down"} | set(UNFUSED_ATTN):
             self.defs[kind] = _op_def(kind, npu)
         if npu and knobs.aicpu_op:
             d = self.defs[knobs.aicpu_op]
@@ -562,6 +607,9 @@ class _Program:
             ops.insert(ops.index("gelu") + 1, "dropout")
         # injected casts go after the layer's own cast: keyed cast#1.. so the others keep their noise
         ops[ops.index("cast") + 1:ops.index("cast") + 1] = ["cast"] * self.k.extra_casts
+        if self.k.unfused_attn:
+            at = ops.index("attn")
+            ops[at:at + 1] = UNFUSED_ATTN
         return ops
 
     def _instantiate(self, kind, key):
@@ -969,6 +1017,10 @@ class _Sim:
         start = main.t
         rec = self.open_event(step_node, main, start)
         main.t += self.cpu(6.0, "step")
+        if self.k.fragment_mb:
+            # freed blocks of other sizes cannot serve this step's requests: a new segment each step
+            self.mem.reserved += int(self.k.fragment_mb * MiB)
+            self.mem.peak_reserved = max(self.mem.peak_reserved, self.mem.reserved)
         if self.k.dataloader_us:
             # next(iter(loader)) on the main thread before any launch: the device idles meanwhile
             self.run(Node("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", cat="user_annotation",
@@ -1346,7 +1398,10 @@ def _gpu_header(k: Knobs):
                                "pg_size": k.world, "ranks": list(range(k.world))}], "nccl_version": "2.21.5"}
     if k.old_format:
         dist = {"rank": k.rank}
-    return ('{\n  "schemaVersion": 1,\n  "deviceProperties": [' + props + '],\n'
+    # CUDA versions as Kineto records them (ints, 12040 = 12.4), only when asked: the demo has none
+    versions = "".join(f'  "{name}": {v},\n' for name, v in (("cuda_runtime_version", k.cuda_runtime_version),
+                                                              ("cuda_driver_version", k.cuda_driver_version)) if v)
+    return ('{\n  "schemaVersion": 1,\n  "deviceProperties": [' + props + '],\n' + versions +
             f'  "distributedInfo": {json.dumps(dist)},\n  "traceEvents": [\n')
 
 
@@ -1671,6 +1726,8 @@ class _NpuSim(_Sim):
                 share = 0.8 if r == first else 0.2 / (rounds - first - 1)
                 w = wait * share * self.jitter(f"{key}.w{p}.{r}", 2 * self.k.noise)
                 x = transfer * size / per_plane * (1.6 if rdma else 1.0) * self.jitter(f"{key}.x{p}.{r}", self.k.noise)
+                if self.k.slow_transport == ("RDMA" if rdma else "HCCS"):
+                    x *= self.k.slow_factor  # a degraded link: the same bytes at 1/factor of the bandwidth
                 kind = "RDMASend" if rdma else ("Reduce_Inline" if r < hops else "Memcpy")
                 seq = [("Notify_Record", self.us(1.2), 0), ("Notify_Wait", self.us(w), 0), (kind, self.us(x), size)]
                 dst = ((1 << (r % hops)) ^ (4 * p) or 1) + self.k.rank
@@ -2375,6 +2432,15 @@ def _add_knob_args(p):
     inj.add_argument("--profiler-level", default="Level1", help="NPU profiler-level difference: the recorded level")
     inj.add_argument("--torch-npu-version", default="2.5.1", help="NPU version change: recorded torch_npu version")
     inj.add_argument("--cann-version", default="8.0.RC3", help="NPU version change: recorded CANN version")
+    inj.add_argument("--unfused-attn", action="store_true",
+                     help="missing fusion: attention as bmm + softmax + bmm (SDPA math path) instead of flash")
+    inj.add_argument("--slow-transport", default="", choices=["", "RDMA", "HCCS"],
+                     help="NPU slow link: this transport's transfer tasks take --slow-factor times longer")
+    inj.add_argument("--slow-factor", type=float, default=4.0, help="how much slower the slow link is (default 4)")
+    inj.add_argument("--fragment-mb", type=float, default=0.0,
+                     help="fragmentation: the allocator reserves this many MiB more each step, never allocated")
+    inj.add_argument("--cuda-runtime-version", type=int, default=0, help="GPU version change: e.g. 12040 (12.4)")
+    inj.add_argument("--cuda-driver-version", type=int, default=0, help="GPU version change: e.g. 12040")
     p.add_argument("--target-mb", type=float, default=None,
                    help="pick steps/layers so the GPU trace / NPU trace_view.json is about this many MB")
 
@@ -2386,7 +2452,10 @@ def _knobs_from_args(a, kind):
               comm_matrix=a.comm_matrix, slow_link=a.slow_link, host_launch_us=a.host_launch_us,
               dataloader_us=a.dataloader_us, sync_points=a.sync_points, extra_casts=a.extra_casts,
               aicpu_op=a.aicpu_op, aicpu_factor=a.aicpu_factor, profiler_level=a.profiler_level,
-              torch_npu_version=a.torch_npu_version, cann_version=a.cann_version)
+              torch_npu_version=a.torch_npu_version, cann_version=a.cann_version,
+              unfused_attn=a.unfused_attn, slow_transport=a.slow_transport, slow_factor=a.slow_factor,
+              fragment_mb=a.fragment_mb, cuda_runtime_version=a.cuda_runtime_version,
+              cuda_driver_version=a.cuda_driver_version)
     steps, layers = a.steps, a.layers
     if a.target_mb:
         steps, layers = pick_size(kind, a.target_mb, steps=steps, layers=layers, **kw)

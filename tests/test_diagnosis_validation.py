@@ -97,3 +97,49 @@ def test_aa_pairs_have_no_finding_above_one_percent(gen, tmp_path, kind):
     d = run(CompareOptions(base, comp, output=str(tmp_path), formats=("json",))).diagnosis
     assert all(abs(f.cost_us) <= 0.01 * d.e2e_base_us for f in d.findings if f.cost_us is not None)
     assert not [f for f in d.findings if f.mechanism == "setup"]  # recorded alike
+
+
+@pytest.mark.parametrize("kind", ["gpu", "npu"])
+def test_unfused_attention_is_missing_fusion_paired_with_the_fused_kernels(gen, tmp_path, kind):
+    """The comparison runs attention as bmm + softmax + bmm (SDPA's math path) where the base ran
+    FlashAttention: one missing-fusion finding nets the fused kernels that went against the pieces
+    that came (GPU +519.8 of +524.6 µs injected; NPU +485.1 of +494.9), no "added operators"."""
+    knobs = {"unfused_attn": True}
+    d = _pair(gen, tmp_path, kind, knobs)
+    timed = [f for f in d.findings if f.cost_us is not None]
+    assert [f.mechanism for f in timed] == ["missing_fusion"], [(f.mechanism, f.cost_us) for f in timed]
+    injected = _injected_us(gen, kind, knobs)
+    assert timed[0].cost_us == pytest.approx(injected, rel=0.10)
+    assert "attention: one run ran the fused kernels and the other their pieces" in timed[0].statement
+    diffs = [e.diff for e in timed[0].evidence if e.kind == "kernel"]
+    assert min(diffs) < 0 < max(diffs)  # the fused kernels (gone) and the pieces (come) in one finding
+    assert sum(f.cost_us for f in timed) + d.unexplained_us == pytest.approx(d.e2e_diff_us)
+
+
+def test_slow_link_is_transfer_and_names_the_transport(gen, tmp_path):
+    """RDMA transfers 4x slower: uncovered communication +462.0 µs per step (the simulator's own
+    span difference), +446.6 of it transfer; RDMA (ROCE) bandwidth 46.80 -> 11.70 GB/s, HCCS alike."""
+    knobs = {"slow_transport": "RDMA", "slow_factor": 4.0}
+    d = _pair(gen, tmp_path, "npu", knobs)
+    timed = [f for f in d.findings if f.cost_us is not None]
+    first = timed[0]
+    assert first.mechanism == "communication" and first.title == "Communication: transfer (slow link: RDMA (ROCE))"
+    assert first.cost_us == pytest.approx(_injected_us(gen, "npu", knobs), rel=0.10)
+    links = {e.name: e for e in first.evidence if e.kind == "link"}
+    assert links["RDMA (ROCE)"].comp == pytest.approx(4.0 * links["RDMA (ROCE)"].base, rel=0.01)
+    assert links["SDMA (HCCS)"].diff == pytest.approx(0.0, abs=1e-6)
+    assert "bandwidth 46.80 → 11.70 GB/s" == links["RDMA (ROCE)"].note
+    assert any("HCCL_" in t for t in first.try_)
+
+
+@pytest.mark.parametrize("kind", ["gpu", "npu"])
+def test_fragmentation_says_fragmentation_and_expandable_segments(gen, tmp_path, kind):
+    """40 MiB more reserved each step, allocations unchanged: peak reserved grows by 7 x 40 MiB
+    (the step-1 segment fits under the base's first peak) and all of it is reserved − allocated."""
+    d = _pair(gen, tmp_path, kind, {"fragment_mb": 40.0})
+    memory = next(f for f in d.findings if f.mechanism == "memory")
+    assert memory.title == "Memory: fragmentation"
+    gap = next(e for e in memory.evidence if e.name == "reserved − allocated")
+    assert memory.bytes_diff == 7 * 40 * 2**20 and gap.diff == memory.bytes_diff
+    assert "expandable_segments:True" in memory.try_[0] and "PYTORCH_NPU_ALLOC_CONF" in memory.try_[0]
+    assert [f for f in d.findings if f.cost_us is not None] == []  # no time moved

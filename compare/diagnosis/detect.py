@@ -27,6 +27,7 @@ from collections import defaultdict
 from importlib import resources
 
 import numpy as np
+import pandas as pd
 
 from perfcmp.diagnosis.model import Diagnosis, Evidence, Finding
 
@@ -46,20 +47,45 @@ def load_rules(path: str | None = None) -> dict:
 
 
 def side_facts(details) -> dict:
-    """What the diagnosis needs of one side's detail tables that the sheets do not keep: the
-    µs of compute kernels per kernel name by task type (``compute.core``: AI_CORE, AI_CPU, …).
-    Called before ``compare_details`` consumes the tables; {} without details."""
+    """What the diagnosis needs of one side's detail tables that the sheets do not keep:
+    ``cores``: the µs of compute kernels per kernel name by task type (``compute.core``: AI_CORE,
+    AI_CPU, …); ``owners``: per kernel name, the names of the framework ops that launched it
+    (``compute.owner`` -> ``ops.name``; lower case, sorted). Called before ``compare_details``
+    consumes the tables; {} without details."""
     if details is None or details.compute.empty or "core" not in details.compute:
         return {}
     compute = details.compute
     out: dict[str, dict[str, float]] = defaultdict(dict)
+    owners: dict[str, set[str]] = defaultdict(set)
     # KernelCompare names a row by the ``kernel`` column (an NPU export's op Type, "Gelu"), other
     # tables by the task's own name: both are keys here
     for column in [c for c in ("kernel", "name") if c in compute]:
         grouped = compute.groupby([compute[column].astype(str), compute["core"].astype(str)], sort=True)["dur_us"].sum()
         for (name, core), total in grouped.items():
             out[name][core] = float(total)
-    return {"cores": dict(out)}
+    ops = getattr(details, "ops", None)
+    if "owner" in compute and ops is not None and len(ops) and "name" in ops:
+        owner = compute["owner"].to_numpy().astype(np.int64)
+        linked = (owner >= 0) & (owner < len(ops))
+        op_names = ops["name"].astype(str).str.lower().to_numpy()
+        pairs = pd.DataFrame({"op": op_names[owner[linked]]})
+        for column in [c for c in ("kernel", "name") if c in compute]:
+            pairs["kernel"] = compute[column].astype(str).to_numpy()[linked]
+            for kernel, op in pairs[["kernel", "op"]].drop_duplicates().itertuples(index=False, name=None):
+                owners[kernel].add(op)
+    return {"cores": dict(out), "owners": {k: sorted(v) for k, v in owners.items()}, "links": _links(details)}
+
+
+def _links(details) -> dict[str, tuple[float, float]]:
+    """Per transport and link type of the NPU plane tasks that move data (``comm_tasks`` rows
+    with bytes > 0): "RDMA (ROCE)" -> (bytes, µs) over the profile; {} without plane tasks."""
+    tasks = getattr(details, "comm_tasks", None)
+    if tasks is None or tasks.empty or not {"transport", "link", "bytes", "dur_us"} <= set(tasks):
+        return {}
+    moving = tasks[pd.to_numeric(tasks["bytes"], errors="coerce").fillna(0).to_numpy() > 0]
+    label = moving["transport"].astype(str) + " (" + moving["link"].astype(str) + ")"
+    grouped = moving.assign(label=label, nbytes=pd.to_numeric(moving["bytes"])).groupby("label", sort=True)
+    return {k: (float(b), float(u)) for k, b, u in zip(grouped.groups, grouped["nbytes"].sum(), grouped["dur_us"].sum())}
 
 
 class _Context:
@@ -137,7 +163,7 @@ def diagnose(result, facts: tuple[dict, dict] = ({}, {}), rules: dict | None = N
     if e2e_row is not None and e2e_row.ci_low is not None and e2e_row.diff is not None:
         lo, hi = diff + e2e_row.ci_low - e2e_row.diff, diff + e2e_row.ci_high - e2e_row.diff
     notes: list[str] = []
-    timed = _kernel_findings(result, ctx, facts, notes) + _comm_findings(result, ctx, notes) + _free_findings(result, ctx, notes)
+    timed = _kernel_findings(result, ctx, facts, notes) + _comm_findings(result, ctx, notes, facts) + _free_findings(result, ctx, notes)
     sign = 1.0 if diff >= 0 else -1.0
     kept = [f for f in timed if f.cost_us is not None and abs(f.cost_us) >= threshold and abs(f.cost_us) > 0]
     for f in kept:
@@ -173,6 +199,33 @@ def _kernel_class(name: str, ctx: _Context, cores: tuple[dict, dict], change: fl
     return ""
 
 
+def _fusion_pairs(changes: list[tuple[str, float]], ctx: _Context, owners: dict[str, set[str]]) -> dict[str, str]:
+    """Kernel names (of the rows that changed beyond noise: (name, µs per step comparison −
+    base)) that belong to a fusion group of the rules (``[[mechanism.missing_fusion.groups]]``)
+    whose fused and unfused forms moved in opposite directions: one run ran the fused operator
+    (FlashAttention) where the other ran its pieces (bmm + softmax + bmm). Both sides of such a
+    pair are one mechanism: the fused kernels that went and the pieces that came, so the cost is
+    their net change (not "added operators" next to a negative "removed" one). A piece is
+    recognised by its kernel name or by the op that launched it (``owners``: aten::bmm). Returns
+    {kernel name: group name}."""
+    out: dict[str, str] = {}
+    for group in ctx.mechanism("missing_fusion").get("groups", []):
+        fused_p = [p.lower() for p in group.get("fused", [])]
+        kern_p = [p.lower() for p in group.get("unfused_kernels", [])]
+        ops_p = [p.lower() for p in group.get("unfused_ops", [])]
+        fused, pieces = [], []
+        for name, change in changes:
+            low = name.lower()
+            if any(p in low for p in fused_p):
+                fused.append((name, change))
+            elif any(p in low for p in kern_p) or any(o in ops_p for o in owners.get(name, ())):
+                pieces.append((name, change))
+        df, dp = sum(c for _, c in fused), sum(c for _, c in pieces)
+        if df * dp < 0:
+            out.update({name: group.get("name", "") for name, _ in fused + pieces})
+    return out
+
+
 def _kernel_findings(result, ctx: _Context, facts: tuple[dict, dict], notes: list[str]) -> list[Finding]:
     """Findings from the KernelCompare rows (module docstring). Each row's per-step change is
     split into its duration and count parts and filed under its class's mechanism when the
@@ -187,17 +240,22 @@ def _kernel_findings(result, ctx: _Context, facts: tuple[dict, dict], notes: lis
         return []
     comp_cores = facts[1].get("cores", {})
     cores = (facts[0].get("cores", {}), comp_cores)
+    owners = {k: set(facts[0].get("owners", {}).get(k, ())) | set(facts[1].get("owners", {}).get(k, ()))
+              for k in set(facts[0].get("owners", {})) | set(facts[1].get("owners", {}))}
     parts: dict[str, list[tuple[float, Evidence, str]]] = defaultdict(list)
+    rows = []
     for rec in table.records():
+        tot_b, tot_c = ctx.per_step(rec["base_total_us"], rec["comp_total_us"])
+        ok, how = ctx.significant(f"kernel:{rec['kernel']}", tot_b, tot_c)
+        if ok:
+            rows.append((rec, tot_b, tot_c, how))
+    fused_pairs = _fusion_pairs([(str(r["kernel"]), tc - tb) for r, tb, tc, _ in rows], ctx, owners)
+    for rec, tot_b, tot_c, how in rows:
         name = str(rec["kernel"])
         calls_b, calls_c = (rec["base_calls"] or 0) / ctx.nb, (rec["comp_calls"] or 0) / ctx.nc
         avg_b, avg_c = rec["base_avg_us"] or 0.0, rec["comp_avg_us"] or 0.0
-        tot_b, tot_c = ctx.per_step(rec["base_total_us"], rec["comp_total_us"])
         key = f"kernel:{name}"
-        ok, how = ctx.significant(key, tot_b, tot_c)
-        if not ok:
-            continue
-        klass = _kernel_class(name, ctx, cores, tot_c - tot_b)
+        klass = "missing_fusion" if name in fused_pairs else _kernel_class(name, ctx, cores, tot_c - tot_b)
         if calls_b and calls_c:
             duration, count = calls_c * (avg_c - avg_b), (calls_c - calls_b) * avg_b
         else:
@@ -230,6 +288,12 @@ def _kernel_findings(result, ctx: _Context, facts: tuple[dict, dict], notes: lis
                                   note=r.verdict) for r in ops[:TOP_EVIDENCE]]
             if ops:
                 statement += "; operators on one side only: " + ", ".join(r.key for r in ops[:5])
+        if mech == "missing_fusion" and fused_pairs:
+            groups = sorted(set(fused_pairs.values()))
+            gone = sum(t[1].diff for t in items if t[1].name in fused_pairs and t[1].diff < 0)
+            came = sum(t[1].diff for t in items if t[1].name in fused_pairs and t[1].diff > 0)
+            statement += (f"; {', '.join(groups)}: one run ran the fused kernels and the other their pieces "
+                          f"(kernels gone {gone:+.1f} µs, kernels come {came:+.1f} µs per step)")
         if mech == "aicpu_fallback":
             statement += "; the comparison ran these kernels on AI_CPU"
         tested = all(ctx.judged.get(k) is not None and ctx.judged[k].verdict in SIGNIFICANT
@@ -245,7 +309,25 @@ def _kernel_findings(result, ctx: _Context, facts: tuple[dict, dict], notes: lis
 
 # --- communication ---------------------------------------------------------------------------
 
-def _comm_findings(result, ctx: _Context, notes: list[str]) -> list[Finding]:
+def _link_evidence(ctx: _Context, facts: tuple[dict, dict]) -> tuple[list[Evidence], str]:
+    """Per transport / link: the transfer tasks' µs per step on each side, with their bandwidth
+    (bytes / µs) in the note; and the link whose bandwidth fell most (at least by a quarter), ""
+    when none did."""
+    lb, lc = facts[0].get("links", {}), facts[1].get("links", {})
+    out, worst, worst_ratio = [], "", 0.75
+    for name in sorted(set(lb) & set(lc)):
+        (bb, ub), (bc, uc) = lb[name], lc[name]
+        gb_b, gb_c = (bb / ub / 1e3 if ub else 0.0), (bc / uc / 1e3 if uc else 0.0)  # bytes/µs -> GB/s
+        tb, tc = ctx.per_step(ub, uc)
+        out.append(Evidence(kind="link", name=name, base=tb, comp=tc, diff=tc - tb,
+                            note=f"bandwidth {gb_b:.2f} → {gb_c:.2f} GB/s"))
+        if gb_b and gb_c / gb_b < worst_ratio:
+            worst, worst_ratio = f"{name} at {gb_c:.2f} GB/s against {gb_b:.2f} GB/s ({gb_c / gb_b:.0%})", gb_c / gb_b
+    out.sort(key=lambda e: -abs(e.diff))
+    return out, worst
+
+
+def _comm_findings(result, ctx: _Context, notes: list[str], facts: tuple[dict, dict] = ({}, {})) -> list[Finding]:
     """One finding for Uncovered Communication Time when it changed beyond noise: its cost, the
     part that is waiting (the groups' Wait rows) and transfer, which side waits how much, and
     whether overlap was lost (uncovered time grew more than the collectives' own time)."""
@@ -292,6 +374,13 @@ def _comm_findings(result, ctx: _Context, notes: list[str]) -> list[Finding]:
         notes.append("communication waiting vs transfer not split: the export has no transfer tasks (Wait rows)")
     advice = list(rules.get("try_wait" if kind == "waiting" else "try_transfer", [])) if kind else []
     title = rules.get("title", "Communication") + (f": {kind}" if kind else "")
+    if kind == "transfer":
+        links, worst = _link_evidence(ctx, facts)
+        evidence += links
+        if worst:
+            # the transfer grew on one transport: name it, so the HCCS / RDMA settings are the ones to check
+            statement += f"; the slow link: {worst}"
+            title += f" (slow link: {worst.split(' at ')[0]})"
     if op_b is not None and cost > 0 and (op_c - op_b) < cost / 2:
         title = rules.get("title", "Communication") + ": overlap lost"
         statement += f"; the collectives' own time changed by only {op_c - op_b:+.1f} µs, so overlap with computation was lost"
@@ -422,6 +511,9 @@ def _memory_findings(result, ctx: _Context, notes: list[str]) -> list[Finding]:
         evidence += [Evidence(kind="op", name=str(r["name"]), unit="bytes", base=r["base_alloc_bytes"],
                               comp=r["comp_alloc_bytes"], diff=r["diff_bytes"]) for r in rows[:5] if r["diff_bytes"]]
     statement = f"{name.replace('_', ' ')} {mb / 2**20:.1f} → {mc / 2**20:.1f} MiB ({(mc - mb) / mb:+.1%}){frag}"
-    return [Finding(mechanism="memory", title=rules.get("title", "Memory"), statement=statement, bytes_diff=mc - mb,
+    title, advice = rules.get("title", "Memory"), list(rules.get("try", []))
+    if frag:
+        title, advice = title + ": fragmentation", list(rules.get("try_fragmentation", [])) + advice
+    return [Finding(mechanism="memory", title=title, statement=statement, bytes_diff=mc - mb,
                     confidence="high" if judged is not None and judged.test else "medium", evidence=evidence,
-                    try_=list(rules.get("try", [])), docs=list(rules.get("docs", [])), confirm=rules.get("confirm", ""))]
+                    try_=advice, docs=list(rules.get("docs", [])), confirm=rules.get("confirm", ""))]
