@@ -266,7 +266,8 @@ def test_file_paths_come_after_the_console_summary(tmp_path):
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout
     assert lines[-1].startswith("perfcmp: wrote ") and lines[-1].endswith(".xlsx")
-    assert lines[0].startswith("Base:       golden/demo/gpu/base.pt.trace.json.gz — GPU, trace JSON")  # as given
+    assert lines[0] == "Base:       golden/demo/gpu/base.pt.trace.json.gz"  # as given, on its own line
+    assert lines[1].startswith("            GPU, trace JSON")
     assert any(line.startswith("Model Profiling Time Distribution") for line in lines)
     assert any(line.startswith("Verdict: ") for line in lines)
     assert not any(line.startswith("perfcmp:") for line in lines[:-1]) and max(len(line) for line in lines[:-1]) <= 80
