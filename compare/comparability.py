@@ -29,9 +29,10 @@ if TYPE_CHECKING:  # perfcmp.result holds a Comparability: no import back at run
 
 MODEL_OVERLAP_MIN = 0.5  # share of a side's op time in keys both sides have, below which the models differ
 # SideSummary.metadata keys that are profiler or run settings (a difference is a reason)
-SETTINGS = ("profiler level", "export", "world size")
+SETTINGS = ("profiler level", "export", "world size", "record_shapes", "profile_memory", "with_stack", "with_modules")
 # metadata keys that identify the software (shown, never a reason)
-SOFTWARE = ("torch npu version", "mindspore version", "cann version", "distributed backend")
+SOFTWARE = ("torch npu version", "mindspore version", "cann version", "distributed backend", "cuda runtime version",
+            "cuda driver version", "cupti version", "nccl version")
 _EXPORT = {"db": "DB export", "text": "text export", "text (CPU only)": "text export (CPU only)"}
 
 

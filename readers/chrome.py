@@ -95,6 +95,7 @@ class DistributedInfo(msgspec.Struct, gc=False):
     rank: Number = None
     backend: str | None = None
     world_size: Number = None
+    nccl_version: str | None = None
 
 
 class DeviceProperties(msgspec.Struct, gc=False):
@@ -107,6 +108,15 @@ class KinetoTrace(msgspec.Struct, gc=False):
     deviceProperties: list[DeviceProperties] | None = None
     distributedInfo: DistributedInfo | None = None
     schemaVersion: Number = None
+    # what newer Kineto writes of its software and of the profiler's options (absent: unknown)
+    cuda_runtime_version: Number = None
+    cuda_driver_version: Number = None
+    cupti_version: Number = None
+    record_shapes: Number = None
+    profile_memory: Number = None
+    with_stack: Number = None
+    with_flops: Number = None
+    with_modules: Number = None
 
 
 class _KinetoSkeleton(msgspec.Struct, gc=False):
@@ -116,8 +126,17 @@ class _KinetoSkeleton(msgspec.Struct, gc=False):
     deviceProperties: list[DeviceProperties] | None = None
     distributedInfo: DistributedInfo | None = None
     schemaVersion: Number = None
+    cuda_runtime_version: Number = None
+    cuda_driver_version: Number = None
+    cupti_version: Number = None
+    record_shapes: Number = None
+    profile_memory: Number = None
+    with_stack: Number = None
+    with_flops: Number = None
+    with_modules: Number = None
 
 
+HEADER_FIELDS = tuple(KinetoTrace.__struct_fields__)  # the skeleton decodes each of them too
 _ARRAY_DECODER = msgspec.json.Decoder(list[Event])
 _SKELETON_DECODER = msgspec.json.Decoder(_KinetoSkeleton)
 _WHOLE_DECODER = msgspec.json.Decoder(msgspec.Raw)
@@ -322,8 +341,7 @@ def event_chunks(raw: RawJson, warnings: list[ReadWarning],
         if opening != b"[":
             raise InputError("unexpected JSON structure ('traceEvents' is not an array); expected Chrome trace events",
                              raw.path)
-        header = KinetoTrace(deviceProperties=skeleton.deviceProperties, distributedInfo=skeleton.distributedInfo,
-                             schemaVersion=skeleton.schemaVersion)
+        header = KinetoTrace(**{field: getattr(skeleton, field) for field in HEADER_FIELDS})
     else:
         events = skeleton
     begin = _address(events) - _address(raw.data)
@@ -380,7 +398,7 @@ def _event_span(raw: RawJson) -> tuple[KinetoTrace, int, int] | None:
         end = start - len(_OPENING) + _address(tail.traceEvents) - _address(document) + len(tail.traceEvents)
         if found == end:
             header = KinetoTrace(**{field: getattr(tail, field) if getattr(tail, field) is not None else getattr(head, field)
-                                    for field in ("deviceProperties", "distributedInfo", "schemaVersion")})
+                                    for field in HEADER_FIELDS})
             return header, begin, end
         found = end
     return None

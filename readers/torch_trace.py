@@ -339,6 +339,33 @@ def _rank(value) -> int | None:
     return rank if 0 <= rank < 2**31 else None
 
 
+# Kineto header fields -> run metadata: the software versions, and the profiler's options
+# (written as 0 / 1), which change what the trace holds and how long its host events take
+HEADER_VERSIONS = (("cuda_runtime_version", "cuda runtime version"), ("cuda_driver_version", "cuda driver version"),
+                   ("cupti_version", "cupti version"))
+HEADER_OPTIONS = (("record_shapes", "record_shapes"), ("profile_memory", "profile_memory"), ("with_stack", "with_stack"),
+                  ("with_flops", "with_flops"), ("with_modules", "with_modules"))
+
+
+def _header_facts(header: KinetoTrace) -> dict[str, str]:
+    """The versions and profiler options a Kineto header records, as metadata text."""
+    facts = {}
+    for field, key in (*HEADER_VERSIONS, *HEADER_OPTIONS):
+        value = getattr(header, field)
+        if isinstance(value, str):  # a version may be written as text ("12.4"); an option as "0" / "1"
+            value = value.strip()[:64]
+            if not value:
+                continue
+        elif value is None or isinstance(value, bool) or not math.isfinite(value):
+            continue
+        elif float(value).is_integer():
+            value = str(int(value))
+        else:
+            value = str(value)
+        facts[key] = value if (field, key) in HEADER_VERSIONS else {"0": "off", "1": "on"}.get(value, value)
+    return facts
+
+
 def _run_info(header: KinetoTrace | None, shown_as: str, origin: int) -> RunInfo:
     device_name, rank, meta = "", None, {}
     if header is not None:
@@ -352,7 +379,11 @@ def _run_info(header: KinetoTrace | None, shown_as: str, origin: int) -> RunInfo
                 meta["distributed backend"] = dist.backend
             if dist.world_size is not None:
                 meta["world size"] = str(dist.world_size)
+            if dist.nccl_version:
+                meta["nccl version"] = str(dist.nccl_version)
         if header.schemaVersion is not None:
             meta["schema version"] = str(header.schemaVersion)
+        for key, value in _header_facts(header).items():
+            meta[key] = value
     return RunInfo(source=shown_as, device=DeviceKind.GPU, producer="PyTorch profiler (Kineto)",
                    device_name=device_name, rank=rank, origin_ns=origin, metadata=meta)

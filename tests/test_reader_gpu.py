@@ -516,3 +516,25 @@ def test_memory_blocks_paired_by_arrays_are_the_walked_ones(events):
     walked_at, walked_release, walked_mismatched = _pair_frees_by_walking(addr, size, ts, 2_000)
     assert alloc_at.tolist() == walked_at and mismatched == walked_mismatched
     np.testing.assert_array_equal(release, np.array(walked_release, dtype=np.float64))
+
+
+def test_the_kineto_headers_versions_and_profiler_options_are_run_metadata(samples_dir):
+    # the real Triton sample's header: cupti_version 18, cuda_runtime_version 12000,
+    # cuda_driver_version 12000, record_shapes 1; the AMD one only record_shapes 1
+    from perfcmp.readers import load_profile
+
+    triton = load_profile(str(samples_dir / "gpu" / "triton_example.pt.trace.json.gz")).info.metadata
+    assert {k: triton[k] for k in ("cuda runtime version", "cuda driver version", "cupti version", "record_shapes")} == {
+        "cuda runtime version": "12000", "cuda driver version": "12000", "cupti version": "18", "record_shapes": "on"}
+    amd = load_profile(str(samples_dir / "gpu" / "amd_mi250_kineto.pt.trace.json.gz")).info.metadata
+    assert amd.get("record_shapes") == "on" and "cuda runtime version" not in amd
+
+
+def test_header_facts_read_numbers_and_text_and_skip_what_is_not_a_value():
+    from perfcmp.readers.chrome import KinetoTrace
+    from perfcmp.readers.torch_trace import _header_facts
+
+    header = KinetoTrace(cuda_runtime_version=12040, cupti_version="18", record_shapes=0, with_stack="1",
+                         profile_memory=float("nan"), cuda_driver_version=" ")
+    assert _header_facts(header) == {"cuda runtime version": "12040", "cupti version": "18", "record_shapes": "off",
+                                     "with_stack": "on"}
