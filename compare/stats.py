@@ -29,6 +29,7 @@ Adjustments
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -50,7 +51,12 @@ def _mwu_p(base: np.ndarray, comp: np.ndarray) -> float | None:
     if len(tie_sizes) == 1:  # a single group of equal values
         return None
     u1 = float(ranks[:n].sum()) - n * (n + 1) / 2
-    u = max(u1, n * m - u1)
+    return _mwu_p_of_u(max(u1, n * m - u1), n, m, tie_sizes)
+
+
+def _mwu_p_of_u(u: float, n: int, m: int, tie_sizes: np.ndarray) -> float:
+    """The two-sided p of U = ``u`` (≥ nm/2) for samples of n and m values whose equal values
+    form groups of ``tie_sizes`` (module docstring: exact without ties, else normal)."""
     ties = bool((tie_sizes > 1).any())
     if not ties and max(n, m) <= EXACT_MAX_N:
         p = 2 * _exact_sf(min(n, m), max(n, m))[int(round(u))]
@@ -61,6 +67,92 @@ def _mwu_p(base: np.ndarray, comp: np.ndarray) -> float | None:
         z = (u - n * m / 2 - 0.5) / sigma
         p = math.erfc(z / math.sqrt(2))  # 2 · (1 − Φ(z))
     return min(max(p, 0.0), 1.0)
+
+
+def _largest_accepted(p_of: Callable[[int], float], low: int, high: int, level: float) -> int | None:
+    """The largest integer statistic s in [low, high] with p_of(s) ≥ level, p_of falling as s
+    grows (bisection); None when even p_of(low) < level."""
+    if p_of(low) < level:
+        return None
+    while low < high:
+        mid = (low + high + 1) // 2
+        if p_of(mid) >= level:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _order_stat(values: np.ndarray, k: int) -> float:
+    """The k-th smallest of ``values`` (1-based): −inf for k < 1, +inf beyond the last."""
+    if k < 1:
+        return -math.inf
+    if k > len(values):
+        return math.inf
+    return float(np.partition(values, k - 1)[k - 1])
+
+
+def mann_whitney_interval(x: np.ndarray, y: np.ndarray, level: float) -> tuple[float, float, float] | None:
+    """The Hodges–Lehmann shift of y against x and the (1 − ``level``) interval of the inverted
+    Mann-Whitney test: (estimate, low, high).
+
+    The test of shift δ ranks x against y − δ; its U₁ = #{yⱼ − xᵢ < δ} is constant between two
+    consecutive pairwise differences D = yⱼ − xᵢ, and there the equal values are only those
+    within a side, so the p of ``mann_whitney_p`` is a falling function of u = max(U₁, nm − U₁).
+    With u* the largest u whose p is ≥ ``level``, the δ the test accepts are those with
+    nm − u* ≤ U₁ ≤ u*, i.e. [D₍nm−u*₎, D₍u*+1₎] (order statistics of D, 1-based). So the
+    interval excludes 0 exactly when the test at δ = 0 rejects at ``level`` (unless some yⱼ
+    equals some xᵢ, where 0 is itself an end of a segment). The estimate is the median of D.
+    None when a side is empty or the test cannot reject at ``level`` at all (unbounded)."""
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    n, m = len(x), len(y)
+    if not n or not m:
+        return None
+    within = np.concatenate([_midranks(x)[1], _midranks(y)[1]])
+    nm = n * m
+    u_star = _largest_accepted(lambda u: _mwu_p_of_u(u, n, m, within), -(-nm // 2), nm, level)
+    if u_star is None or u_star >= nm:
+        return None
+    d = (y[None, :] - x[:, None]).ravel()
+    return float(np.median(d)), _order_stat(d, nm - u_star), _order_stat(d, u_star + 1)
+
+
+def signed_rank_interval(d: np.ndarray, level: float) -> tuple[float, float, float] | None:
+    """The Hodges–Lehmann centre of the paired differences d and the (1 − ``level``) interval of
+    the inverted Wilcoxon signed-rank test: (estimate, low, high).
+
+    The test of centre δ on d − δ has T⁺ = #{Walsh averages (dᵢ + dⱼ)/2, i ≤ j, above δ},
+    constant between two consecutive Walsh averages W, where |d − δ| ties only among equal d.
+    With N = n(n+1)/2 and t* the largest distance |T⁺ − N/2| (in half-units) whose p (as
+    ``wilcoxon_signed_rank_p`` computes it) is ≥ ``level``, the accepted δ are
+    [W₍N−T_hi₎, W₍N−T_lo+1₎], T_lo..T_hi the accepted T⁺. So the interval excludes 0 exactly
+    when the test at 0 rejects at ``level`` (d holding no zero: the caller drops them as the
+    test does; unless some dᵢ = −dⱼ). The estimate is the median of W. None when d is empty or
+    the test cannot reject at ``level`` (unbounded)."""
+    d = np.asarray(d, dtype=float).ravel()
+    n = len(d)
+    if not n:
+        return None
+    i, j = np.triu_indices(n)
+    walsh = (d[i] + d[j]) / 2
+    total = n * (n + 1) // 2
+    groups = _midranks(np.abs(d))[1]  # δ between Walsh averages: |d − δ| ties only among equal d
+    exact = n <= EXACT_MAX_N and len(groups) == n
+    tie_term = float((groups.astype(float) ** 3 - groups).sum())
+    sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24 - tie_term / 48)
+
+    def p_of(t_plus: int) -> float:  # t_plus ≥ N/2
+        if exact:
+            return min(1.0, 2 * _signed_rank_cdf(n)[total - t_plus])
+        z = max(t_plus - total / 2 - 0.5, 0.0) / sigma
+        return min(1.0, math.erfc(z / math.sqrt(2)))
+
+    t_hi = _largest_accepted(p_of, -(-total // 2), total, level)
+    if t_hi is None or t_hi >= total:
+        return None
+    t_lo = total - t_hi  # the null is symmetric: T⁺ and N − T⁺ have the same p
+    # T⁺(δ) = #{W > δ} = k  <=>  W₍N−k₎ < δ < W₍N−k+1₎
+    return float(np.median(walsh)), _order_stat(walsh, total - t_hi), _order_stat(walsh, total - t_lo + 1)
 
 
 def _midranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,6 +212,15 @@ def welch_p(x: np.ndarray, y: np.ndarray) -> float | None:
     ν·1e-16 (4e-12 at ν = 10⁵, 3e-11 at 10⁶). t and ν are the textbook formulas (as in scipy), and
     ``tests/test_stats.py`` checks agreement with ``scipy.stats.ttest_ind`` to 1e-9.
     """
+    found = welch_t(x, y)
+    return None if found is None else found[0]
+
+
+def welch_t(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float] | None:
+    """Welch's test of ``welch_p`` with what its interval needs: (p, shift, se, ν), shift = ȳ − x̄,
+    se = √(s²ₓ/nₓ + s²ᵧ/nᵧ) (µs, or log units on logs). The (1 − a) interval of the shift is
+    shift ± t_{a,ν}·se (``t_quantile``); it excludes 0 exactly when p < a. None as ``welch_p``;
+    both sides constant: se 0 and ν 1 (the interval is the point ``shift``)."""
     x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
     if len(x) < 2 or len(y) < 2:
         return None
@@ -127,14 +228,12 @@ def welch_p(x: np.ndarray, y: np.ndarray) -> float | None:
     mean_y, var_y = _mean_var(y)
     qx, qy = var_x / len(x), var_y / len(y)
     se2 = qx + qy
+    shift = mean_y - mean_x
     if se2 == 0.0:  # both constant
-        return 1.0 if mean_x == mean_y else 0.0
-    t2 = (mean_y - mean_x) ** 2 / se2
-    if t2 == 0.0:
-        return 1.0
+        return (1.0 if mean_x == mean_y else 0.0), shift, 0.0, 1.0
     wx, wy = qx / se2, qy / se2  # shares of the variance: ν without squaring a possibly tiny se2
     df = 1.0 / (wx * wx / (len(x) - 1) + wy * wy / (len(y) - 1))
-    return t_two_sided(t2, df)
+    return t_two_sided(shift * shift / se2, df), shift, math.sqrt(se2), df
 
 
 def t_two_sided(t2: float, df: float) -> float:

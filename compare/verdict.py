@@ -27,10 +27,8 @@ Samples
     only is "base only" / "comparison only" (medians only, no statistics).
 Per row
     Medians per side; ``diff`` = comparison − base; ``relative`` = diff / base median (None
-    when that is 0). ``ci_low``/``ci_high``: 95 % percentile bootstrap of
-    median(comparison*) − median(base*) over the steps, ``bootstrap`` resamples per side drawn
-    from fixed seeds (one index matrix per side and sample count, shared by all rows, so the
-    result is deterministic and does not depend on which other rows exist). Only rows whose
+    when that is 0). ``ci_low``/``ci_high``: the interval of the row's own test (below,
+    "Intervals"); a row that is not tested has none. Only rows whose
     change clears the floors (below) are tested: any other row is "unchanged" whatever a test
     would say, so it gets no p-value.
 Which samples, which test (``basis``, ``test``, ``n_base_samples``/``n_comp_samples``)
@@ -106,11 +104,18 @@ Several runs a side (``judge(..., base_runs=, comp_runs=)``; ``--base-run``/``--
     are of the per-run medians; ``n_base``/``n_comp`` count runs and ``n_steps`` the steps kept
     in all runs; ``reasons`` says that the runs were used. The sheets and headline compare the
     first run of each side (``-bp`` with ``-d``); the verdict alone sees the others.
-Intervals of the between-run test
-    ``ci_low``/``ci_high`` of a row tested on runs are the t-test's own: shift ± t·se at level
-    1 − α·p / p_adjusted, so the interval excludes 0 exactly when p_adjusted < α; on logs, the
-    ratio's interval applied to the base median (µs or bytes per step). Untested rows (below the
-    floors) have none.
+Intervals (``ci_low``/``ci_high``: the test's own, at the level its decision uses)
+    Every tested row's interval is that of its own test at level 1 − α·p / p_adjusted, so it
+    excludes 0 exactly when p_adjusted < α (for a rank test: unless a comparison sample equals a
+    base sample, which makes 0 itself an end of the test's segments). Welch's and Student's t:
+    shift ± t·se (Welch–Satterthwaite ν; pooled df). Mann-Whitney: the inverted test's interval
+    around the Hodges–Lehmann shift (order statistics of the pairwise differences);
+    Wilcoxon: likewise around the Hodges–Lehmann centre (order statistics of the Walsh averages
+    of the log ratios). A test on logs (every rank test whose values are all positive: ranks do
+    not change under log) gives a ratio's interval, applied to the base median; a rank test on
+    occurrences with a value ≤ 0: the shift of one occurrence times the base's occurrences per
+    step. All in µs (bytes) per step. Untested rows (below the floors, n=1) have none; so has a
+    row whose test cannot reject at that level whatever the shift (unbounded).
 E2E through its parts
     When ``overall:e2e`` clears its floors and a Computing row exists, E2E is decided through
     its parts instead of its own step test. A part is *decisive* when decided rows of its
@@ -155,7 +160,8 @@ import numpy as np
 from perfcmp.readers.errors import InputError
 from perfcmp.result import Verdict, VerdictRow
 from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
-from perfcmp.stats import benjamini_hochberg, holm, mann_whitney_p, pooled_t, t_quantile, welch_p, wilcoxon_signed_rank_p
+from perfcmp.stats import (benjamini_hochberg, holm, mann_whitney_interval, mann_whitney_p, pooled_t, signed_rank_interval,
+                           t_quantile, welch_t, wilcoxon_signed_rank_p)
 from perfcmp.wording import amount, relative_change
 
 ADJUSTMENTS = {"holm": holm, "bh": benjamini_hochberg}
@@ -179,7 +185,6 @@ RUN_ALLOWANCE = 0.20
 # own test, the change is more than runs of the same code show.
 HOST_ALLOWANCE = 0.40
 OTHER_ROWS_NOTE = "while E2E did not move: "  # opens the reasons that list the rows that did
-_CHUNK = 512  # rows per bootstrap block (bounds memory at _CHUNK × bootstrap floats)
 _SIDES = ("base", "comparison")
 
 
@@ -193,7 +198,7 @@ class Thresholds:
     share_of_step: float = 0.005  # |diff| / base median step E2E, time rows other than overall:e2e
     alpha: float = 0.05
     correction: str = "bh"  # the exploratory rows' correction: "bh" (false discovery rate) or "holm"
-    bootstrap: int = 2000  # resamples for the CI; seeded -> deterministic
+    bootstrap: int = 2000  # no longer used (intervals are the tests' own); accepted so older policy files load
 
     def __post_init__(self) -> None:
         if self.correction not in ADJUSTMENTS:
@@ -363,38 +368,6 @@ class _Side:
         return float(self.medians[self.index[row]])
 
 
-def _boot_ranks(side: int, n: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
-    """The two middle ranks of each sorted bootstrap resample of n indices (fixed seed).
-
-    Resampling indices of a row sorted ascending and taking the resample's middle ranks gives
-    exactly the resample's median, for every row at once: one matrix serves every row of size n.
-    """
-    rng = np.random.default_rng([0, side, n])
-    idx = np.sort(rng.integers(0, n, size=(resamples, n)), axis=1)
-    return idx[:, (n - 1) // 2], idx[:, n // 2]
-
-
-def _boot_ci(base: list[np.ndarray], comp: list[np.ndarray], resamples: int) -> list[tuple[float, float]]:
-    """Percentile bootstrap intervals of median(comp*) − median(base*) for each pair of rows."""
-    out: list[tuple[float, float] | None] = [None] * len(base)
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, (b, c) in enumerate(zip(base, comp)):
-        groups.setdefault((len(b), len(c)), []).append(i)
-    q = [(1 - CI_LEVEL) / 2, 1 - (1 - CI_LEVEL) / 2]
-    for (nb, nc), members in sorted(groups.items()):
-        blo, bhi = _boot_ranks(0, nb, resamples)
-        clo, chi = _boot_ranks(1, nc, resamples)
-        for start in range(0, len(members), _CHUNK):
-            part = members[start:start + _CHUNK]
-            sb = np.sort(np.stack([base[i] for i in part]), axis=1)
-            sc = np.sort(np.stack([comp[i] for i in part]), axis=1)
-            diff = (sc[:, clo] + sc[:, chi]) / 2 - (sb[:, blo] + sb[:, bhi]) / 2
-            lo, hi = np.quantile(diff, q, axis=1)
-            for i, a, b in zip(part, lo, hi):
-                out[i] = (float(a), float(b))
-    return out  # type: ignore[return-value]
-
-
 # --- the verdict ----------------------------------------------------------------------------
 
 
@@ -441,7 +414,10 @@ class _Evidence:
     separated: bool  # every comparison sample beyond every base sample (paired: every pair moved one way)
     note: str = ""  # why the evidence is too thin, and what would settle it
     direction: float | None = None  # the sign of the shift the test saw (paired: median log ratio)
-    interval: tuple[float, float, int, bool] | None = None  # the t-test's (shift, se, df, on logs)
+    interval: tuple[float, float, float, bool] | None = None  # a t-test's (shift, se, df, on logs)
+    # a rank test's samples for its inverted interval: ("signed", d, None, scale) or
+    # ("mann-whitney", x, y, scale); scale None: on logs (a ratio), else µs per step per unit shift
+    rank: tuple[str, np.ndarray, np.ndarray | None, float | None] | None = None
 
 
 def _instances_of(row: str, sb: _Side, sc: _Side) -> tuple[list[list[float]], list[list[float]]] | None:
@@ -469,21 +445,27 @@ def _evidence(row: str, sb: _Side, sc: _Side) -> _Evidence:
             return _Evidence("instances (paired)", "wilcoxon-signed-rank", 1.0 if p is None else p,
                              moved, moved, bool(np.all(ratio > 0) or np.all(ratio < 0)),
                              _thin("pairs of occurrences that moved", moved, MIN_PAIRS + 2),
-                             direction=float(np.sign(np.median(ratio))))
+                             direction=float(np.sign(np.median(ratio))), rank=("signed", ratio[ratio != 0], None, None))
         xb = np.array([v for step in ib for v in step], dtype=float)
         xc = np.array([v for step in ic for v in step], dtype=float)
         if min(len(xb), len(xc)) >= MIN_INSTANCES and min(len(xb), len(xc)) > steps:
             p = mann_whitney_p([xb], [xc])[0]
+            # ranks do not change under log: the interval of the ratio when every value is positive,
+            # else of the shift of one occurrence, times the base's occurrences per step
+            per_step = len(xb) / max(len(ib), 1)
             return _Evidence("instances", "mann-whitney", 1.0 if p is None else p, len(xb), len(xc),
-                             _separated(xb, xc), _thin("occurrences a side", min(len(xb), len(xc)), MIN_INSTANCES + 3))
+                             _separated(xb, xc), _thin("occurrences a side", min(len(xb), len(xc)), MIN_INSTANCES + 3),
+                             rank=("mann-whitney", *_rank_scale(xb, xc, per_step)))
     if steps >= STEP_RANK_TEST_MIN:
         p = mann_whitney_p([vb], [vc])[0]
-        return _Evidence("steps", "mann-whitney", 1.0 if p is None else p, len(vb), len(vc), _separated(vb, vc))
+        return _Evidence("steps", "mann-whitney", 1.0 if p is None else p, len(vb), len(vc), _separated(vb, vc),
+                         rank=("mann-whitney", *_rank_scale(vb, vc, 1.0)))
     if steps >= 2:
         positive = bool(np.all(vb > 0) and np.all(vc > 0))
-        p = welch_p(np.log(vb), np.log(vc)) if positive else welch_p(vb, vc)
-        return _Evidence("steps", "welch-log" if positive else "welch", 1.0 if p is None else p, len(vb), len(vc),
-                         _separated(vb, vc), _thin("steps a side", steps, max(steps + 2, 4)))
+        found = welch_t(np.log(vb), np.log(vc)) if positive else welch_t(vb, vc)
+        p, interval = (1.0, None) if found is None else (found[0], (found[1], found[2], found[3], positive))
+        return _Evidence("steps", "welch-log" if positive else "welch", p, len(vb), len(vc),
+                         _separated(vb, vc), _thin("steps a side", steps, max(steps + 2, 4)), interval=interval)
     return _Evidence("", "", None, len(vb), len(vc), False,
                      "one step and no repeated occurrences: no test; profile ≥ 4 steps")
 
@@ -503,17 +485,35 @@ def _run_evidence(row: str, sb: _Side, sc: _Side) -> _Evidence:
                      direction=float(np.sign(shift)), interval=(shift, se, df, positive))
 
 
-def _test_interval(ev: _Evidence, r: VerdictRow, alpha: float) -> tuple[float, float]:
-    """The interval of the row's own t-test, at the level its decision uses: 1 − α·p / p_adjusted
-    (so it excludes 0 exactly when p_adjusted < α), in µs (bytes) per step: on logs, the ratio's
-    interval applied to the base median."""
-    shift, se, df, on_logs = ev.interval
+def _rank_scale(xb: np.ndarray, xc: np.ndarray, per_step: float) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """A rank test's samples for its interval: their logs when all are positive (ranks are the
+    same, and the shift is a ratio), else the values and ``per_step`` (the shift of one sample
+    times this is µs per step)."""
+    if np.all(xb > 0) and np.all(xc > 0):
+        return np.log(xb), np.log(xc), None
+    return xb, xc, per_step
+
+
+def _test_interval(ev: _Evidence, r: VerdictRow, alpha: float) -> tuple[float, float] | tuple[None, None]:
+    """The interval of the row's own test at the level its decision uses, 1 − α·p / p_adjusted
+    (so it excludes 0 exactly when p_adjusted < α), in µs (bytes) per step: a t-test's
+    shift ± t·se; a rank test's inverted interval around the Hodges–Lehmann shift
+    (``perfcmp.stats``); on logs, the ratio's interval applied to the base median. (None, None)
+    when the test cannot reject at that level whatever the shift (an unbounded interval)."""
     level = alpha if not r.p_adjusted else min(alpha * r.p_value / r.p_adjusted, 1.0)
-    half = 0.0 if se == 0.0 or level >= 1.0 else t_quantile(level, df) * se
-    low, high = shift - half, shift + half
-    if on_logs:
+    if ev.interval is not None:
+        shift, se, df, on_logs = ev.interval
+        half = 0.0 if se == 0.0 or level >= 1.0 else t_quantile(level, df) * se
+        low, high, scale = shift - half, shift + half, None if on_logs else 1.0
+    else:
+        kind, x, y, scale = ev.rank
+        found = signed_rank_interval(x, level) if kind == "signed" else mann_whitney_interval(x, y, level)
+        if found is None:
+            return None, None
+        _, low, high = found
+    if scale is None:
         return float(r.base_median * np.expm1(low)), float(r.base_median * np.expm1(high))
-    return float(low), float(high)
+    return float(low * scale), float(high * scale)
 
 
 def _paired(ib: list[list[float]], ic: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -602,7 +602,7 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
 
     # rows: medians and labels that need no test
     rows: dict[str, VerdictRow] = {}
-    tested: list[str] = []  # rows that get the bootstrap and the test
+    tested: list[str] = []  # rows with samples on both sides (a test when they clear the floors)
     clearing: set[str] = set()  # of those, the rows whose change clears the floors (and get a p-value)
     for row in sorted(set(sb.index) | set(sc.index)):
         dimension, _, key = row.partition(":")
@@ -643,12 +643,6 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         if floors:
             clearing.add(row)
 
-    # bootstrap intervals of the step medians, vectorised over the tested rows
-    # (several runs a side: the interval is the between-run test's own, set below)
-    boot = [] if by_runs else tested
-    for row, ci in zip(boot, _boot_ci([sb.values(row) for row in boot], [sc.values(row) for row in boot],
-                                      int(t.bootstrap))):
-        rows[row].ci_low, rows[row].ci_high = ci
     # Only a change that clears the floors can count, so only those rows are tested: the others
     # are "unchanged" whatever their p-value, and leaving them out of the correction keeps its
     # power for the rows that matter.
@@ -667,7 +661,7 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
         for row, adj in zip(family, adjust([rows[r].p_value for r in family])):
             rows[row].p_adjusted = float(adj)
     for row, ev in evidence.items():
-        if ev.interval is not None and rows[row].p_adjusted is not None:
+        if (ev.interval is not None or ev.rank is not None) and rows[row].p_adjusted is not None:
             rows[row].ci_low, rows[row].ci_high = _test_interval(ev, rows[row], t.alpha)
     for row in sorted(set(tested) | set(evidence)):
         r = rows[row]
