@@ -135,7 +135,8 @@ class VerdictRow(msgspec.Struct, kw_only=True):
 
     Values are in ``unit`` ("us" or "bytes") per step. ``diff`` = comparison median − base
     median; ``relative`` = diff / base median (None when that is 0); ``ci_low``/``ci_high`` the
-    95 % bootstrap interval of the difference of medians; ``p_value`` the two-sided test named by
+    interval of the test that decided the row, at the level of its decision (1 − α·p/p_adjusted:
+    it excludes 0 exactly when the row is decided), as a difference in ``unit``; None untested; ``p_value`` the two-sided test named by
     ``test`` on the samples named by ``basis`` (perfcmp.verdict), ``p_adjusted`` after the
     multiple-testing correction. ``verdict`` is one of: regressed, improved, unchanged, within
     noise, inconclusive, base only, comparison only, not comparable.

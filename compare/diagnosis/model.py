@@ -35,8 +35,8 @@ class Finding(msgspec.Struct, kw_only=True):
     ``cost_us``: its share of the E2E difference, µs per step (comparison − base; negative when
     it made the comparison faster); None for findings that cost no time of their own (setup,
     memory): those stand outside the reconciliation. ``cost_low_us`` / ``cost_high_us``: the
-    interval (the 95 % bootstrap intervals of the verdict rows it sums, shifted to the finding's
-    point cost; equal to ``cost_us`` when the rows were not tested). ``share``: cost / E2E
+    interval (the intervals of the tests that decided the verdict rows it sums, at their decision's
+    level, shifted to the finding's point cost; equal to ``cost_us`` when the rows were not tested). ``share``: cost / E2E
     difference (None when E2E did not move). ``confidence``: high (every row tested and
     significant), medium (floors only, or a single step), low (inferred from the timeline
     without a direct record). ``needs``: the data the export lacks for a fuller answer."""
