@@ -7,15 +7,10 @@ is the device's kernels and collectives (``compute`` and ``comm`` tasks); copies
 bookkeeping tasks never stretch a window, which is how the profilers count it too (torch_npu's
 ``step_trace_time.csv`` Stage runs from a step's first kernel or collective to its last).
 
-* A step's window, one rule for every step, the first included (torch_npu's step range,
-  ``TraceStepTimeParser``): from the start of its first work (a task belongs to the step in
-  which it was *launched*) to the later of its last work's end and the host's end of the step,
-  clipped at the next step's first work so that windows never overlap; the last step ends at
-  its last work (idle counts only between two works, as in the profiler's Overlap Analysis,
-  whose step_trace_time.csv Stage and Free hold nothing after the last work). The idle time
-  between the host entering a step and the step's first work is the profiler's *Preparing*
-  (step_trace_time.csv writes it apart): it is in no step's window, so a step's E2E does not
-  depend on whether it is the first one profiled.
+* A step's window: from the start of its first work (a task belongs to the step in which it was
+  *launched*) to the end of its last. Idle time between two steps goes to the step whose host
+  span it falls in: it is cut where the host entered the next step (clamped to the gap), so a
+  stall at the start of ``ProfilerStep#3`` counts in step 3, not step 2.
 * E2E without a step: the profiled steps end to end (the first step's window start to the
   last one's end); a profile without steps, from its first work to its last.
 * Computing: the union of compute kernels (NPU: the profiler's ``Computing`` lane only when the
@@ -157,24 +152,22 @@ class Analyzer:
         steps = self.profile.steps
         if self.host_mode:
             return {s.step_id: (s.start_us, s.end_us) for s in steps}
-        host_end = {s.step_id: s.end_us for s in steps}
+        host_start = {s.step_id: s.start_us for s in steps}
         step_of = self.tasks["step_id"].to_numpy()
         work = self.is_work if self.is_work.any() else np.ones(len(step_of), dtype=bool)
         spans = pd.DataFrame({"step": step_of[work], "lo": self.start[work], "hi": self.end[work]})
-        spans = spans[spans["step"].isin(list(host_end))].groupby("step").agg(lo=("lo", "min"), hi=("hi", "max"))
+        spans = spans[spans["step"].isin(list(host_start))].groupby("step").agg(lo=("lo", "min"), hi=("hi", "max"))
         ordered = spans.sort_values(["lo"], kind="stable")
         ids, firsts, lasts = ordered.index.tolist(), ordered["lo"].tolist(), ordered["hi"].tolist()
         if self.is_work.any():
             self._spans = {int(sid): (float(lo), float(hi)) for sid, lo, hi in zip(ids, firsts, lasts)}
-        windows = {}
-        for i, sid in enumerate(ids):
-            # torch_npu's step range: first work to the later of the last work's end and the
-            # host's step end. Idle counts only between two works (the profiler's Free lane
-            # has no interval after the last work), and the idle before the next step's first
-            # work is that step's Preparing: the window stops at the next step's first work,
-            # and the last step at its own last work
-            end = min(max(lasts[i], host_end[sid]), firsts[i + 1]) if i + 1 < len(ids) else lasts[i]
-            windows[sid] = (firsts[i], max(end, firsts[i]))
+        cuts = [firsts[0]] if ids else []
+        for i in range(1, len(ids)):
+            # idle between two steps: cut where the host entered the later step, within the gap
+            gap_lo, gap_hi = lasts[i - 1], firsts[i]
+            cut = min(max(host_start[ids[i]], gap_lo), gap_hi) if gap_lo <= gap_hi else gap_hi
+            cuts.append(max(cut, cuts[-1]))
+        windows = {sid: (cuts[i], cuts[i + 1] if i + 1 < len(ids) else max(lasts[i], cuts[i])) for i, sid in enumerate(ids)}
         for s in steps:  # a step whose work was all launched elsewhere keeps its host span
             windows.setdefault(s.step_id, (s.start_us, s.end_us))
         return dict(sorted(windows.items()))

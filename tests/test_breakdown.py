@@ -227,43 +227,19 @@ def test_step_windows_partition_the_device_timeline():
     assert sum(b.computing_us for b in parts) == a.breakdown().computing_us
 
 
-def test_every_step_runs_from_its_first_work_to_the_later_of_its_last_work_and_the_host_end():
-    # step 1's work [0,10), host (-5, 30); step 2's work [50,60), host (30, 100). Step 1: from its
-    # first work 0 to max(10, 30) = 30 (clipped at step 2's first work 50: no clip). Step 2 by the
-    # same rule starts at its first work 50, not where the host entered it (30): [30, 50) is its
-    # Preparing, in no step; as the last step it ends at its last work 60, not at the host's 100
+def test_idle_between_steps_belongs_to_the_step_whose_host_span_holds_it():
+    # step 1's work [0,10), step 2's [50,60); the host entered step 2 at 30
     device = [("k1", COMPUTE, 1, 0.0, 10.0, -1, ""), ("k2", COMPUTE, 1, 50.0, 10.0, -1, "")]
     p = make_profile([], device, steps=[Step(1, -5.0, 30.0), Step(2, 30.0, 100.0)])
     p.device["step_id"] = [1, 2]
-    a = Analyzer(p, RULES)
-    assert a.step_windows() == {1: (0.0, 30.0), 2: (50.0, 60.0)}
-    assert [a.breakdown(w).free_us for w in a.step_windows().values()] == [20.0, 0.0]
-    assert a.whole_window() == (0.0, 60.0)
-    # the host left step 1 at 5, while its work still ran to 10: step 1 ends at 10, and [10, 50)
-    # is all step 2's Preparing
+    assert Analyzer(p, RULES).step_windows() == {1: (0.0, 30.0), 2: (30.0, 60.0)}
+    # the host entered step 2 at 5, while step 1's work still ran: the whole gap is step 2's
     p = make_profile([], device, steps=[Step(1, -5.0, 5.0), Step(2, 5.0, 100.0)])
     p.device["step_id"] = [1, 2]
     a = Analyzer(p, RULES)
-    assert a.step_windows() == {1: (0.0, 10.0), 2: (50.0, 60.0)}
+    assert a.step_windows() == {1: (0.0, 10.0), 2: (10.0, 60.0)}
     assert a.step_spans() == {1: (0.0, 10.0), 2: (50.0, 60.0)}
     assert a.whole_window() == (0.0, 60.0)
-    # a host step end past the next step's first work is clipped there: windows never overlap
-    p = make_profile([], device, steps=[Step(1, -5.0, 80.0), Step(2, 80.0, 100.0)])
-    p.device["step_id"] = [1, 2]
-    assert Analyzer(p, RULES).step_windows() == {1: (0.0, 50.0), 2: (50.0, 60.0)}
-
-
-def test_the_first_step_has_the_same_window_rule_as_the_others():
-    # three steps alike: each host step enters 7 µs before its work [20k, 20k+10) and leaves 3 µs
-    # after it: steps 1 and 2 are [20k, 20k+13), 13 µs each, the first included (the old rule gave
-    # the first 13 and the second 20, its leading 7 µs of host time included); the last ends at
-    # its last work, 50
-    device = [(f"k{k}", COMPUTE, 1, 20.0 * k, 10.0, -1, "") for k in range(3)]
-    steps = [Step(k + 1, 20.0 * k - 7.0, 20.0 * k + 13.0) for k in range(3)]
-    p = make_profile([], device, steps=steps)
-    p.device["step_id"] = [1, 2, 3]
-    windows = Analyzer(p, RULES).step_windows()
-    assert windows == {1: (0.0, 13.0), 2: (20.0, 33.0), 3: (40.0, 50.0)}
 
 
 def test_copies_and_markers_do_not_stretch_a_window():
