@@ -1022,8 +1022,10 @@ class _Sim:
             self.mem.reserved += int(self.k.fragment_mb * MiB)
             self.mem.peak_reserved = max(self.mem.peak_reserved, self.mem.reserved)
         if self.k.dataloader_us:
-            # next(iter(loader)) on the main thread before any launch: the device idles meanwhile
-            self.run(Node("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", cat="user_annotation",
+            # next(iter(loader)) on the main thread before any launch: the device idles meanwhile;
+            # torch_npu records it as a cpu_op (real exports), Kineto as a user annotation
+            self.run(Node("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                          cat="cpu_op" if isinstance(self, _NpuSim) else "user_annotation",
                           cpu_us=self.k.dataloader_us, key="dataloader"), main)
         self.run_nodes(st.prologue + st.forward, main)
         # loss.backward(): the autograd engine runs on its own thread, main waits

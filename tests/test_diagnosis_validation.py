@@ -60,6 +60,7 @@ CASES = [  # (id, kind, injected knobs, the mechanism expected first)
     ("sync_point", "gpu", {"sync_points": 4}, "host_sync"),
     ("extra_casts", "gpu", {"extra_casts": 4}, "conversions"),
     ("aicpu_fallback", "npu", {"aicpu_op": "gelu"}, "aicpu_fallback"),
+    ("dataloader_npu", "npu", {"dataloader_us": 1500.0}, "data_loading"),  # torch_npu records it as a cpu_op
 ]
 
 
@@ -143,3 +144,17 @@ def test_fragmentation_says_fragmentation_and_expandable_segments(gen, tmp_path,
     assert memory.bytes_diff == 7 * 40 * 2**20 and gap.diff == memory.bytes_diff
     assert "expandable_segments:True" in memory.try_[0] and "PYTORCH_NPU_ALLOC_CONF" in memory.try_[0]
     assert [f for f in d.findings if f.cost_us is not None] == []  # no time moved
+
+
+def test_a_dataloader_stall_and_an_aicpu_fallback_together_are_both_found_ranked_by_cost(gen, tmp_path):
+    """The issue's check: a generated NPU pair with both injected; each mechanism found, the larger
+    cost first, and with the unexplained rest they add up to the E2E difference."""
+    both = {"dataloader_us": 1500.0, "aicpu_op": "gelu"}
+    d = _pair(gen, tmp_path, "npu", both)
+    timed = [f for f in d.findings if f.cost_us is not None]
+    assert [f.mechanism for f in timed] == ["data_loading", "aicpu_fallback"]
+    alone = {m: _injected_us(gen, "npu", k) for m, k in (("data_loading", {"dataloader_us": 1500.0}),
+                                                          ("aicpu_fallback", {"aicpu_op": "gelu"}))}
+    for f in timed:
+        assert f.cost_us == pytest.approx(alone[f.mechanism], rel=0.10)
+    assert sum(f.cost_us for f in timed) + d.unexplained_us == pytest.approx(d.e2e_diff_us)
