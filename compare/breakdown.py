@@ -221,8 +221,8 @@ class Analyzer:
         """Per communication op (device rows of kind COMM, in order): its uncovered time in the
         window (µs: the op's span minus Computing, as ``breakdown`` counts the group's), and the
         Wait part of it (no transfer task of its group runs; 0 for a group without task data,
-        whose time is all Transmit). Σ over a group's ops = the group's row when its ops do not
-        overlap each other. An export whose generation counts its collectives' tasks (``comm_parts``)
+        whose time is all Transmit). Σ over a group's ops = the group's row: where ops of one group
+        overlap, each instant counts for the earliest-starting of them. An export whose generation counts its collectives' tasks (``comm_parts``)
         counts them here too, each op the tasks within its span."""
         rows = np.flatnonzero(self.is_comm)
         if self.host_mode or not rows.size:
@@ -237,9 +237,15 @@ class Analyzer:
             uncovered_iv = iv.subtract(iv.union(task_s[task_e > task_s], task_e[task_e > task_s]), compute_iv)
         else:
             uncovered_iv = iv.subtract(iv.union(op_s, op_e), compute_iv)
-        uncovered = iv.covered(uncovered_iv, op_s, op_e)
-        wait = np.zeros(rows.size)
+        # ops of one group that overlap share their time: each instant goes to the earliest-starting
+        # op over it, so that a group's ops add up to its row
         group = self.group[rows]
+        own_s, own_e = op_s.copy(), op_e.copy()
+        for g in pd.unique(group):
+            m = np.flatnonzero(group == g)
+            own_s[m], own_e[m] = exclusive_spans(op_s[m], op_e[m])
+        uncovered = iv.covered(uncovered_iv, own_s, own_e)
+        wait = np.zeros(rows.size)
         for g in pd.unique(group):
             if not g:
                 continue
@@ -248,7 +254,7 @@ class Analyzer:
             transfer, has_tasks = self._transfers[g]
             if has_tasks:
                 m = group == g
-                wait[m] = uncovered[m] - iv.covered(iv.intersect(transfer, uncovered_iv), op_s[m], op_e[m])
+                wait[m] = uncovered[m] - iv.covered(iv.intersect(transfer, uncovered_iv), own_s[m], own_e[m])
         return uncovered, np.maximum(wait, 0.0)
 
     def _rows_near(self, lo: float, hi: float) -> np.ndarray:
@@ -398,6 +404,22 @@ def transfer_mask(tasks: pd.DataFrame) -> np.ndarray:
     keep = np.zeros(len(code), dtype=bool)
     keep[order] = is_transfer | handshake
     return keep
+
+
+def exclusive_spans(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each interval less what an earlier-starting one (ties: the earlier index) already covers:
+    its start moved past every earlier interval's end (zero length when wholly covered). The
+    results do not overlap and their union is the inputs' union."""
+    starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
+    if starts.size == 0:
+        return starts.copy(), ends.copy()
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(ends[order])  # the latest end among the intervals up to each
+    before = np.concatenate([[-np.inf], reach[:-1]])
+    own_s, own_e = np.empty_like(starts), np.empty_like(ends)
+    own_s[order] = np.maximum(starts[order], before)
+    own_e[order] = np.maximum(ends[order], own_s[order])
+    return own_s, own_e
 
 
 def _comm_parts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

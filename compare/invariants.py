@@ -10,7 +10,8 @@ The rules, per side (base, comparison):
 * CommunicationCompare: on each collective's row and each op's row under it, wait, transit,
   synchronization and idle time are each ≥ 0 and none exceeds the elapsed time; wait + transit ≤
   elapsed; the uncovered time ≤ elapsed and its wait part ≤ it; where every collective has its
-  uncovered time, those add up to the OverallMetrics Uncovered Communication row.
+  uncovered time, those (and their wait parts) add up to OverallMetrics' communication group rows
+  (and their Wait rows): each group's ops share any time they overlap.
 * MemoryCompareStatistic: the per-op sizes add up to the export's own operator memory
   (``SideSummary.op_memory_bytes``: Σ of the operator_memory.csv / OP_MEMORY blocks that belong
   to an op of the trace; the others are a warning of their own), when the whole profile is
@@ -106,16 +107,20 @@ def _communication(result: ComparisonResult) -> Iterator[Violation]:
                 yield Violation(sheet, name, side, "uncovered time", uncovered, "<=", elapsed, "the elapsed time", "us")
             if uncovered is not None and its_wait is not None and _broken(its_wait, "<=", uncovered):
                 yield Violation(sheet, name, side, "uncovered wait", its_wait, "<=", uncovered, "its uncovered time", "us")
+        # the collectives' rows sum their ops; the groups' rows in OverallMetrics sum the groups
+        # (which may overlap each other, so their sum may pass Uncovered Communication itself)
         collectives = [r for r in records if r.get(f"{prefix}_op") not in (None, "", "|")]
-        uncovered = [r.get(f"{prefix}_uncovered_us") for r in collectives]
-        if collectives and all(u is not None for u in uncovered):
-            row = next((o for o in result.overall if o.key == "comm"), None)
-            if row is not None:
-                want = getattr(row, f"{prefix}_us")
-                got = float(sum(uncovered))
-                if _broken(got, "=", want):
-                    yield Violation(sheet, "all collectives", side, "Σ uncovered time", got, "=", want,
-                                    "OverallMetrics Uncovered Communication", "us")
+        groups = [o for o in result.overall if o.key.startswith("comm.group:") and o.level == 1]
+        for part, key_end, what in (("uncovered", "", "Σ uncovered time"), ("uncovered_wait", ".wait", "Σ uncovered wait")):
+            values = [r.get(f"{prefix}_{part}_us") for r in collectives]
+            rows = [o for o in result.overall if o.key.startswith("comm.group:")
+                    and (o.key.endswith(key_end) if key_end else o in groups)]
+            if not collectives or any(v is None for v in values) or not rows:
+                continue
+            got, want = float(sum(values)), float(sum(getattr(o, f"{prefix}_us") for o in rows))
+            if _broken(got, "=", want):
+                yield Violation(sheet, "all collectives", side, what, got, "=", want,
+                                f"OverallMetrics' communication group rows{' (Wait)' if key_end else ''}", "us")
 
 
 def _memory(result: ComparisonResult) -> Iterator[Violation]:

@@ -24,7 +24,8 @@ def comm_result(base_row, comp_row, uncovered=(100.0, 100.0)):
                                                "|", "Notify Wait", 900.0, None, None, None]])
     comm = OverallRow(key="comm", label="Uncovered Communication Time", level=0,
                       base_us=uncovered[0], comp_us=uncovered[1])
-    return result({"CommunicationCompare": table}, [comm])
+    group = OverallRow(key="comm.group:dp", label="dp", level=1, base_us=uncovered[0], comp_us=uncovered[1])
+    return result({"CommunicationCompare": table}, [comm, group])
 
 
 def test_a_consistent_communication_sheet_breaks_nothing():
@@ -54,11 +55,11 @@ def test_wait_and_transit_together_beyond_the_collective():
                                                                 ("comparison", "wait + transit", 350.0, 300.0)]
 
 
-def test_per_collective_uncovered_time_must_add_up_to_the_overall_row():
+def test_per_collective_uncovered_time_must_add_up_to_the_group_rows():
     row = ["allreduce", None, 300.0, 200.0, 80.0, 100.0]
     found = violations(comm_result(row, row, uncovered=(100.0, 130.0)))
     assert [(v.side, v.what, v.got, v.want) for v in found] == [("comparison", "Σ uncovered time", 100.0, 130.0)]
-    assert "OverallMetrics Uncovered Communication (0.130 ms)" in found[0].message()
+    assert "OverallMetrics' communication group rows (0.130 ms)" in found[0].message()
 
 
 def memory_result(base_bytes, comp_bytes, op_memory=(3_000_000.0, 3_000_000.0), step=None):
@@ -109,3 +110,15 @@ def test_check_enforces_the_same_rules():
     bad = ["allreduce", None, 85517.0, 104248.0, -18731.0, 100.0]
     with pytest.raises(AssertionError, match="transit time -18.731 ms is negative"):
         comm_result(bad, bad).check()
+
+
+def test_overlapping_ops_of_a_group_share_their_time():
+    """Two collectives of one group overlapping on [5, 10): the earlier-starting one keeps the
+    overlap, so the ops' own spans are [0, 10) and [10, 12) and add up to the union, 12."""
+    import numpy as np
+
+    from perfcmp.breakdown import exclusive_spans
+
+    own_s, own_e = exclusive_spans(np.array([5.0, 0.0, 3.0]), np.array([12.0, 10.0, 4.0]))
+    assert own_s.tolist() == [10.0, 0.0, 10.0] and own_e.tolist() == [12.0, 10.0, 10.0]
+    assert float((own_e - own_s).sum()) == 12.0
