@@ -119,24 +119,13 @@ class KinetoTrace(msgspec.Struct, gc=False):
     with_modules: Number = None
 
 
-class _KinetoSkeleton(msgspec.Struct, gc=False):
+class _KinetoSkeleton(KinetoTrace, gc=False):
     """First pass over a Kineto trace: the header, and where its event array lies (undecoded)."""
 
     traceEvents: msgspec.Raw = msgspec.Raw(b"")
-    deviceProperties: list[DeviceProperties] | None = None
-    distributedInfo: DistributedInfo | None = None
-    schemaVersion: Number = None
-    cuda_runtime_version: Number = None
-    cuda_driver_version: Number = None
-    cupti_version: Number = None
-    record_shapes: Number = None
-    profile_memory: Number = None
-    with_stack: Number = None
-    with_flops: Number = None
-    with_modules: Number = None
 
 
-HEADER_FIELDS = tuple(KinetoTrace.__struct_fields__)  # the skeleton decodes each of them too
+HEADER_FIELDS = tuple(KinetoTrace.__struct_fields__)  # the skeleton decodes them too (it is a KinetoTrace)
 _ARRAY_DECODER = msgspec.json.Decoder(list[Event])
 _SKELETON_DECODER = msgspec.json.Decoder(_KinetoSkeleton)
 _WHOLE_DECODER = msgspec.json.Decoder(msgspec.Raw)
