@@ -6,7 +6,8 @@ so it must not pull in the CLI, the renderers or pandas-heavy modules. The Pytho
 ``perfcmp.api``) is imported on first use.
 """
 
-__version__ = "0.1.0"
+from perfcmp.base.version import __version__
+
 __all__ = ["ComparisonResult", "compare", "load_profile", "__version__"]
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from perfcmp.options import DIMENSIONS, CompareOptions, DetailOptions
 from perfcmp.policy import load_policy
 from perfcmp.readers import load_profile as _load
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 from perfcmp.readers.model import Profile
 from perfcmp.result import ComparisonResult
 
@@ -42,7 +42,7 @@ def load_profile(path: str, *, npu_source: str | None = None, gpu_flow_cat: str 
         first timestamp, sizes in bytes; see that module's docstring) and ``steps``.
 
     Raises:
-        perfcmp.readers.errors.InputError: the file is missing, malformed or not a profile.
+        perfcmp.base.errors.InputError: the file is missing, malformed or not a profile.
     """
     profile = _load(path, gpu_flow_cat, npu_source)
     profile.check()

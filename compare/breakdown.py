@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from perfcmp import intervals as iv
+from perfcmp.base import intervals as iv
 from perfcmp.categories import CHILDREN, COMPUTE_ROWS, MC2_PREFIX, Rules, categorise, parent_of
 from perfcmp.readers.hosttree import propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, frame as table_of, table

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from perfcmp.readers.errors import PerfcmpError
+from perfcmp.base.errors import PerfcmpError
 
 # light on purpose (no numpy): ``cli.main`` asks ``under_a_cap`` before the libraries load
 GZIP_MAGIC = b"\x1f\x8b"  # as readers.chrome
@@ -71,7 +71,7 @@ def under_a_cap() -> None:
         return
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
-    from perfcmp.readers.heap import _libc_function
+    from perfcmp.base.heap import _libc_function
 
     mallopt = _libc_function("mallopt")
     if mallopt is not None:

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.optionfiles import OptionFileError, load_toml
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import contains, equals, factorize, per_unique
+from perfcmp.base.textmatch import contains, equals, factorize, per_unique
 
 # (key, label, level) in sheet order; leaves roll up into the nearest level-1 row above them.
 COMPUTE_ROWS: tuple[tuple[str, str, int], ...] = (

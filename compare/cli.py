@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS
 from perfcmp.output import STDOUT
 from perfcmp.budget import under_a_cap
-from perfcmp.readers.errors import InputError, NotComparableError, PerfcmpError, UsageError
-from perfcmp.readers.heap import map_large_blocks_apart
-from perfcmp.signals import MESSAGES, Stopped, check, stop_on_signals
+from perfcmp.base.errors import InputError, NotComparableError, PerfcmpError, UsageError
+from perfcmp.base.heap import map_large_blocks_apart
+from perfcmp.base.signals import MESSAGES, Stopped, check, stop_on_signals
 INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Gates & verdict"
 
 

@@ -31,7 +31,7 @@ from perfcmp.output import replace_file
 from perfcmp import scope
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
-from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.base.errors import InputError, UsageError
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord, decode_versioned
 from perfcmp.samples import SampleSet
 from perfcmp.validate import check_baseline

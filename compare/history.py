@@ -90,7 +90,7 @@ import numpy as np
 from perfcmp import __version__
 from perfcmp.options import HISTORY_FORMATS as FORMATS
 from perfcmp.policy import Gate, Policy
-from perfcmp.readers.errors import InputError, NotComparableError, UsageError
+from perfcmp.base.errors import InputError, NotComparableError, UsageError
 from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.changepoints import median_interval, noise, segment
 from perfcmp.stats import mann_whitney_p

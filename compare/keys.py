@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.textmatch import per_unique, texts
+from perfcmp.base.textmatch import per_unique, texts
 
 OP, KERNEL, COMM, OVERALL, MEMORY = "op", "kernel", "comm", "overall", "memory"
 

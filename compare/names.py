@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from perfcmp.optionfiles import BOM, OptionFileError, check_literal, is_link_loop, load_toml, parse_json, read_text
-from perfcmp.readers.errors import UsageError
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.errors import UsageError
+from perfcmp.base.textmatch import per_unique
 
 MAX_MAP_TEXT = 200  # the peer's limit on one name in --op_name_map
 OP_EQUIVALENCE = "op_equivalence.toml"

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from perfcmp.policy import Policy
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 
 from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS  # noqa: F401 (re-exported)
 

@@ -34,8 +34,8 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from perfcmp.readers.errors import PerfcmpError, UsageError
-from perfcmp.signals import check, held
+from perfcmp.base.errors import PerfcmpError, UsageError
+from perfcmp.base.signals import check, held
 
 PREFIX = "performance_comparison_result_"
 STDOUT = "-"  # ``-o -``

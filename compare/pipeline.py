@@ -29,11 +29,11 @@ from perfcmp.details.extract import SideDetails, blocks_under_an_op, extract
 from perfcmp.details.modules import build_ahead
 from perfcmp.details.run import compare_details
 from perfcmp.names import Normalizer, load_normalizer
-from perfcmp.procs import Workers, WorkerDied, InputWatch
+from perfcmp.base.procs import Workers, WorkerDied, InputWatch
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
-from perfcmp.readers.errors import InputError, UsageError
-from perfcmp.readers.heap import collector_paused, give_back_free_memory
+from perfcmp.base.errors import InputError, UsageError
+from perfcmp.base.heap import collector_paused, give_back_free_memory
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
@@ -42,7 +42,7 @@ from perfcmp import budget, comparability, invariants, migration, scope
 from perfcmp.diagnosis import detect as diagnosis, timeline
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
-from perfcmp.signals import held
+from perfcmp.base.signals import held
 from perfcmp.keys import KEYED_SHEETS, OP, OVERALL, sheet_keys
 from perfcmp.vendors import across_vendors, vendor_of_path, vendor_of_profile
 from perfcmp.verdict import Thresholds, judge, with_unsampled_rows

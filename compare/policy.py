@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from perfcmp.optionfiles import OptionFileError, load_toml
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 from perfcmp.result import GateResult, Verdict, VerdictRow
 from perfcmp.verdict import Thresholds
 from perfcmp.wording import GIB, KIB, MIB, amount, relative_change

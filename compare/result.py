@@ -15,7 +15,7 @@ from perfcmp import validate
 from perfcmp.diagnosis.model import Diagnosis
 from perfcmp.comparability import Comparability
 from perfcmp.rows import Rows
-from perfcmp.readers.errors import InputError, max_depth
+from perfcmp.base.errors import InputError, max_depth
 
 FORMAT_VERSION = 2  # 2: detail tables in µs and bytes, keyed ones with their verdicts
 ONE_SIDED = ("base only", "comparison only")
@@ -270,7 +270,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         issued as ``UserWarning``.
 
         Raises:
-            perfcmp.readers.errors.UsageError: an unknown format, or an unusable path (checked
+            perfcmp.base.errors.UsageError: an unknown format, or an unusable path (checked
                 before anything is written).
             perfcmp.output.OutputError: writing failed; nothing of the set is left.
         """
@@ -282,12 +282,12 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         chosen = [f.strip() for f in formats.split(",")] if isinstance(formats, str) else list(formats)
         unknown = [f for f in chosen if f not in FILE_FORMATS]
         if unknown or not chosen:
-            from perfcmp.readers.errors import UsageError
+            from perfcmp.base.errors import UsageError
 
             raise UsageError(f"unknown output format(s) {', '.join(unknown) or '(none given)'}; "
                              f"expected any of {', '.join(FILE_FORMATS)}")
         if path_or_dir == STDOUT:
-            from perfcmp.readers.errors import UsageError
+            from perfcmp.base.errors import UsageError
 
             raise UsageError("write() writes files; render a text output with perfcmp.render instead of -")
         order = [name for name in FILE_FORMATS if name in chosen]

@@ -143,7 +143,7 @@ class Rows(Sequence):
             return None
         key = (j, self._start, self._stop)
         if key not in self._distinct:  # widths and the over-limit count both ask
-            from perfcmp.readers.textmatch import factorize  # pandas: only once a sheet is written
+            from perfcmp.base.textmatch import factorize  # pandas: only once a sheet is written
 
             self._distinct[key] = factorize(self._data[j][self._start : self._stop])[1].tolist()
         return self._distinct[key]

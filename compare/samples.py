@@ -32,7 +32,7 @@ from perfcmp.details.extract import SideDetails
 from perfcmp.keys import COMM, KERNEL, OP, op_keys, row_name
 from perfcmp.readers.model import COMM as COMM_KIND, COMPUTE, SDMA, Profile, frame as table_of
 from perfcmp.align import ramps
-from perfcmp.readers.textmatch import factorize, object_array
+from perfcmp.base.textmatch import factorize, object_array
 
 SAMPLES_VERSION = 1
 MEMORY_ROWS = ("peak_allocated", "peak_reserved")

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfcmp import intervals as iv
+from perfcmp.base import intervals as iv
 from perfcmp.breakdown import Analyzer, Breakdown
 from perfcmp.readers.mindspore import op_type
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 
 RELATIVE = 0.005
 ABSOLUTE_US = 1.0

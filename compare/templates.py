@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from perfcmp.readers.errors import PerfcmpError
+from perfcmp.base.errors import PerfcmpError
 
 SIDES = ("base", "comparison", None)
 # [style] keys the renderer reads (checked here, so a broken layout fails with a clear message)

@@ -20,7 +20,7 @@ import re
 
 import msgspec
 
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 
 LIMIT = 2**63
 MAX_LEVEL = 64  # overall rows nest a few levels (a category under a group); a tab per level in the sheets

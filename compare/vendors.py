@@ -25,9 +25,9 @@ from pathlib import Path
 
 from perfcmp.readers.chrome import GZIP_MAGIC, SQLITE_MAGIC
 from perfcmp.readers.detect import detect
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.model import DeviceKind, Profile
-from perfcmp.readers.textmatch import equals, factorize
+from perfcmp.base.textmatch import equals, factorize
 
 ASCEND, NVIDIA, AMD, INTEL, GPU = "Ascend", "NVIDIA", "AMD", "Intel", "GPU"
 GPU_VENDORS = frozenset({NVIDIA, AMD, INTEL, GPU})

@@ -157,7 +157,7 @@ from dataclasses import asdict, dataclass
 import msgspec
 import numpy as np
 
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.result import Verdict, VerdictRow
 from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.stats import (benjamini_hochberg, holm, mann_whitney_interval, mann_whitney_p, pooled_t, signed_rank_interval,

@@ -4,7 +4,7 @@
 by decoding a whole file twice) and hands it to the one reader that understands it.
 
 The readers (and pandas with them) are imported when ``load_profile`` is first asked for, not
-with the package: ``perfcmp.readers.errors`` is imported by every command, ``--version`` too.
+with the package: ``perfcmp.base.errors`` is imported by every command, ``--version`` too.
 """
 
 from __future__ import annotations

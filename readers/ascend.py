@@ -15,7 +15,7 @@ from perfcmp.readers.ascend_csv import (read_json_file, read_kernel_details, rea
 from perfcmp.readers.ascend_trace import AscendTrace
 from perfcmp.readers.chrome import RawJson, read_document, sniff_json
 from perfcmp.readers.common import merge_warnings
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups
 from perfcmp.readers.mindspore import FRAMEWORK, framework_rank, read_memory, read_reference_ops, recover_steps, scope_paths
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning, RunInfo, table

@@ -17,9 +17,9 @@ import pandas as pd
 from perfcmp.readers.chrome import max_depth
 from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT
 from perfcmp.readers.common import byte_sizes
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.model import ReadWarning
-from perfcmp.readers.textmatch import CUT_MARK
+from perfcmp.base.textmatch import CUT_MARK
 
 MB = 1024 * 1024
 

@@ -51,12 +51,12 @@ from perfcmp.readers.chrome import SQLITE_MAGIC
 from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
 from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
                                     valid_durations)
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.groups import GroupMeta, name_groups, parallel_groups_json
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.readonly_db import connect_readonly
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, ReadWarning, RunInfo, Step, table
-from perfcmp.readers.textmatch import CUT_MARK, per_unique
+from perfcmp.base.textmatch import CUT_MARK, per_unique
 
 EXPECTED = "expected a torch_npu DB export (ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_N.db of an *_ascend_pt directory)"
 PRODUCERS = {"ascend_pytorch_profiler": "Ascend PyTorch profiler (torch_npu), DB export",

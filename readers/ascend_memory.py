@@ -24,7 +24,7 @@ import pandas as pd
 
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import ReadWarning
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 
 CANN_BLOCK = "cann::"  # blocks the CANN layer allocated for a kernel: "cann::<task name>"
 # the task queue's events as the readers hand them over: one row per Enqueue / Dequeue

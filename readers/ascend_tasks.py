@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 
 # Task types of kernels (trace_view "Task Type", kernel_details "Accelerator Core"/"Task Type",
 # DB TASK.taskType), across CANN releases.

@@ -23,14 +23,14 @@ from perfcmp.readers.chrome import Event, RawJson, event_chunks
 from perfcmp.readers.columns import NO_ARGS, Memo, common_columns, concat, flow_columns, host_columns, floats, ints, thread_key, warn_cut
 from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, merge_warnings,
                                     steps_from_host, valid_durations)
-from perfcmp.readers.errors import InputError
-from perfcmp.readers.heap import give_back_free_memory
+from perfcmp.base.errors import InputError
+from perfcmp.base.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.ascend_memory import block_owners, no_queue, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
 from perfcmp.readers.mindspore import CPU_OP, SCOPE_LAYER
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, frame as table_of, table
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
 # torch_npu's task queue: kept apart (they are no framework ops) to give device memory blocks their op

@@ -24,8 +24,8 @@ from typing import BinaryIO
 import msgspec
 import numpy as np
 
-from perfcmp.readers import fatal
-from perfcmp.readers.errors import InputError, max_depth  # max_depth: also imported from here
+from perfcmp.base import fatal
+from perfcmp.base.errors import InputError, max_depth  # max_depth: also imported from here
 from perfcmp.readers.model import ReadWarning
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -19,7 +19,7 @@ import numpy as np
 
 from perfcmp.readers.chrome import Args, Event, Number
 from perfcmp.readers.model import ReadWarning
-from perfcmp.readers.textmatch import CUT_MARK, object_array, per_unique
+from perfcmp.base.textmatch import CUT_MARK, object_array, per_unique
 
 NO_ARGS = Args()
 

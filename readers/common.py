@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.columns import INVALID_NS, LIMIT_US
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.hosttree import busy_us, enclosing, nest, order_host, propagate_down, thread_label
 from perfcmp.readers.model import ReadWarning, Step, frame as table_of, table
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 
 STEP_NAME = re.compile(r"ProfilerStep#([0-9]+)")
 BACKWARD_ROOT = "autograd::engine::evaluate_function"

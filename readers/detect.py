@@ -31,7 +31,7 @@ from pathlib import Path
 
 from perfcmp.readers import ascend, ascend_db, torch_trace
 from perfcmp.readers.chrome import SQLITE_MAGIC, kineto_array, read_document, sniff_json
-from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.base.errors import InputError, UsageError
 from perfcmp.readers.model import Profile
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"

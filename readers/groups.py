@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.model import COMM, Profile, table
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 
 GROUP_THREAD = re.compile(r"Group\s+(\S+)\s+Communication")  # the text export's HCCL op thread
 KIND = re.compile(r"^(?:hcom_|hccl_)?([A-Za-z]+?)(?:_+\d.*|_+)?$")  # hcom_allReduce__576_0_1 -> allReduce

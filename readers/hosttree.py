@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.textmatch import factorize
+from perfcmp.base.textmatch import factorize
 
 
 def thread_label(pid: object, tid: object) -> str:

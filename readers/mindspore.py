@@ -48,9 +48,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.model import ReadWarning, Step, table
-from perfcmp.readers.textmatch import factorize
+from perfcmp.base.textmatch import factorize
 
 CPU_OP, SCOPE_LAYER = "CPU OP", "Scope Layer"  # process names MindSpore writes on a host without a device
 FRAMEWORK = "FRAMEWORK"

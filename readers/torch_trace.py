@@ -20,11 +20,11 @@ from perfcmp.readers.columns import (NO_ARGS, Memo, common_columns, concat, flow
                                      thread_key, warn_cut)
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
                                     merge_warnings, steps_from_host, valid_durations)
-from perfcmp.readers.errors import InputError
-from perfcmp.readers.heap import give_back_free_memory
+from perfcmp.base.errors import InputError
+from perfcmp.base.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, table
-from perfcmp.readers.textmatch import equals, per_unique
+from perfcmp.base.textmatch import equals, per_unique
 
 HOST_CATS = {"cpu_op": "cpu_op", "operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "runtime", "cuda_driver": "runtime", "runtime": "runtime",

@@ -12,7 +12,7 @@ import openpyxl
 import pytest
 
 import perfcmp
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 from perfcmp.render import xlsx
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from perfcmp.details.apis import api_sheets
 from perfcmp.details.extract import extract
 from perfcmp.names import load_api_map, load_normalizer
 from perfcmp.options import CompareOptions, DetailOptions
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 from perfcmp.readers.model import DeviceKind, Profile, RunInfo, table
 
 ROOT = Path(__file__).resolve().parents[1]

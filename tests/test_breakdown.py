@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perfcmp import intervals as iv
+from perfcmp.base import intervals as iv
 from perfcmp.breakdown import Analyzer
 from perfcmp.categories import load_rules
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, RunInfo, Step, table

@@ -12,7 +12,7 @@ import pytest
 
 from perfcmp.cluster import detail, diagnose, discover, links, wording
 from perfcmp.cluster.result import ClusterResult, ClusterSide, Finding, Link, Movement, RankMedians, RankRow
-from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.base.errors import InputError, UsageError
 from perfcmp.templates import load_layout
 
 

@@ -141,7 +141,7 @@ def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatc
     in a forked child while this process builds the module sheets; the sheets, their order and
     the warnings are those of one process, and when the child fails (here: it cannot hand its
     value over) this process builds them itself."""
-    from perfcmp import procs
+    from perfcmp.base import procs
     from perfcmp.details.run import compare_details
     from perfcmp.pipeline import read_side
 
@@ -173,7 +173,7 @@ def test_a_forked_computation_gives_its_value_or_none():
     computes it itself); a cancelled child is gone."""
     import os
 
-    from perfcmp.procs import Forked
+    from perfcmp.base.procs import Forked
 
     assert Forked(lambda: {"rows": [1, 2.5, "x"]}).result() == {"rows": [1, 2.5, "x"]}
     assert Forked(lambda: 1 / 0).result() is None

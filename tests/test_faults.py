@@ -26,7 +26,8 @@ from perfcmp.breakdown import Analyzer
 from perfcmp.categories import load_rules
 from perfcmp.cli import main
 from perfcmp.cluster import execute
-from perfcmp.readers import fatal, load_profile
+from perfcmp.base import fatal
+from perfcmp.readers import load_profile
 
 
 def _run(args: list[str], capsys) -> tuple[int, list[str], str]:
@@ -57,7 +58,7 @@ def _killed_in_worker(*args):
 
 
 def _shrunk_in_worker(*args):
-    """Stands for the read worker's ``_read_into``: a SIGBUS on the mapped input (readers.fatal)."""
+    """Stands for the read worker's ``_read_into``: a SIGBUS on the mapped input (base.fatal)."""
     fatal.fatal("comp.pt.trace.json: the input changed while it was read (it shrank from 10 to 5 bytes)")
 
 

@@ -21,7 +21,7 @@ from perfcmp.cli import main
 from perfcmp.changepoints import MIN_NOISE, median_interval, noise, segment
 from perfcmp.history import HistoryOptions, Point, analyse, detect
 from perfcmp.policy import load_policy
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 from perfcmp.samples import SampleSet
 from perfcmp.verdict import Thresholds
 
@@ -360,7 +360,7 @@ def test_runs_that_do_not_compare_are_refused_or_named():
     """A CPU-only run (no kernel keys) among GPU runs, or a run on another GPU model, is refused by
     name (exit 3: a switch of hardware would read as a regression); a run of another model (1 op
     key shared of 3) is warned about by name."""
-    from perfcmp.readers.errors import NotComparableError
+    from perfcmp.base.errors import NotComparableError
 
     gpu = {"kernel:sgemm": [1.0, 1.0, 1.0, 1.0]}
     a100 = {"device name": "NVIDIA A100"}

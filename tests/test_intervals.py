@@ -4,7 +4,7 @@ grid count times 0.25 is the exact answer)."""
 import numpy as np
 import pytest
 
-from perfcmp import intervals as iv
+from perfcmp.base import intervals as iv
 
 STEP = 0.25
 

@@ -558,7 +558,7 @@ def test_a_stop_python_drops_still_stops_the_run_before_it_publishes(tmp_path):
     still stop, with no traceback printed, before any output is published."""
     import weakref
 
-    from perfcmp import signals
+    from perfcmp.base import signals
 
     class Lock:
         pass

@@ -7,7 +7,7 @@ import pytest
 
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "golden" / "demo"
@@ -94,7 +94,7 @@ def test_the_collector_is_paused_for_a_phase_and_collects_its_cycles_at_its_end(
     import gc
     import weakref
 
-    from perfcmp.readers.heap import collector_paused
+    from perfcmp.base.heap import collector_paused
 
     class Node:
         pass

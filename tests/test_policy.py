@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from perfcmp.policy import Gate, Policy, evaluate, exit_code, load_policy, parse_gate
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 from perfcmp.result import GateResult, Verdict, VerdictRow
 
 MB = 1024.0 ** 2

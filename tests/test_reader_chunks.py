@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from perfcmp.readers import chrome, load_profile, torch_trace
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 
 
 def _trace(n_ops: int = 40, tricky: bool = True) -> dict:

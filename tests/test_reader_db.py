@@ -18,7 +18,7 @@ import pytest
 from reader_helpers import read, warning_count
 from perfcmp.readers import load_profile
 from perfcmp.readers.ascend_db import read_db
-from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.base.errors import InputError, UsageError
 from perfcmp.readers.model import COMM, COMPUTE, OTHER, SDMA, DeviceKind
 
 T = 1700000000000000000

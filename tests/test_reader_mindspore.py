@@ -23,7 +23,7 @@ from reader_helpers import read
 from perfcmp.breakdown import Analyzer
 from perfcmp.categories import load_rules
 from perfcmp.readers.detect import load_profile
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.mindspore import recover_steps, scope_paths
 from perfcmp.readers.model import COMM, COMPUTE, DeviceKind
 

@@ -20,7 +20,7 @@ from perfcmp.details.operators import BASE_ONLY, COMP_ONLY, align_ops
 from perfcmp.names import instance_free, load_normalizer
 from perfcmp.options import DetailOptions
 from perfcmp.readers.detect import load_profile
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.readers.model import DeviceKind
 from perfcmp.selfcheck import check_op_totals
 

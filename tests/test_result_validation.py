@@ -13,7 +13,7 @@ import pytest
 
 from perfcmp.cli import main
 from perfcmp.history import HistoryOptions, analyse
-from perfcmp.readers.errors import InputError, NotComparableError, UsageError
+from perfcmp.base.errors import InputError, NotComparableError, UsageError
 from perfcmp.samples import SampleSet
 
 ROOT = Path(__file__).resolve().parents[1]

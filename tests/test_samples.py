@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from perfcmp import intervals as iv
+from perfcmp.base import intervals as iv
 from perfcmp.breakdown import Analyzer
 from perfcmp.categories import load_rules
 from perfcmp.options import CompareOptions

@@ -5,7 +5,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfcmp.readers.textmatch import IDENTITY_MIN_ROWS, factorize, per_unique, shared
+from perfcmp.base.textmatch import IDENTITY_MIN_ROWS, factorize, per_unique, shared
 
 # Values a reader's column can hold, with the ones pandas treats specially: None and NaN (one
 # missing group), 1 / 1.0 / True (equal), -0.0 / 0.0 (equal), tuples and bytes.
@@ -67,7 +67,7 @@ def test_equals_is_the_elementwise_comparison():
     import numpy as np
     import pandas as pd
 
-    from perfcmp.readers.textmatch import equals
+    from perfcmp.base.textmatch import equals
 
     values = pd.Series(["cpu_op", "runtime", None, "cpu_op", float("nan"), "cpu_op "] * 400, dtype=object)
     assert equals(values, "cpu_op").tolist() == (values == "cpu_op").tolist()

@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 from perfcmp.samples import SampleSet
 from perfcmp.verdict import Thresholds, choose_skip, judge, outlier_steps
 

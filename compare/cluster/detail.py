@@ -29,7 +29,7 @@ import msgspec
 
 from perfcmp.cluster.result import ClusterResult, DetailRank, RankRow
 from perfcmp.cluster.wording import ranks_text
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 
 if TYPE_CHECKING:
     from perfcmp.options import CompareOptions

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from perfcmp.readers.detect import DB_PREFIXES, EXPORT_SUFFIXES, GPU_TRACE_SUFFIXES, OUTPUT_DIR
 from perfcmp.cluster.kinds import refuse_mixed_kinds
-from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.base.errors import InputError, UsageError
 
 HEADER_BYTES = 1 << 20  # a Kineto trace's distributedInfo comes before its events
 RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d+)(?=$|[^0-9])", re.IGNORECASE)

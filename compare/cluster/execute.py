@@ -26,9 +26,9 @@ from collections.abc import Sequence
 
 from perfcmp.cluster.result import RankSummary
 from perfcmp.cluster.summary import RankFailure, WorkUnit, decode, summarise
-from perfcmp.procs import Workers
-from perfcmp.readers.errors import UsageError
-from perfcmp.signals import held
+from perfcmp.base.procs import Workers
+from perfcmp.base.errors import UsageError
+from perfcmp.base.signals import held
 
 SCHEDULER_ENV = "PERFCMP_SCHEDULER"
 WORKER_WAIT_S = 30

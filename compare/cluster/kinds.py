@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.readers.errors import InputError
+from perfcmp.base.errors import InputError
 
 # discover._kind's answers, by the device they hold
 DEVICE_OF_KIND = {"npu": "NPU", "npu-wrapper": "NPU", "gpu": "GPU", "gpu-wrapper": "GPU"}

@@ -26,7 +26,7 @@ from perfcmp.cluster.execute import run_units
 from perfcmp.cluster.result import ClusterResult
 from perfcmp.cluster.summary import RankFailure, ReadOptions, WorkUnit
 from perfcmp.options import CompareOptions, DetailOptions
-from perfcmp.readers.errors import InputError, UsageError
+from perfcmp.base.errors import InputError, UsageError
 
 PREFIX = "performance_cluster_result_"
 FORMATS = ("console", "xlsx", "json", "md", "html")

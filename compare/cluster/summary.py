@@ -28,11 +28,11 @@ from perfcmp.cluster import links
 from perfcmp.cluster.result import GroupTime, RankStep, RankSummary
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.readers import load_profile
-from perfcmp.procs import InputWatch
+from perfcmp.base.procs import InputWatch
 from perfcmp.readers.detect import EXPORT_SUFFIXES, OUTPUT_DIR, db_exports
-from perfcmp.readers.errors import PerfcmpError
+from perfcmp.base.errors import PerfcmpError
 from perfcmp.readers.groups import comm_group_facts
-from perfcmp.readers.heap import give_back_free_memory
+from perfcmp.base.heap import give_back_free_memory
 from perfcmp.readers.model import COMM, DeviceKind, Profile
 
 RECEIVE = re.compile(r"hcom_receive|(?<![a-z])recv", re.IGNORECASE)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.textmatch import factorize, first_rows
+from perfcmp.base.textmatch import factorize, first_rows
 from perfcmp.result import Table, ratio
 from perfcmp.rows import Rows, Typed
 

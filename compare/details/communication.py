@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfcmp import intervals as iv
+from perfcmp.base import intervals as iv
 from perfcmp.breakdown import transfer_mask
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.common import Table, cells, ratios, side_stats, union_order

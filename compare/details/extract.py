@@ -48,7 +48,7 @@ from perfcmp.names import Normalizer
 from perfcmp.readers.common import step_position
 from perfcmp.readers.hosttree import nested_in_same, propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, DeviceKind, Profile, frame
-from perfcmp.readers.textmatch import equals, factorize, first_rows, per_unique, shared, texts
+from perfcmp.base.textmatch import equals, factorize, first_rows, per_unique, shared, texts
 from perfcmp.vendors import vendor_of_profile
 
 MODULE_PREFIX = "nn.Module:"

@@ -35,7 +35,7 @@ from perfcmp.details.common import cells, ratios
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.operators import Pairs
 from perfcmp.keys import shape_texts
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 
 # Values of the "match" column.
 OP, NAME, CATEGORY, UNMATCHED = "op", "name", "category", ""

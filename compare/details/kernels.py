@@ -38,7 +38,7 @@ from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernel_groups import cross_device_columns
 from perfcmp.details.operators import Pairs, align_ops
 from perfcmp.options import DetailOptions
-from perfcmp.readers.textmatch import per_unique
+from perfcmp.base.textmatch import per_unique
 from perfcmp.vendors import across_vendors
 
 STATS = ("total", "avg", "max", "min", "calls")

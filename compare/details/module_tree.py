@@ -30,7 +30,7 @@ import pandas as pd
 from perfcmp.details.extract import MODULE_PREFIX, SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.textmatch import factorize, object_array, per_unique, shared, texts
+from perfcmp.base.textmatch import factorize, object_array, per_unique, shared, texts
 
 BACKWARD = "[ BACKWARD ]"
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")

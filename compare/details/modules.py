@@ -31,7 +31,7 @@ from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cell_column
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions
-from perfcmp.readers.textmatch import factorize
+from perfcmp.base.textmatch import factorize
 from perfcmp.rows import Rows
 
 TOTAL = "TOTAL"

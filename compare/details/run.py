@@ -17,7 +17,7 @@ from perfcmp.details.kernels import kernel_notes, kernel_sheets
 from perfcmp.details.modules import module_sheets
 from perfcmp.details.operators import Pairs, align_ops, memory_sheets, operator_sheets
 from perfcmp.options import DetailOptions
-from perfcmp.procs import Forked
+from perfcmp.base.procs import Forked
 from perfcmp.result import Table, WarningRecord
 
 

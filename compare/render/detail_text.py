@@ -18,7 +18,7 @@ from itertools import repeat
 import numpy as np
 import pandas as pd
 
-from perfcmp.readers.textmatch import distinct_objects, per_unique
+from perfcmp.base.textmatch import distinct_objects, per_unique
 from perfcmp.render.ooxml import INVALID_XML
 from perfcmp.result import Table
 from perfcmp.rows import Rows, block_of, column_of

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.diagnosis.timeline import COLUMNS, SHEET
-from perfcmp.readers.errors import UsageError
+from perfcmp.base.errors import UsageError
 
 SUFFIX = ".trace.json"
 PIDS = {"base": 1, "comparison": 2}

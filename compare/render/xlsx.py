@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Piece, Style, Workbook, column_letter,
                                   over_limit, shown_width, shown_width_of_numbers)
-from perfcmp.procs import die_with_parent
-from perfcmp.readers.heap import collector_paused
+from perfcmp.base.procs import die_with_parent
+from perfcmp.base.heap import collector_paused
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.rows import Rows, block_of, column_of
-from perfcmp.signals import held
+from perfcmp.base.signals import held
 from perfcmp.result import ComparisonResult, Table
 from perfcmp.templates import ColumnSpec, Layout, SheetSpec, load_layout
 

@@ -7,7 +7,7 @@ ctypes, says which file shrank and ends the process with exit code 2 (``os._exit
 published yet while inputs are read, and temporary files are unlinked already).
 
 In a forked worker the line goes to the parent instead (``set_cause_channel``: a pipe the parent
-reads when the worker dies, ``perfcmp.procs``), so the user sees one line, from the parent.
+reads when the worker dies, ``perfcmp.base.procs``), so the user sees one line, from the parent.
 """
 
 from __future__ import annotations

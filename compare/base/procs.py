@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from perfcmp.readers.errors import InputError, PerfcmpError
-from perfcmp.readers.fatal import set_cause_channel
-from perfcmp.readers.heap import collector_paused
+from perfcmp.base.errors import InputError, PerfcmpError
+from perfcmp.base.fatal import set_cause_channel
+from perfcmp.base.heap import collector_paused
 
 T = TypeVar("T")
 
@@ -198,7 +198,7 @@ class Workers:
 
     ``what`` names the workers' job in messages ("the read worker"); ``inputs`` are the paths
     they read, watched for changes. A worker that dies (killed, out of memory, a SIGBUS on a
-    mapped input: ``readers.fatal`` writes its one line to the pipe made here) turns the
+    mapped input: ``base.fatal`` writes its one line to the pipe made here) turns the
     pool's ``BrokenProcessPool`` into ``WorkerDied`` naming the cause (``failure``).
     """
 
@@ -273,7 +273,7 @@ class Workers:
 
 def start_worker(parent: int, cause_fd: int | None = None) -> None:
     """Initialise a pool worker: signals are the parent's business, it dies with the parent,
-    and a fatal error says its cause to the parent (``readers.fatal``)."""
+    and a fatal error says its cause to the parent (``base.fatal``)."""
     die_with_parent(parent)
     if cause_fd is not None:
         set_cause_channel(cause_fd)
