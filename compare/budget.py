@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import multiprocessing
 import os
 import resource
 import zlib
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from perfcmp.base.errors import PerfcmpError
+from perfcmp.base.procs import can_fork
 
 # light on purpose (no numpy): ``cli.main`` asks ``under_a_cap`` before the libraries load
 GZIP_MAGIC = b"\x1f\x8b"  # as readers.chrome
@@ -144,7 +144,7 @@ def worth_a_worker(*paths: str) -> bool:
     """Read in parallel when a second core saves time and both reads fit at once in the memory
     budget (``MEMORY_BUDGET``, and half the free memory): the two sides then peak together, so
     larger inputs are read one after the other, slower but within one side's peak."""
-    if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if (os.cpu_count() or 1) < 2 or not can_fork():
         return False
     if address_space_limit() is not None:  # a worker's threads cost address space the cap may not have
         return False

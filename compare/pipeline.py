@@ -2,20 +2,17 @@
 
 Pure: no printing and no files written; the CLI hands the result to the renderers.
 
-The forked read worker (large inputs) never outlives this process: it is stopped at once when
-the run fails or is interrupted (instead of being waited for), it dies with this process even
-when that is killed (``PR_SET_PDEATHSIG`` on Linux, elsewhere a thread watching the parent),
-and it leaves SIGINT / SIGTERM handling to this process.
+The read worker (large inputs: the comparison side read beside this process) is the executor's
+(``perfcmp.base.procs``): it is killed at once when the run fails or is interrupted, dies with
+this process, and its death is one line (``procs.WorkerDied``, exit 2).
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
-import os
 import pickle
 import tempfile
-from concurrent.futures import Future
 from pathlib import Path
 
 import msgspec
@@ -29,7 +26,7 @@ from perfcmp.details.extract import SideDetails, blocks_under_an_op, extract
 from perfcmp.details.modules import build_ahead
 from perfcmp.details.run import compare_details
 from perfcmp.names import Normalizer, load_normalizer
-from perfcmp.base.procs import Workers, WorkerDied, InputWatch
+from perfcmp.base.procs import Beside, InputWatch
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.base.errors import InputError, UsageError
@@ -42,7 +39,6 @@ from perfcmp import budget, comparability, invariants, migration, scope
 from perfcmp.diagnosis import detect as diagnosis, timeline
 from perfcmp.samples import SampleSet, sample_profile
 from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
-from perfcmp.base.signals import held
 from perfcmp.keys import KEYED_SHEETS, OP, OVERALL, sheet_keys
 from perfcmp.vendors import across_vendors, vendor_of_path, vendor_of_profile
 from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
@@ -52,9 +48,9 @@ from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
 def run(options: CompareOptions) -> ComparisonResult:
     """Read and analyse both sides; only one profile's tables are ever held by one process.
 
-    With large inputs and a second core, the comparison side is read in a forked worker while
-    this process reads the base: the sides are independent until their small summaries meet.
-    The result is the same either way.
+    With large inputs and a second core, the comparison side is read beside this process (the
+    read worker, ``procs.Beside``) while this process reads the base: the sides are independent
+    until their small summaries meet. The result is the same either way.
     """
     rules = load_rules(options.categories)
     names = _normalizer(options, lambda: (vendor_of_path(options.base_path), vendor_of_path(options.comp_path)))
@@ -71,61 +67,18 @@ def run(options: CompareOptions) -> ComparisonResult:
             base = _park(base) or base  # with no room on disk, it stays in memory
         comp = _Side.read(options.comp_path, options.comp_step, options, rules, names)
         return _result(_unpark(base), comp, options, runs=runs)
-    # The worker hands its side over through an unlinked temporary file, opened before the fork so
-    # that the worker inherits it: unpickled from the file as it is read, the side never exists
-    # here twice (once as one message of pickled bytes, once as objects), as a pipe would have it.
-    handoff = tempfile.TemporaryFile()
-    workers = Workers(1, "the read worker", paths)
-    try:
-        later = workers.submit(_read_into, handoff.fileno(), options.comp_path, options.comp_step, options, rules, names)
+    # The worker stays for a second job: once its side is handed over, it judges the verdict
+    # (bootstrap intervals and tests) while this process builds the detail sheets.
+    with Beside(lambda: _Side.read(options.comp_path, options.comp_step, options, rules, names),
+                "the read worker", paths, stay=True) as worker:
         base = _Side.read(options.base_path, options.base_step, options, rules, names)
         if base.details is not None:  # while the worker reads and hands over its side (else it is built later)
             build_ahead(base.details, options.detail)
-        comp = _handed_over(workers, later, handoff, options.comp_path)
-        handoff.close()
-        # The worker is idle now: it judges the verdict (bootstrap intervals and tests) while
-        # this process builds the detail sheets. Only the small sample sets travel.
-        verdict = workers.submit(_judge_in_worker, base.samples,
-                                 aligned_samples(base.breakdown, comp.breakdown, comp.samples), options)
+        comp = worker.result()
+        # only the small sample sets travel to the worker
+        verdict = worker.then(_judge_in_worker, base.samples, aligned_samples(base.breakdown, comp.breakdown,
+                                                                              comp.samples), options)
         return _result(base, comp, options, verdict, fork=True)
-    except BaseException as exc:  # an error, or signals.Stopped: the worker's work is moot
-        with held():
-            workers.stop()
-        died = workers.failure(exc)
-        if died is not None:  # a dead worker is an error of the run, never a finding about the profiles
-            raise died from None
-        raise
-    finally:
-        with held():  # quick (the worker is done or dead), and must not be cut short by a signal
-            workers.shutdown()
-            handoff.close()
-
-
-def _handed_over(workers: Workers, later: Future, handoff, path: str) -> "_Side":
-    """The worker's side: returned through the pool, or pickled into ``handoff``; a handoff
-    that cannot be read back (cut short: the worker died while writing it) is ``WorkerDied``."""
-    comp = later.result()
-    if comp is not None:
-        return comp
-    try:
-        return _unpark(handoff)
-    except (EOFError, pickle.UnpicklingError, OSError, ValueError, AttributeError, IndexError) as exc:
-        raise WorkerDied(f"the read worker could not hand back its reading of {path} ({type(exc).__name__}: "
-                         f"{exc}); nothing was written") from None
-
-
-def _read_into(handoff: int, path: str, step: int | None, options: CompareOptions, rules: Rules,
-               names: Normalizer | None) -> "_Side | None":
-    """``_Side.read`` in the worker, the side pickled into the file ``handoff`` (a descriptor
-    shared with the parent, which reads it from the start once this returns None); when the
-    temporary directory has no room for it, the side itself, through the pool's pipe."""
-    side = _Side.read(path, step, options, rules, names)
-    try:
-        with os.fdopen(os.dup(handoff), "wb") as out:
-            pickle.dump(side, out, protocol=pickle.HIGHEST_PROTOCOL)
-    except OSError:
-        return side
-    return None
 
 
 def _park(side: "_Side"):
@@ -143,7 +96,7 @@ def _park(side: "_Side"):
 
 
 def _unpark(parked) -> "_Side":
-    """The side ``_park`` (or the read worker) wrote to a file, read back and the file closed;
+    """The side ``_park`` wrote to a file, read back and the file closed;
     a side that was never written, as it is."""
     if isinstance(parked, _Side):
         return parked
@@ -186,7 +139,7 @@ def _further_runs(base: "_Side", options: CompareOptions, rules: Rules, names: N
 
 def _judge_in_worker(base: SampleSet, comp: SampleSet, options: CompareOptions) -> Verdict:
     """``judge_sides`` in the read worker, which first gives back the heap its side's tables
-    left (freed, but kept by the allocator while this process lives on beside the driver)."""
+    left (freed, but kept by the allocator while the worker lives on beside this process)."""
     gc.collect()
     give_back_free_memory()
     return judge_sides(base, comp, options)
@@ -279,7 +232,7 @@ def input_digest(path: str) -> str:
 
 
 @collector_paused()
-def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Future | None = None,
+def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Beside | None = None,
             fork: bool = False, runs: tuple[list[SampleSet], list[SampleSet]] | None = None) -> ComparisonResult:
     """The comparison of two read sides; ``verdict_job``: the verdict, being judged elsewhere;
     ``fork``: a second core is free (both sides were read in parallel), for the detail sheets

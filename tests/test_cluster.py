@@ -297,9 +297,9 @@ def test_scheduler_without_dask_is_one_line(tmp_path, capsys, monkeypatch):
 
 def test_a_scheduler_without_workers_is_one_clear_error(sixteen, tmp_path, capsys, monkeypatch):
     distributed = pytest.importorskip("distributed")
-    from perfcmp.cluster import execute
+    from perfcmp.base import procs
 
-    monkeypatch.setattr(execute, "WORKER_WAIT_S", 1)
+    monkeypatch.setattr(procs, "DASK_WORKER_WAIT_S", 1)
     base, new, _ = sixteen
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
         code, _, err = run(capsys, "-d", str(new), "-bp", str(base), "--format", "json",

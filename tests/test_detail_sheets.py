@@ -138,10 +138,13 @@ def test_consuming_the_sides_changes_no_sheet_and_frees_the_kernels(pair):
 @pytest.mark.parametrize("child", ["gives the sheets", "fails"])
 def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatch, child):
     """``compare_details(fork=True)``: with module sheets, the kernel and memory sheets are built
-    in a forked child while this process builds the module sheets; the sheets, their order and
-    the warnings are those of one process, and when the child fails (here: it cannot hand its
-    value over) this process builds them itself."""
+    beside this process while it builds the module sheets; the sheets, their order and the
+    warnings are those of one process, and when the child fails (here: an error in the child
+    only) this process builds them itself."""
+    import os
+
     from perfcmp.base import procs
+    from perfcmp.details import run as details_run
     from perfcmp.details.run import compare_details
     from perfcmp.pipeline import read_side
 
@@ -150,15 +153,28 @@ def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatc
                             consume=True)
     assert {"ModuleCompare", "KernelCompare", "MemoryCompare"} <= set(alone[0])
     handed = []
-    result = procs.Forked.result
-    monkeypatch.setattr(procs.Forked, "result", lambda self: handed.append(result(self)) or handed[-1])
+    result = procs.Beside.result
+
+    def recorded(self):
+        try:
+            handed.append(result(self))
+        except Exception as exc:
+            handed.append(exc)
+            raise
+        return handed[-1]
+
+    monkeypatch.setattr(procs.Beside, "result", recorded)
     if child == "fails":
-        def no_room(*args, **kwargs):
-            raise OSError(28, "No space left on device")
-        monkeypatch.setattr(procs.pickle, "dump", no_room)  # the forked child inherits it
+        parent, real = os.getpid(), details_run._kernel_and_memory
+
+        def fails_in_the_child(*args, **kwargs):
+            if os.getpid() != parent:
+                raise OSError(28, "No space left on device")
+            return real(*args, **kwargs)
+        monkeypatch.setattr(details_run, "_kernel_and_memory", fails_in_the_child)
     sides = [read_side(p, None, options).details for p in (GPU_BASE, GPU_COMP)]
     aside = compare_details(*sides, options.detail, consume=True, fork=True)
-    assert len(handed) == 1 and (handed[0] is None) == (child == "fails")
+    assert len(handed) == 1 and isinstance(handed[0], OSError) == (child == "fails")
     assert list(aside[0]) == list(alone[0]) and aside[1] == alone[1]
     for name, table in alone[0].items():
         assert aside[0][name].columns == table.columns and list(aside[0][name].rows) == list(table.rows), name
@@ -166,23 +182,6 @@ def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatc
         for key, child in table.children.items():
             assert list(aside[0][name].children[key].rows) == list(child.rows), (name, key)
     assert all(side.compute.empty for side in sides)
-
-
-def test_a_forked_computation_gives_its_value_or_none():
-    """``procs.Forked``: the child's value; None when the computation fails (the caller then
-    computes it itself); a cancelled child is gone."""
-    import os
-
-    from perfcmp.base.procs import Forked
-
-    assert Forked(lambda: {"rows": [1, 2.5, "x"]}).result() == {"rows": [1, 2.5, "x"]}
-    assert Forked(lambda: 1 / 0).result() is None
-    slow = Forked(lambda: __import__("time").sleep(60))
-    pid = slow.pid
-    slow.cancel()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-    assert slow.result() is None
 
 
 @pytest.mark.parametrize("path", [GPU_BASE, NPU_COMP, str(DEMO / "cpu" / "base.pt.trace.json.gz")], ids=["gpu", "npu", "cpu"])

@@ -52,13 +52,13 @@ def gpu_pair(tmp_path, gen_traces):
 
 # --- 1. a worker that dies is an error (exit 2), never a regression ---------------------------
 
-def _killed_in_worker(*args):
-    """Stands for the read worker's ``_read_into``: the worker is killed as the OOM killer would."""
+def _killed_in_worker():
+    """The read worker killed as the OOM killer would."""
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _shrunk_in_worker(*args):
-    """Stands for the read worker's ``_read_into``: a SIGBUS on the mapped input (base.fatal)."""
+def _shrunk_in_worker():
+    """The read worker meets a SIGBUS on the mapped input (base.fatal)."""
     fatal.fatal("comp.pt.trace.json: the input changed while it was read (it shrank from 10 to 5 bytes)")
 
 
@@ -67,7 +67,14 @@ def _shrunk_in_worker(*args):
 def test_a_dead_read_worker_is_one_line_and_exit_2(gpu_pair, tmp_path, capsys, monkeypatch, fault, cause):
     base, comp = gpu_pair
     out = tmp_path / "out"
-    monkeypatch.setattr(pipeline, "_read_into", fault)
+    parent, real = os.getpid(), pipeline.load_profile
+
+    def faulty_in_the_worker(path, *args):  # the read worker's read; this process reads as usual
+        if os.getpid() != parent:
+            fault()
+        return real(path, *args)
+
+    monkeypatch.setattr(pipeline, "load_profile", faulty_in_the_worker)
     code, err, _ = _run(["compare", "-d", str(comp), "-bp", str(base), "--jobs", "2", "--format", "json,md",
                          "-o", str(out)], capsys)
     assert code == 2

@@ -23,16 +23,16 @@ def test_serial_and_parallel_give_the_same_result():
 
 def test_no_room_for_the_handoff_file_sends_the_side_through_the_pipe(monkeypatch):
     """The worker pickles its side into a temporary file; a full temporary directory is no
-    error: the side comes through the pool's pipe instead (the fork inherits this patch)."""
+    error: the side comes through the worker's pipe instead (the fork inherits this patch)."""
     import errno
 
-    from perfcmp import pipeline
+    from perfcmp.base import procs
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     serial = run(CompareOptions(GPU_BASE, NPU_COMP, jobs=1))
-    monkeypatch.setattr(pipeline.pickle, "dump", full)
+    monkeypatch.setattr(procs, "_into_file", full)
     assert run(CompareOptions(GPU_BASE, NPU_COMP, jobs=2)).to_json() == serial.to_json()
 
 

@@ -1,21 +1,33 @@
-"""Child processes that never outlive perfcmp.
+"""The executor: the one place where perfcmp starts processes, and the rules they all follow.
 
-Three kinds of forked helpers work beside the main process: the read worker (``pipeline``: one
-side of a large pair), the sheet builder (``details.run``: the kernel and memory sheets while
-this process builds the module sheets, through ``Forked``) and the sheet writer
-(``render.xlsx``: half of a large workbook). All follow the same rules, set up here in the
-child right after the fork:
+Two services, used by the pair pipeline, the detail sheets, the workbook writer and the cluster:
+
+* ``Beside``, "run this beside me": ``compute()`` in a forked child, which sees this process's
+  memory as it was at the fork while this process goes on; ``result()`` takes its value. The
+  value comes back pickled through an unlinked temporary file (through a pipe, read as it is
+  written, when the temporary directory has no room); a child made to ``stay`` then takes
+  further jobs (``then``). Where no process is to be had, or the caller says forking does not
+  pay, ``compute()`` runs here when its value is asked for.
+* ``map_units``, "map these units": a function over units on local forked processes or a Dask
+  cluster (``distributed``, optional), the results in the units' order.
+
+Every child follows the same rules, set up right after the fork:
 
 * signals are the parent's business: Ctrl-C reaches the whole process group, so the child
   ignores SIGINT and the parent stops it; SIGTERM keeps its default action (the parent's
   handler, inherited by the fork, would raise ``signals.Stopped`` in the child);
 * the child dies with the parent, even when the parent is killed: ``PR_SET_PDEATHSIG`` on
-  Linux, elsewhere a thread that watches for the parent to go.
+  Linux, elsewhere a thread that watches for the parent to go;
+* a child that dies (killed, out of memory, ``base.fatal``'s one line on a SIGBUS) is
+  ``WorkerDied`` in the parent, one line naming the cause (exit 2); an error of the work itself
+  is raised in the parent as it was raised in the child.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import multiprocessing
 import os
 import pickle
 import signal
@@ -23,20 +35,26 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from perfcmp.base.errors import InputError, PerfcmpError
+from perfcmp.base.errors import InputError, PerfcmpError, UsageError
 from perfcmp.base.fatal import set_cause_channel
 from perfcmp.base.heap import collector_paused
+from perfcmp.base.signals import held
 
 T = TypeVar("T")
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def die_with_parent(parent: int) -> None:
+def can_fork() -> bool:
+    """Whether this platform forks processes (Linux, macOS; not Windows)."""
+    return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _die_with_parent(parent: int) -> None:
     """Set up a forked child of ``parent`` (its pid before the fork) as the module says."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -59,77 +77,236 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-class Forked(Generic[T]):
-    """``compute()`` in a forked child, which sees this process's memory as it was at the fork,
-    while this process goes on; ``result()`` waits for it.
-
-    The value comes back pickled through an unlinked temporary file. Whatever keeps the child
-    from giving it (no process to be had, no room on disk, an error in ``compute``) makes
-    ``result()`` return None: the caller then computes the value itself, and so gets the same
-    value, or the same error, as without a child. ``cancel()`` kills a child whose value is no
-    longer wanted (the run failed or was stopped).
-    """
-
-    def __init__(self, compute: Callable[[], T]) -> None:
-        self.pid = 0
-        if not hasattr(os, "fork"):
-            return
-        try:
-            self.file = tempfile.TemporaryFile()
-        except OSError:
-            return
-        parent = os.getpid()
-        try:
-            pid = os.fork()
-        except OSError:
-            self.file.close()
-            return
-        if pid == 0:  # the child: compute, hand the value over, leave without the parent's clean-up
-            status = 1
-            try:
-                die_with_parent(parent)
-                with collector_paused():
-                    pickle.dump(compute(), self.file, protocol=pickle.HIGHEST_PROTOCOL)
-                self.file.flush()
-                status = 0
-            except BaseException:  # the parent computes it again, and meets the error itself
-                pass
-            finally:
-                os._exit(status)
-        self.pid = pid
-
-    def result(self) -> T | None:
-        """The child's value, or None when it gave none (see above)."""
-        if not self.pid:
-            return None
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
-        with self.file:
-            if os.waitstatus_to_exitcode(status) != 0:
-                return None
-            self.file.seek(0)
-            with collector_paused():  # tables of a run's own objects: no cycles to look for as they are made
-                return pickle.load(self.file)
-
-    def cancel(self) -> None:
-        """Kill the child, if it is still running, and wait for it."""
-        if not self.pid:
-            return
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
-        self.pid = 0
-        self.file.close()
+def _start_child(parent: int, cause_fd: int) -> None:
+    """Initialise any child (``Beside``'s or a pool worker): the module's rules, and a fatal
+    error said to the parent through ``cause_fd`` (``base.fatal``)."""
+    _die_with_parent(parent)
+    set_cause_channel(cause_fd)
 
 
 class WorkerDied(PerfcmpError):
     """A worker process died, or could not hand its value back: an error (exit 2), never a
     regression; the message names the cause when it can be known."""
+
+
+class Beside(Generic[T]):
+    """``compute()`` beside this process (see the module); ``what`` names the child in messages
+    ("the read worker"), ``inputs`` are the paths it reads, watched so that a change while they
+    are read can be named as its death's cause. ``fork=False``, or a fork that fails (a process
+    limit), leaves ``compute()`` to run here when ``result()`` is called (``forked`` says which).
+
+    Used as a context manager, the child is waited for at the end of the block, or killed when
+    the block fails or is stopped (its work is moot then).
+    """
+
+    def __init__(self, compute: Callable[[], T], what: str = "a worker", inputs: Iterable[str] = (),
+                 stay: bool = False, fork: bool = True) -> None:
+        self.what, self.pid, self._pending, self._taken = what, 0, compute, False
+        self.forked = fork and can_fork() and self._fork(compute, inputs, stay)
+
+    def _fork(self, compute: Callable[[], T], inputs: Iterable[str], stay: bool) -> bool:
+        """Start the child; False (nothing left open) when no process is to be had."""
+        self.watch, self.ooms = InputWatch(inputs), _oom_kills()
+        try:
+            file = tempfile.TemporaryFile()
+        except OSError:  # no temporary directory: values come through the pipe
+            file = None
+        fds = [*os.pipe(), *os.pipe(), *(os.pipe() if stay else (-1, -1))]
+        parent = os.getpid()
+        try:
+            pid = os.fork()
+        except OSError:
+            _close(*fds)
+            if file is not None:
+                file.close()
+            return False
+        reports_r, reports_w, cause_r, cause_w, jobs_r, jobs_w = fds
+        if pid == 0:  # the child: its jobs, then leave without the parent's clean-up
+            _close(reports_r, cause_r, jobs_w)
+            _start_child(parent, cause_w)
+            _serve(compute, file, os.fdopen(reports_w, "wb"), os.fdopen(jobs_r, "rb") if stay else None)
+        _close(reports_w, cause_w, jobs_r)
+        self.pid, self._file, self._cause_r = pid, file, cause_r
+        self._reports = os.fdopen(reports_r, "rb")
+        self._jobs = os.fdopen(jobs_w, "wb") if stay else None
+        os.set_blocking(cause_r, False)
+        self._pending = None
+        return True
+
+    def result(self) -> T:
+        """The value of the latest job: the child's (its error raised here as it was raised
+        there; its death ``WorkerDied``), or, not forked, the job's value computed here."""
+        if self._taken:
+            raise RuntimeError(f"{self.what}: its value was taken already")
+        self._taken = True
+        if not self.forked:
+            job, self._pending = self._pending, None
+            return job()
+        try:
+            head = self._load(self._reports)
+            if head[0] == "file":
+                self._file.seek(0)
+                return self._load(self._file)
+            if head[0] == "pipe":
+                return self._load(self._reports)
+        except (EOFError, pickle.UnpicklingError, OSError, ValueError, AttributeError, IndexError) as exc:
+            raise self._died(exc) from None
+        raise head[1]  # the job's own error
+
+    def _load(self, source) -> Any:
+        with collector_paused():  # a run's own objects, none in a cycle: no passes over them as they are made
+            return pickle.load(source)
+
+    def result_or(self, again: Callable[[], T]) -> T:
+        """``result()``, or, when the child gives no value (its error, its death), ``again()``
+        here: the same value, or the same error, as without a child."""
+        try:
+            return self.result()
+        except Exception:  # not signals.Stopped: a stop still stops
+            return again()
+
+    def then(self, fn: Callable[..., T], *args) -> "Beside[T]":
+        """``fn(*args)`` next, in the child (made with ``stay``: ``fn`` and ``args`` are pickled
+        there), once the previous value is taken; ``result()`` then gives its value."""
+        if not self._taken:
+            raise RuntimeError(f"{self.what}: a job given before the previous value was taken")
+        self._taken = False
+        if not self.forked:
+            self._pending = lambda: fn(*args)
+            return self
+        try:
+            pickle.dump((fn, args), self._jobs, protocol=pickle.HIGHEST_PROTOCOL)
+            self._jobs.flush()
+        except BrokenPipeError as exc:  # the child is gone
+            raise self._died(exc) from None
+        return self
+
+    def _died(self, exc: BaseException) -> WorkerDied:
+        """``WorkerDied`` for a child that ended without handing back its value, or whose value
+        could not be read: its streams are closed first, so that a child still alive ends (an
+        idle one at the end of its jobs, a writing one at a broken pipe) and can be waited for."""
+        for stream in (self._jobs, self._reports):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        status = self._wait()
+        if status is not None and os.waitstatus_to_exitcode(status) == 0:  # it lived, and its value could not be read
+            return WorkerDied(f"{self.what} could not hand back its value ({type(exc).__name__}: {exc}); "
+                              "nothing was written")
+        code = None if status is None else os.waitstatus_to_exitcode(status)
+        return WorkerDied(f"{self.what} died ({_death_cause(self._cause_r, self.watch, self.ooms, [code])}); "
+                          "nothing was written")
+
+    def _wait(self) -> int | None:
+        """Wait for the child to end; its wait status (None when it was waited for already)."""
+        if not self.pid:
+            return None
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            status = None
+        self.pid = 0
+        return status
+
+    def close(self) -> None:
+        """Let the child end (it has no further job) and wait for it; close what it shared."""
+        if self.forked and self._jobs is not None:
+            with contextlib.suppress(OSError):
+                self._jobs.close()
+        self._wait()
+        self._close()
+
+    def cancel(self) -> None:
+        """Kill the child, if it is still running, and wait for it (its value is no longer wanted)."""
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        self._wait()
+        self._close()
+        self._pending = None
+
+    def _close(self) -> None:
+        if not self.forked:
+            return
+        for stream in (self._reports, self._jobs, self._file):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        _close(self._cause_r)
+        self._cause_r = -1
+
+    def __enter__(self) -> "Beside[T]":
+        return self
+
+    def __exit__(self, kind, exc, trace) -> None:
+        with held():  # quick (the child is done, or killed), and must not be cut short by a signal
+            if kind is None:
+                self.close()
+            else:
+                self.cancel()
+
+
+def _serve(compute: Callable[[], Any], file, reports, jobs) -> None:
+    """The child's life: ``compute()``, its value handed over; then each job from ``jobs``
+    (None: no further job) until the parent closes it; then ``os._exit``."""
+    status = 1
+    try:
+        job: Callable[[], Any] | None = compute
+        while job is not None:
+            _hand_over(job, file, reports)
+            job = None
+            if jobs is not None:
+                with contextlib.suppress(EOFError):
+                    fn, args = pickle.load(jobs)
+                    job = _call(fn, args)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _call(fn: Callable[..., Any], args: tuple) -> Callable[[], Any]:
+    return lambda: fn(*args)
+
+
+def _hand_over(job: Callable[[], Any], file, reports) -> None:
+    """``job()`` run and its value handed to the parent: ("file",) on ``reports`` and the value
+    in ``file``; ("pipe",) and the value on ``reports`` when the file has no room; ("error",
+    the exception) when the job failed."""
+    try:
+        value = job()
+    except Exception as exc:
+        try:
+            head = pickle.dumps(("error", exc), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # an error that does not pickle: its text
+            head = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        reports.write(head)
+        reports.flush()
+        return
+    with collector_paused():
+        try:
+            if file is None:
+                raise OSError("no temporary file")
+            _into_file(value, file)
+            pickle.dump(("file",), reports)
+        except OSError:  # no room in the temporary directory: through the pipe, read as it is written
+            pickle.dump(("pipe",), reports)
+            pickle.dump(value, reports, protocol=pickle.HIGHEST_PROTOCOL)
+        reports.flush()
+
+
+def _into_file(value: Any, file) -> None:
+    """``value`` pickled into ``file`` from its start (a later job's value replaces the earlier)."""
+    file.seek(0)
+    file.truncate()
+    pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+    file.flush()
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class InputWatch:
@@ -181,7 +358,7 @@ def _file_stats(path: str) -> dict[str, tuple[int, int]]:
 OOM_EVENTS = Path("/sys/fs/cgroup/memory.events")  # cgroup v2: "oom_kill N" counts this group's OOM kills
 
 
-def oom_kills() -> int | None:
+def _oom_kills() -> int | None:
     """How many processes the out-of-memory killer has killed in this cgroup (None: unknown)."""
     try:
         for line in OOM_EVENTS.read_text().splitlines():
@@ -193,25 +370,81 @@ def oom_kills() -> int | None:
     return None
 
 
-class Workers:
-    """A pool of forked workers under this module's rules, that knows how a worker died.
+def _death_cause(cause_read: int, watch: InputWatch, ooms: int | None, codes: list[int | None]) -> str:
+    """Why a child died, in words: the line it said (``base.fatal``, on the pipe ``cause_read``),
+    else an input that changed, else its exit code or signal (``codes``: the exit codes of the
+    children that ended, the cause's first)."""
+    try:
+        said = os.read(cause_read, 65536).decode("utf-8", "replace").strip()
+    except (BlockingIOError, OSError):
+        said = ""
+    if said:
+        return said.splitlines()[0]
+    changed = watch.changed()
+    if changed:
+        return changed
+    known = [c for c in codes if c is not None]
+    if not known:
+        return "it ended without handing back its value"
+    code = known[0]
+    if code >= 0:
+        return f"it exited with code {code}"
+    name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+    if code == -signal.SIGKILL:
+        after = _oom_kills()
+        if ooms is not None and after is not None and after > ooms:
+            return ("killed by the system's out-of-memory killer; try --jobs 1, which reads one input at a time, "
+                    "or a machine with more memory")
+        return "killed by SIGKILL: out of memory, or killed by someone; try --jobs 1 if memory is short"
+    return f"killed by {name}"
 
-    ``what`` names the workers' job in messages ("the read worker"); ``inputs`` are the paths
-    they read, watched for changes. A worker that dies (killed, out of memory, a SIGBUS on a
-    mapped input: ``base.fatal`` writes its one line to the pipe made here) turns the
-    pool's ``BrokenProcessPool`` into ``WorkerDied`` naming the cause (``failure``).
-    """
+
+# --- map these units ----------------------------------------------------------------------------
+
+DASK_WORKER_WAIT_S = 30
+DASK_MISSING = ("--scheduler needs Dask's distributed package, which is not installed; "
+                "install it with: pip install 'perfcmp[cluster]'")
+
+
+def map_units(fn: Callable[[Any], T], units: Sequence[Any], jobs: int | None = None, what: str = "a worker",
+              inputs: Iterable[str] = (), scheduler: str | None = None) -> list[T]:
+    """``fn(unit)`` for every unit, in the order of ``units``: on the Dask cluster at
+    ``scheduler``; else on ``jobs`` forked workers (default: the cores, at most the units;
+    ``what`` names them in messages, ``inputs`` are watched), or one after the other here when
+    that is one worker or this platform does not fork. A worker that dies is ``WorkerDied``."""
+    if scheduler:
+        return _on_dask(fn, units, scheduler)
+    count = min(jobs or os.cpu_count() or 1, len(units))
+    if count <= 1 or not can_fork():
+        return [fn(u) for u in units]
+    pool = _Pool(count, what, inputs)
+    try:
+        futures = [pool.submit(fn, u) for u in units]
+        return [f.result() for f in futures]
+    except BaseException as exc:  # a bug in a unit's work, or signals.Stopped: the other units' work is moot
+        with held():
+            pool.stop()
+        died = pool.failure(exc)
+        if died is not None:
+            raise died from None
+        raise
+    finally:
+        with held():
+            pool.shutdown()
+
+
+class _Pool:
+    """A pool of forked workers under this module's rules, that knows how a worker died: the
+    pool's ``BrokenProcessPool`` becomes ``WorkerDied`` naming the cause (``failure``)."""
 
     def __init__(self, count: int, what: str, inputs: Iterable[str] = ()) -> None:
         from concurrent.futures import ProcessPoolExecutor
-        import multiprocessing
 
-        self.what, self.watch, self.ooms = what, InputWatch(inputs), oom_kills()
-        self.cause_read, cause_write = os.pipe()
+        self.what, self.watch, self.ooms = what, InputWatch(inputs), _oom_kills()
+        self.cause_read, self._cause_write = os.pipe()
         os.set_blocking(self.cause_read, False)
         self.pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"),
-                                        initializer=start_worker, initargs=(os.getpid(), cause_write))
-        self._cause_write = cause_write
+                                        initializer=_start_child, initargs=(os.getpid(), self._cause_write))
         self.processes: list = []
 
     def submit(self, fn, *args):
@@ -228,66 +461,54 @@ class Workers:
             return None
         for process in self.processes:
             process.join(2)
-        return WorkerDied(f"{self.what} died ({self._cause()}); nothing was written")
-
-    def _cause(self) -> str:
-        try:
-            said = os.read(self.cause_read, 65536).decode("utf-8", "replace").strip()
-        except (BlockingIOError, OSError):
-            said = ""
-        if said:
-            return said.splitlines()[0]
-        changed = self.watch.changed()
-        if changed:
-            return changed
         codes = [p.exitcode for p in self.processes if p.exitcode is not None]
         # the pool sends SIGTERM to the other workers once one died: the first other code is the cause
-        own = [c for c in codes if c != -signal.SIGTERM] or codes
-        if not own:
-            return "it ended without handing back its value"
-        code = own[0]
-        if code >= 0:
-            return f"it exited with code {code}"
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
-        if code == -signal.SIGKILL:
-            before, after = self.ooms, oom_kills()
-            if before is not None and after is not None and after > before:
-                return ("killed by the system's out-of-memory killer; try --jobs 1, which reads one input at a time, "
-                        "or a machine with more memory")
-            return "killed by SIGKILL: out of memory, or killed by someone; try --jobs 1 if memory is short"
-        return f"killed by {name}"
+        codes = [c for c in codes if c != -signal.SIGTERM] or codes
+        return WorkerDied(f"{self.what} died ({_death_cause(self.cause_read, self.watch, self.ooms, codes)}); "
+                          "nothing was written")
 
     def stop(self) -> None:
-        """Kill the workers now instead of waiting for their work (the run failed or was stopped)."""
-        stop_pool(self.pool)
+        """Kill the workers now instead of waiting for the work they are doing, then wait for the
+        pool's manager thread to notice (a thread still running at exit races the interpreter's
+        own executor clean-up)."""
+        processes = getattr(self.pool, "_processes", None)
+        if processes is None and hasattr(self.pool, "kill_workers"):  # Python 3.14+ has a public way
+            self.pool.kill_workers()
+        for process in list((processes or {}).values()):
+            if process.is_alive():
+                process.kill()
+            process.join(5)
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
     def shutdown(self) -> None:
         self.pool.shutdown()
-        for fd in (self.cause_read, self._cause_write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        _close(self.cause_read, self._cause_write)
         self.cause_read = self._cause_write = -1
 
 
-def start_worker(parent: int, cause_fd: int | None = None) -> None:
-    """Initialise a pool worker: signals are the parent's business, it dies with the parent,
-    and a fatal error says its cause to the parent (``base.fatal``)."""
-    die_with_parent(parent)
-    if cause_fd is not None:
-        set_cause_channel(cause_fd)
-
-
-def stop_pool(pool) -> None:
-    """Kill the pool's workers now instead of waiting for the work they are doing, then wait
-    for the pool's manager thread to notice (a thread still running at exit races the
-    interpreter's own executor clean-up)."""
-    processes = getattr(pool, "_processes", None)
-    if processes is None and hasattr(pool, "kill_workers"):  # Python 3.14+ has a public way
-        pool.kill_workers()
-    for process in list((processes or {}).values()):
-        if process.is_alive():
-            process.kill()
-        process.join(5)
-    pool.shutdown(wait=True, cancel_futures=True)
+def _on_dask(fn: Callable[[Any], T], units: Sequence[Any], address: str) -> list[T]:
+    """``fn`` over ``units`` on the Dask cluster whose scheduler is at ``address``: the workers
+    must see the units' paths (a shared file system) and have perfcmp installed."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError(DASK_MISSING) from None
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address} ({exc}); expected the address of a "
+                         "running scheduler, such as tcp://host:8786") from None
+    try:
+        try:  # a scheduler without workers would take the units and never run them
+            client.wait_for_workers(1, timeout=DASK_WORKER_WAIT_S)
+        except TimeoutError:
+            raise UsageError(f"the Dask scheduler at {address} has no workers (none joined within "
+                             f"{DASK_WORKER_WAIT_S} s); expected a cluster with at least one worker") from None
+        futures = client.map(fn, list(units), pure=False)
+        try:
+            return client.gather(futures)
+        except BaseException:
+            client.cancel(futures)
+            raise
+    finally:
+        client.close()

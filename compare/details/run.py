@@ -7,6 +7,7 @@ when a side has memory data; a sheet whose data neither side has is left out wit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 
@@ -17,7 +18,7 @@ from perfcmp.details.kernels import kernel_notes, kernel_sheets
 from perfcmp.details.modules import module_sheets
 from perfcmp.details.operators import Pairs, align_ops, memory_sheets, operator_sheets
 from perfcmp.options import DetailOptions
-from perfcmp.base.procs import Forked
+from perfcmp.base.procs import Beside
 from perfcmp.result import Table, WarningRecord
 
 
@@ -31,8 +32,8 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     (``SHEET_ORDER``), whichever order they are built in.
 
     With ``fork``, when module sheets are built, the kernel and memory sheets (the op
-    alignment's) are built at the same time in a forked child (``procs.Forked``), whose sheets
-    are the same as this process would build (if it fails, this process builds them itself).
+    alignment's) are built at the same time beside this process (``procs.Beside``), the same
+    sheets as this process would build (if the child fails, this process builds them itself).
     """
     enabled = opts.enabled
     built: dict[str, tuple[dict[str, Table], list[str]]] = {}  # per dimension; ordered by SHEET_ORDER at the end
@@ -42,8 +43,8 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     modules = "operator" in enabled and opts.modules and base.has_modules and comp.has_modules
     aside = None
     if fork and modules and {"kernel", "memory"} & enabled:
-        aside = Forked(lambda: _kernel_and_memory(base, comp, opts, pairs))
-    try:
+        aside = Beside(lambda: _kernel_and_memory(base, comp, opts, pairs), "the sheet builder")
+    with aside or contextlib.nullcontext():  # a child still running when this fails is killed
         if "communication" in enabled:
             built["communication"] = _one(communication_sheets(base, comp, opts), "CommunicationCompare",
                                           "neither profile has communication ops")
@@ -58,13 +59,9 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         if aside is None:
             built.update(_kernel_and_memory(base, comp, opts, pairs, kernel=False))
         else:
-            found = aside.result()
-            built.update(found if found is not None else _kernel_and_memory(base, comp, opts, pairs))
+            built.update(aside.result_or(lambda: _kernel_and_memory(base, comp, opts, pairs)))
             if consume:
                 _drop_compute(base, comp)
-    finally:
-        if aside is not None:
-            aside.cancel()
     sheets, notes = {}, []
     for dimension in SHEET_ORDER:
         if dimension in built:

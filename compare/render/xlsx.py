@@ -18,7 +18,6 @@ import dataclasses
 import functools
 import os
 import re
-import signal
 import tempfile
 import threading
 import zipfile
@@ -27,11 +26,10 @@ from dataclasses import dataclass
 
 from perfcmp.render.ooxml import (BLOCK_ROWS, MAX_ROW_HEIGHT, TEXT_LIMIT, Piece, Style, Workbook, column_letter,
                                   over_limit, shown_width, shown_width_of_numbers)
-from perfcmp.base.procs import die_with_parent
+from perfcmp.base.procs import Beside, can_fork
 from perfcmp.base.heap import collector_paused
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.rows import Rows, block_of, column_of
-from perfcmp.base.signals import held
 from perfcmp.result import ComparisonResult, Table
 from perfcmp.templates import ColumnSpec, Layout, SheetSpec, load_layout
 
@@ -151,7 +149,7 @@ def _worth_a_second_process(planned: list[_Planned]) -> bool:
     """A workbook large enough, a second core, and a process that may fork: one whose only
     thread is this one (a lock another thread holds would stay held in the child forever)."""
     return (sum(p.cells for p in planned) >= PARALLEL_MIN_CELLS and len(planned) > 1
-            and (os.cpu_count() or 1) > 1 and hasattr(os, "fork") and threading.active_count() == 1)
+            and (os.cpu_count() or 1) > 1 and can_fork() and threading.active_count() == 1)
 
 
 def _largest_first(units: list) -> list[int]:
@@ -199,39 +197,15 @@ def _emit_claimed(book: Workbook, planned: list[_Planned], units: list[_Unit], c
     """``_emit_loose_sheets`` with the claims pipe made (and closed by the caller)."""
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.TemporaryFile(dir=folder) as own_file, tempfile.TemporaryFile(dir=folder) as child_file:
-        report_r, report_w = os.pipe()
         styles = len(book.styles)
-        parent = os.getpid()
-        pid = 0
-        if two:
-            try:
-                pid = os.fork()
-            except OSError:
-                os.close(report_r)
-                os.close(report_w)
-                return False
-            if pid == 0:  # the child: write what it claims, say how it went, and leave without clean-up of the parent's
-                os.close(report_r)
-                status = 0
-                try:
-                    die_with_parent(parent)
-                    _emit_loose(book, planned, units, claims_r, child_file, styles)
-                except BaseException as exc:  # anything at all goes back to the parent, as its message
-                    status = 1
-                    os.write(report_w, _failure_report(exc))
-                finally:
-                    os._exit(status)
-        os.close(report_w)
-        try:
+        writer = Beside(lambda: _emit_loose(book, planned, units, claims_r, child_file, styles),
+                        "the second workbook writer") if two else None
+        if writer is not None and not writer.forked:
+            return False
+        with writer or contextlib.nullcontext():  # killed if this fails or is stopped: its work is moot
             _emit_loose(book, planned, units, claims_r, own_file, styles)
-            if pid:
-                _wait_for(pid, report_r)
-                pid = 0
-        finally:
-            os.close(report_r)
-            if pid:  # failed or stopped here: the child's work is moot
-                with held():
-                    _kill(pid)
+            if writer is not None:
+                writer.result()  # its error raised here as its own: an OSError stays one
         own_file.seek(0)
         child_file.seek(0)
         with zipfile.ZipFile(own_file) as own, contextlib.ExitStack() as stack:
@@ -274,39 +248,6 @@ def _emit_loose(book: Workbook, planned: list[_Planned], units: list[_Unit], cla
     file.flush()
     if len(book.styles) != styles:  # a style not planned would be numbered differently in each process
         raise RuntimeError("a sheet used a cell style its plan did not add")
-
-
-def _failure_report(exc: BaseException) -> bytes:
-    """What the parent needs to raise the child's error: errno and text of an OSError."""
-    if isinstance(exc, OSError):
-        return f"{exc.errno or 0}\n{exc.strerror or exc}".encode("utf-8", "replace")
-    return f"0\n{type(exc).__name__}: {exc}".encode("utf-8", "replace")
-
-
-def _wait_for(pid: int, report: int) -> None:
-    """Wait for the child writer; raise its error (an OSError as such, so that the output
-    layer reports it as it reports its own) when it failed."""
-    message = b""
-    while chunk := os.read(report, 65536):
-        message += chunk
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) == 0 and not message:
-        return
-    number, _, text = message.decode("utf-8", "replace").partition("\n")
-    if number.isdigit() and int(number):
-        raise OSError(int(number), text)
-    raise RuntimeError(f"the second workbook writer failed: {text or f'exit status {status}'}")
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
 
 
 def cut_note(cut: int) -> str:
