@@ -137,3 +137,31 @@ def test_a_dead_unit_worker_is_one_line():
     with pytest.raises(WorkerDied) as info:
         map_units(_killed, [1, 2, 3], jobs=2, what="a rank's read worker")
     assert str(info.value).startswith("a rank's read worker died (killed by SIGKILL")
+
+
+def _slow_first(unit: int) -> tuple[int, int]:
+    time.sleep(0.5 if unit == 0 else 0)  # the first unit ends last: the others pass it
+    return unit, os.getpid()
+
+
+def test_the_order_is_the_units_whichever_worker_finishes_first():
+    done = map_units(_slow_first, list(range(6)), jobs=2)
+    assert [unit for unit, _ in done] == list(range(6))
+    assert len({pid for _, pid in done}) == 2 and os.getpid() not in {pid for _, pid in done}
+
+
+def _fails_on_three(unit: int) -> int:
+    if unit == 3:
+        raise ValueError("unit 3 is malformed")
+    return unit
+
+
+def test_an_error_in_a_units_work_is_raised_as_its_own(monkeypatch):
+    with pytest.raises(ValueError, match="unit 3 is malformed"):
+        map_units(_fails_on_three, [1, 2, 3, 4], jobs=2)
+
+    def no_fork():
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)  # no process to be had: every unit here
+    assert map_units(_square, [1, 2, 3, 4], jobs=2) == [1, 4, 9, 16]

@@ -487,6 +487,29 @@ def test_a_failing_second_writer_fails_the_write_with_its_error(demo, tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.xlsx"]  # the caller's temporary name; publish removes it
 
 
+def test_a_second_writer_that_dies_is_one_line_naming_the_signal(demo, tmp_path, monkeypatch):
+    """A second writer killed (out of memory, by someone) is the executor's ``WorkerDied``:
+    one line, exit 2, never a traceback."""
+    import signal
+
+    from perfcmp.base.procs import WorkerDied
+
+    result, _ = demo
+    original = xlsx._emit
+
+    def killed_in_the_child(book, planned, archive=None, unit=None):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(book, planned, archive, unit)
+
+    parent = os.getpid()
+    monkeypatch.setattr(xlsx, "_emit", killed_in_the_child)
+    with pytest.raises(WorkerDied) as failure:
+        xlsx._write(result, str(tmp_path / "out.xlsx"), processes=2)
+    assert str(failure.value).startswith("the second workbook writer died (killed by SIGKILL")
+    assert failure.value.exit_code == 2
+
+
 def test_a_sheet_past_excels_row_limit_is_cut_with_a_warning(tmp_path, monkeypatch):
     """A sheet longer than a worksheet may be keeps its first rows, and Warnings and stderr say
     so (the JSON keeps them all). The limit is lowered here to 8 rows: 5 data rows fit."""

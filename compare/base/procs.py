@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import itertools
 import multiprocessing
 import os
 import pickle
+import selectors
 import signal
 import sys
 import tempfile
@@ -91,22 +94,24 @@ class WorkerDied(PerfcmpError):
 
 class Beside(Generic[T]):
     """``compute()`` beside this process (see the module); ``what`` names the child in messages
-    ("the read worker"), ``inputs`` are the paths it reads, watched so that a change while they
-    are read can be named as its death's cause. ``fork=False``, or a fork that fails (a process
-    limit), leaves ``compute()`` to run here when ``result()`` is called (``forked`` says which).
+    ("the read worker"), ``inputs`` are the paths it reads (or an ``InputWatch`` of them),
+    watched so that a change while they are read can be named as its death's cause.
+    ``fork=False`` (forking does not pay), or a fork that fails (a process limit), leaves
+    ``compute()`` to run here when ``result()`` is called (``forked`` says which).
 
     Used as a context manager, the child is waited for at the end of the block, or killed when
     the block fails or is stopped (its work is moot then).
     """
 
-    def __init__(self, compute: Callable[[], T], what: str = "a worker", inputs: Iterable[str] = (),
+    def __init__(self, compute: Callable[[], T], what: str = "a worker", inputs: Iterable[str] | InputWatch = (),
                  stay: bool = False, fork: bool = True) -> None:
         self.what, self.pid, self._pending, self._taken = what, 0, compute, False
         self.forked = fork and can_fork() and self._fork(compute, inputs, stay)
 
-    def _fork(self, compute: Callable[[], T], inputs: Iterable[str], stay: bool) -> bool:
+    def _fork(self, compute: Callable[[], T], inputs: Iterable[str] | InputWatch, stay: bool) -> bool:
         """Start the child; False (nothing left open) when no process is to be had."""
-        self.watch, self.ooms = InputWatch(inputs), _oom_kills()
+        self.watch = inputs if isinstance(inputs, InputWatch) else InputWatch(inputs)
+        self.ooms = _oom_kills()
         try:
             file = tempfile.TemporaryFile()
         except OSError:  # no temporary directory: values come through the pipe
@@ -153,6 +158,10 @@ class Beside(Generic[T]):
             raise self._died(exc) from None
         raise head[1]  # the job's own error
 
+    def fileno(self) -> int:
+        """The pipe the child reports on: readable once its value (or its end) is there."""
+        return self._reports.fileno()
+
     def _load(self, source) -> Any:
         with collector_paused():  # a run's own objects, none in a cycle: no passes over them as they are made
             return pickle.load(source)
@@ -172,8 +181,10 @@ class Beside(Generic[T]):
             raise RuntimeError(f"{self.what}: a job given before the previous value was taken")
         self._taken = False
         if not self.forked:
-            self._pending = lambda: fn(*args)
+            self._pending = _call(fn, args)
             return self
+        if self._jobs is None:
+            raise RuntimeError(f"{self.what}: a further job for a child not made to stay")
         try:
             pickle.dump((fn, args), self._jobs, protocol=pickle.HIGHEST_PROTOCOL)
             self._jobs.flush()
@@ -271,27 +282,25 @@ def _call(fn: Callable[..., Any], args: tuple) -> Callable[[], Any]:
 def _hand_over(job: Callable[[], Any], file, reports) -> None:
     """``job()`` run and its value handed to the parent: ("file",) on ``reports`` and the value
     in ``file``; ("pipe",) and the value on ``reports`` when the file has no room; ("error",
-    the exception) when the job failed."""
+    the exception) when the job failed, or its value could not be pickled."""
     try:
         value = job()
+        with collector_paused():
+            try:
+                if file is None:
+                    raise OSError("no temporary file")
+                _into_file(value, file)
+                pickle.dump(("file",), reports)
+            except OSError:  # no room in the temporary directory: through the pipe, read as it is written
+                pickle.dump(("pipe",), reports)
+                pickle.dump(value, reports, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         try:
             head = pickle.dumps(("error", exc), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # an error that does not pickle: its text
             head = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
         reports.write(head)
-        reports.flush()
-        return
-    with collector_paused():
-        try:
-            if file is None:
-                raise OSError("no temporary file")
-            _into_file(value, file)
-            pickle.dump(("file",), reports)
-        except OSError:  # no room in the temporary directory: through the pipe, read as it is written
-            pickle.dump(("pipe",), reports)
-            pickle.dump(value, reports, protocol=pickle.HIGHEST_PROTOCOL)
-        reports.flush()
+    reports.flush()
 
 
 def _into_file(value: Any, file) -> None:
@@ -417,73 +426,34 @@ def map_units(fn: Callable[[Any], T], units: Sequence[Any], jobs: int | None = N
     count = min(jobs or os.cpu_count() or 1, len(units))
     if count <= 1 or not can_fork():
         return [fn(u) for u in units]
-    pool = _Pool(count, what, inputs)
-    try:
-        futures = [pool.submit(fn, u) for u in units]
-        return [f.result() for f in futures]
-    except BaseException as exc:  # a bug in a unit's work, or signals.Stopped: the other units' work is moot
-        with held():
-            pool.stop()
-        died = pool.failure(exc)
-        if died is not None:
-            raise died from None
-        raise
-    finally:
-        with held():
-            pool.shutdown()
+    return _on_workers(fn, units, count, what, InputWatch(inputs))
 
 
-class _Pool:
-    """A pool of forked workers under this module's rules, that knows how a worker died: the
-    pool's ``BrokenProcessPool`` becomes ``WorkerDied`` naming the cause (``failure``)."""
-
-    def __init__(self, count: int, what: str, inputs: Iterable[str] = ()) -> None:
-        from concurrent.futures import ProcessPoolExecutor
-
-        self.what, self.watch, self.ooms = what, InputWatch(inputs), _oom_kills()
-        self.cause_read, self._cause_write = os.pipe()
-        os.set_blocking(self.cause_read, False)
-        self.pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"),
-                                        initializer=_start_child, initargs=(os.getpid(), self._cause_write))
-        self.processes: list = []
-
-    def submit(self, fn, *args):
-        future = self.pool.submit(fn, *args)
-        if not self.processes:  # forked workers all start at the first submit
-            self.processes = list((getattr(self.pool, "_processes", None) or {}).values())
-        return future
-
-    def failure(self, exc: BaseException) -> WorkerDied | None:
-        """``WorkerDied`` for ``exc`` when it says a worker died (else None: an error of the work itself)."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        if not isinstance(exc, BrokenProcessPool):
-            return None
-        for process in self.processes:
-            process.join(2)
-        codes = [p.exitcode for p in self.processes if p.exitcode is not None]
-        # the pool sends SIGTERM to the other workers once one died: the first other code is the cause
-        codes = [c for c in codes if c != -signal.SIGTERM] or codes
-        return WorkerDied(f"{self.what} died ({_death_cause(self.cause_read, self.watch, self.ooms, codes)}); "
-                          "nothing was written")
-
-    def stop(self) -> None:
-        """Kill the workers now instead of waiting for the work they are doing, then wait for the
-        pool's manager thread to notice (a thread still running at exit races the interpreter's
-        own executor clean-up)."""
-        processes = getattr(self.pool, "_processes", None)
-        if processes is None and hasattr(self.pool, "kill_workers"):  # Python 3.14+ has a public way
-            self.pool.kill_workers()
-        for process in list((processes or {}).values()):
-            if process.is_alive():
-                process.kill()
-            process.join(5)
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-    def shutdown(self) -> None:
-        self.pool.shutdown()
-        _close(self.cause_read, self._cause_write)
-        self.cause_read = self._cause_write = -1
+def _on_workers(fn: Callable[[Any], T], units: Sequence[Any], count: int, what: str, watch: InputWatch) -> list[T]:
+    """``map_units`` on ``count`` children (``Beside``, staying): each takes the next unit as
+    soon as it hands back its last, so a slow unit holds up one worker only. The first error or
+    death ends the map, and the block's end kills the other workers (their work is moot)."""
+    results: list[Any] = [None] * len(units)
+    pending = iter(range(len(units)))
+    with contextlib.ExitStack() as stack, selectors.DefaultSelector() as ready:
+        for i in itertools.islice(pending, count):
+            worker = stack.enter_context(Beside(functools.partial(fn, units[i]), what, watch, stay=True))
+            if worker.forked:
+                ready.register(worker.fileno(), selectors.EVENT_READ, (worker, i))
+            else:  # no process to be had: this unit here
+                results[i] = worker.result()
+        while ready.get_map():
+            for key, _ in ready.select():
+                worker, i = key.data
+                results[i] = worker.result()
+                ready.unregister(key.fileobj)
+                following = next(pending, None)
+                if following is not None:
+                    ready.register(worker.then(fn, units[following]).fileno(), selectors.EVENT_READ,
+                                   (worker, following))
+        for i in pending:  # no worker could be forked
+            results[i] = fn(units[i])
+    return results
 
 
 def _on_dask(fn: Callable[[Any], T], units: Sequence[Any], address: str) -> list[T]:
