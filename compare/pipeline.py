@@ -34,6 +34,7 @@ from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.base.errors import InputError, UsageError
 from perfcmp.base.heap import collector_paused, give_back_free_memory
+from perfcmp.readers.formats import step_reference
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
@@ -425,7 +426,7 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
         process_peak_bytes=breakdown.process_peak_bytes, op_memory_bytes=_op_memory_bytes(profile),
         preparing_us=reference_preparing(profile.reference_steps, list(windows), step),
     )
-    reference = "analysis.db StepTraceTime" if info.metadata.get("export") == "db" else "step_trace_time.csv"
+    reference = step_reference(info.format)  # where the format's profiler wrote its own step numbers
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
     notes += [ReadWarning(info.source, message, count) for message, count in
               op_total_lines(check_op_totals(analyzer, profile.reference_ops), "FRAMEWORK/cpu_op_*_info CSVs")]
