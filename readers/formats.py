@@ -91,6 +91,7 @@ class Format:
             (None: the format has no such files).
         step_reference: where its profiler's own per-step numbers are, as messages name them
             ("" when it writes none).
+        op_reference: where its profiler's own per-op totals are, as messages name them.
         peak: ``(path) -> bytes``: the read's estimated peak memory, whole process.
     """
 
@@ -106,6 +107,7 @@ class Format:
     rank: Callable[[Path], tuple[int, str] | str] | None = None
     links: Callable[[Path], LinkTables] | None = None
     step_reference: str = ""
+    op_reference: str = ""
     peak: Callable[[Path], float] = layout.peak_per_input_byte
 
     def names_file(self, entry: Path) -> bool:
@@ -187,6 +189,12 @@ def step_reference(format_name: str) -> str:
     return fmt.step_reference if fmt is not None else ""
 
 
+def op_reference(format_name: str) -> str:
+    """Where the profiler of ``format_name`` writes its own per-op totals, as messages name them."""
+    fmt = by_name(format_name)
+    return fmt.op_reference if fmt is not None else ""
+
+
 def links(format_name: str, path: str) -> LinkTables:
     """The communication links of the rank profile ``path`` read as ``format_name`` (empty
     when that format writes none)."""
@@ -234,7 +242,8 @@ def _any_file(_path: Path, _first: bytes) -> bool:
 register(Format(
     name="ascend-text", description="torch_npu / MindSpore text export (ASCEND_PROFILER_OUTPUT/trace_view.json)",
     device=NPU, read=_read_ascend, noun="export", claims_dir=_ascend_dir, member=layout.is_ascend_export_dir,
-    rank=layout.ascend_rank, links=_text_links, step_reference="step_trace_time.csv"))
+    rank=layout.ascend_rank, links=_text_links, step_reference="step_trace_time.csv",
+    op_reference="FRAMEWORK/cpu_op_*_info CSVs"))  # MindSpore's CPU-only export (readers.mindspore)
 register(Format(
     name="ascend-db", description="torch_npu / MindSpore / msMonitor DB export (ascend_*_profiler_N.db)",
     device=NPU, read=_read_ascend, noun="DB export", claims_file=layout.is_database, claims_dir=_ascend_dir,

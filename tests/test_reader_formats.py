@@ -150,6 +150,21 @@ def test_built_in_formats_claim_files_by_first_bytes_and_directories_by_layout(t
 def test_built_in_step_references_name_the_profilers_files():
     assert [formats.step_reference(n) for n in ("ascend-text", "ascend-db", "kineto")] == [
         "step_trace_time.csv", "analysis.db StepTraceTime", ""]
+    assert formats.op_reference("ascend-text") == "FRAMEWORK/cpu_op_*_info CSVs"  # MindSpore's CPU-only export
+
+
+def test_a_history_of_one_profile_directory_is_refused_whatever_its_layout(tmp_path, capsys):
+    from perfcmp.cli import main
+
+    export = tmp_path / "r_ascend_pt"
+    (export / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    output = tmp_path / "output"  # an output directory handed over alone: its DB makes it one profile
+    output.mkdir()
+    sqlite3.connect(output / "ascend_pytorch_profiler_0.db").close()
+    (output / "kernel_details.csv").write_text("")
+    for one in (export, output):
+        assert main(["history", str(one)]) == 2
+        assert "is one profile, not a directory of runs" in capsys.readouterr().err
 
 
 def test_built_in_ranks_from_the_profiles_own_records(tmp_path):
