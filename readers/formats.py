@@ -15,7 +15,7 @@ The built-in formats, in the order they are asked:
 * ``ascend-text``: a torch_npu or MindSpore text export (``ASCEND_PROFILER_OUTPUT`` with
   ``trace_view.json`` and its CSV/JSON side files), MindSpore's CPU-only export among them;
 * ``ascend-db``: a torch_npu, MindSpore or msMonitor SQLite export (``*_profiler_N.db``);
-* ``kineto``: a Chrome-trace JSON file (``.json`` / ``.json.gz``): a PyTorch profiler (Kineto)
+* ``kineto`` (the catch-all for files): a Chrome-trace JSON file (``.json`` / ``.json.gz``): a PyTorch profiler (Kineto)
   trace, or a bare ``trace_view.json`` array, which its content tells apart (``chrome.kineto_array``)
   and which is then read as the text export's trace alone. Every file no other format claims is
   read as one (its reader says what is wrong with it).
@@ -93,6 +93,8 @@ class Format:
             ("" when it writes none).
         op_reference: where its profiler's own per-op totals are, as messages name them.
         peak: ``(path) -> bytes``: the read's estimated peak memory, whole process.
+        catch_all: its ``claims_file`` takes any file: asked after every other format, so a
+            format registered later still gets its files.
     """
 
     name: str
@@ -109,6 +111,7 @@ class Format:
     step_reference: str = ""
     op_reference: str = ""
     peak: Callable[[Path], float] = layout.peak_per_input_byte
+    catch_all: bool = False
 
     def names_file(self, entry: Path) -> bool:
         """Whether ``entry`` is a file carrying one of this format's names."""
@@ -123,7 +126,8 @@ FORMATS: list[Format] = []
 
 
 def register(fmt: Format, before: str | None = None) -> Format:
-    """Add ``fmt`` to the registry, asked last (or before the format named ``before``)."""
+    """Add ``fmt`` to the registry, asked after those there (or before the format named
+    ``before``); a catch-all format's ``claims_file`` is asked last whatever the order."""
     if any(f.name == fmt.name for f in FORMATS):
         raise ValueError(f"a format named {fmt.name!r} is already registered")
     at = next((i for i, f in enumerate(FORMATS) if f.name == before), len(FORMATS)) if before else len(FORMATS)
@@ -144,7 +148,7 @@ def by_name(name: str) -> Format | None:
 def file_format(path: Path) -> Format | None:
     """The first format claiming the file ``path`` by its name and first bytes."""
     first = layout.stored_head(path)
-    return next((f for f in FORMATS if f.claims_file(path, first)), None)
+    return next((f for f in sorted(FORMATS, key=lambda f: f.catch_all) if f.claims_file(path, first)), None)
 
 
 def dir_format(path: Path) -> Format | None:
@@ -252,4 +256,4 @@ register(Format(
 register(Format(
     name="kineto", description="PyTorch profiler (Kineto) Chrome-trace JSON (*.pt.trace.json[.gz])",
     device=GPU, read=_read_chrome, noun="GPU trace", claims_file=_any_file, file_suffixes=layout.GPU_TRACE_SUFFIXES,
-    rank=layout.gpu_rank, peak=layout.peak_per_event))
+    rank=layout.gpu_rank, peak=layout.peak_per_event, catch_all=True))

@@ -54,7 +54,7 @@ TOY = formats.Format(
 
 @pytest.fixture
 def toy():
-    formats.register(TOY, before="kineto")  # asked before Kineto's catch-all for files
+    formats.register(TOY)  # asked after the built-in formats, but before Kineto's catch-all for files
     try:
         yield TOY
     finally:
