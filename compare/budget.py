@@ -1,8 +1,10 @@
 """How much memory reading a side takes, and so whether the two sides may be read at once.
 
 Both sides read in parallel peak together. They are read in parallel only when a second core
-saves time and their estimated peaks fit in ``MEMORY_BUDGET`` and in half the free memory; a
-JSON trace's peak is estimated from its number of events, counted in samples of its bytes.
+saves time and their estimated peaks fit in ``MEMORY_BUDGET`` and in half the free memory.
+
+A side's peak is its format's estimate (``readers.formats``: a JSON trace's from its number of
+events, counted in samples of its bytes; an export's from its bytes).
 
 An address-space cap (``ulimit -v``, ``prlimit --as``) is a limit too: ``check_cap`` refuses,
 before anything is read, a side whose estimated peak cannot fit under it, and a read that runs
@@ -15,16 +17,14 @@ import contextlib
 import functools
 import os
 import resource
-import zlib
 from collections.abc import Iterator
-from pathlib import Path
 
 from perfcmp.base.errors import PerfcmpError
 from perfcmp.base.procs import can_fork
 
 # light on purpose (no numpy): ``cli.main`` asks ``under_a_cap`` before the libraries load
-GZIP_MAGIC = b"\x1f\x8b"  # as readers.chrome
-SQLITE_MAGIC = b"SQLite format 3\x00"
+from perfcmp.readers.formats import peak_estimate
+from perfcmp.readers.layout import PROCESS_BYTES, input_size
 
 MB = 1_000_000
 
@@ -97,7 +97,7 @@ def _cap_headroom() -> int | None:
 def address_space_estimate(path: str) -> float:
     """Address space a side's read of ``path`` adds to this process (bytes): its estimated peak
     (``read_peak_estimate``) without the interpreter's share, already mapped, and the input's
-    bytes themselves (a file is mapped whole; a gzip file is unpacked into memory)."""
+    bytes themselves (a file is mapped whole; a packed one is unpacked into memory)."""
     return read_peak_estimate(path) - PROCESS_BYTES + input_size(path, unpacked=True)
 
 
@@ -157,63 +157,21 @@ def worth_a_worker(*paths: str) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _estimate(path: str, size: int, mtime_ns: int) -> float:
-    events = events_estimate(Path(path))
-    if events is None:
-        return PEAK_PER_INPUT_BYTE * input_size(path, unpacked=True)
-    return PROCESS_BYTES + PEAK_PER_EVENT * events
+    return peak_estimate(path)
 
 
 MEMORY_BUDGET = 2 << 30  # bytes: both sides' reads at once must fit in this to run in parallel
-# A side's peak while it is read and analysed, whole process: the interpreter and its libraries,
-# plus, for a JSON trace, PEAK_PER_EVENT bytes a trace event (measured 2026-11-26: 242 B for 5 M
-# compact events, the worst case; 215 B for the generated 1.1 GB GPU traces), and for other
-# inputs (NPU export folders, databases) PEAK_PER_INPUT_BYTE a byte of input.
-PROCESS_BYTES = 100 << 20
-PEAK_PER_EVENT = 250
-PEAK_PER_INPUT_BYTE = 3.5
-GZIP_RATIO = 8  # unpacked / packed size of a gzip input when no sample says better
-SAMPLE_BYTES = 1 << 20
-EVENT_KEY = b'"ph"'  # every Chrome trace event has one
 
 
 def read_peak_estimate(path: str) -> float:
-    """Bytes one side's read and analysis of ``path`` peaks at, roughly (see PEAK_PER_EVENT);
-    computed once per path and version of the file (the memory checks ask for it again)."""
+    """Bytes one side's read and analysis of ``path`` peaks at, roughly (its format's estimate:
+    ``readers.formats.peak_estimate``); computed once per path and version of the file (the
+    memory checks ask for it again)."""
     try:
         st = os.stat(path)
     except OSError:
         return _estimate(path, -1, -1)
     return _estimate(path, st.st_size, st.st_mtime_ns)
-
-
-def events_estimate(path: Path) -> float | None:
-    """How many events a JSON trace file holds, from the event keys in samples of its bytes:
-    its start, middle and end (a gzip file: the start of its unpacked stream, scaled by the
-    packing ratio seen there). None for a folder, a database or a file that cannot be read."""
-    try:
-        if not path.is_file():
-            return None
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
-            if head.startswith(SQLITE_MAGIC):
-                return None
-            if head.startswith(GZIP_MAGIC):
-                handle.seek(0)
-                packed = handle.read(SAMPLE_BYTES)
-                inflater = zlib.decompressobj(wbits=31)
-                sample = inflater.decompress(packed, 4 * SAMPLE_BYTES)
-                used = len(packed) - len(inflater.unconsumed_tail) - len(inflater.unused_data)
-                unpacked = size * (len(sample) / used if used else GZIP_RATIO)
-                return sample.count(EVENT_KEY) / max(len(sample), 1) * unpacked
-            count = sampled = 0
-            for offset in sorted({0, max(0, size // 2 - SAMPLE_BYTES // 2), max(0, size - SAMPLE_BYTES)}):
-                handle.seek(offset)
-                sample = handle.read(SAMPLE_BYTES)
-                count, sampled = count + sample.count(EVENT_KEY), sampled + len(sample)
-            return count / max(sampled, 1) * size
-    except (OSError, zlib.error):
-        return None
 
 
 def available_memory() -> int | None:
@@ -226,13 +184,3 @@ def available_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
-
-
-def input_size(path: str, unpacked: bool = False) -> int:
-    """The input's size in bytes (``unpacked``: a .gz counted as GZIP_RATIO times its size)."""
-    p = Path(path)
-    try:
-        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
-        return sum(f.stat().st_size * (GZIP_RATIO if unpacked and f.name.endswith(".gz") else 1) for f in files)
-    except OSError:
-        return 0  # the reader will report the problem

@@ -90,6 +90,7 @@ import numpy as np
 from perfcmp import __version__
 from perfcmp.options import HISTORY_FORMATS as FORMATS
 from perfcmp.policy import Gate, Policy
+from perfcmp.readers.formats import format_of
 from perfcmp.base.errors import InputError, NotComparableError, UsageError
 from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.changepoints import median_interval, noise, segment
@@ -254,7 +255,7 @@ def expand(paths: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[str]]:
     warnings: list[str] = []
     if len(paths) == 1 and Path(paths[0]).is_dir():
         root = Path(paths[0])
-        if (root / "ASCEND_PROFILER_OUTPUT").is_dir():
+        if format_of(paths[0]) is not None:  # a directory its format reads as one profile
             raise UsageError(f"is one profile, not a directory of runs; history needs at least {MIN_RUNS} runs",
                              paths[0])
         entries, skipped = [], []

@@ -31,6 +31,7 @@ from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
 from perfcmp.readers import load_profile
 from perfcmp.base.errors import InputError, UsageError
 from perfcmp.base.heap import collector_paused, give_back_free_memory
+from perfcmp.readers.formats import op_reference, step_reference
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
@@ -378,10 +379,10 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
         process_peak_bytes=breakdown.process_peak_bytes, op_memory_bytes=_op_memory_bytes(profile),
         preparing_us=reference_preparing(profile.reference_steps, list(windows), step),
     )
-    reference = "analysis.db StepTraceTime" if info.metadata.get("export") == "db" else "step_trace_time.csv"
+    reference = step_reference(info.format)  # where the format's profiler wrote its own step numbers
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
     notes += [ReadWarning(info.source, message, count) for message, count in
-              op_total_lines(check_op_totals(analyzer, profile.reference_ops), "FRAMEWORK/cpu_op_*_info CSVs")]
+              op_total_lines(check_op_totals(analyzer, profile.reference_ops), op_reference(info.format))]
     notes += _unowned_memory(profile)
     categories = None if analyzer.host_mode else analyzer.category[analyzer.is_compute]
     return side, breakdown, per_step, step_breakdowns, notes, categories, analyzer.comm_op_parts(breakdown.window_us)

@@ -18,13 +18,12 @@ process), so the pipeline decides the pair's rule from the inputs' first bytes
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from pathlib import Path
 
-from perfcmp.readers.chrome import GZIP_MAGIC, SQLITE_MAGIC
 from perfcmp.readers.detect import detect
+from perfcmp.readers.formats import NPU, dir_format, named_files
+from perfcmp.readers.layout import SQLITE_MAGIC, head
 from perfcmp.base.errors import InputError
 from perfcmp.readers.model import DeviceKind, Profile
 from perfcmp.base.textmatch import equals, factorize
@@ -89,18 +88,18 @@ def vendor_of_path(path: str) -> str:
         kind = detect(path)
     except InputError:
         return GPU
-    if kind in ("npu-dir", "npu-output", "npu-wrapper"):
-        return ASCEND
     p = Path(path)
-    if kind == "gpu-dir":
-        traces = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith((".pt.trace.json", ".pt.trace.json.gz")))
+    if kind == "npu-wrapper" or (kind == "export" and dir_format(p).device == NPU):
+        return ASCEND
+    if kind == "file-dir":
+        traces = named_files(p)
         if len(traces) != 1:
             return GPU
         p = traces[0]
-    head = _head(p)
-    if head.startswith(SQLITE_MAGIC):
+    first = _head(p)
+    if first.startswith(SQLITE_MAGIC):
         return ASCEND
-    text = head.lstrip()
+    text = first.lstrip()
     if text.startswith(b"[") and not (_HEAD_CALL.search(text) or any(cat in text for cat in _KINETO_ONLY)):
         return ASCEND  # a trace_view.json: a bare array of events, no Kineto runtime call or flow among them
     device = _HEAD_DEVICE.search(text)
@@ -109,15 +108,9 @@ def vendor_of_path(path: str) -> str:
 
 
 def _head(p: Path) -> bytes:
-    """The first ``HEAD_BYTES`` of a file, un-gzipped when it is gzip ("" when unreadable: the
-    read itself will report that)."""
+    """The first ``HEAD_BYTES`` of a file as its reader sees them ("" when unreadable: the read
+    itself will report that)."""
     try:
-        with open(p, "rb") as handle:
-            first = handle.read(len(GZIP_MAGIC))
-            handle.seek(0)
-            if first != GZIP_MAGIC:
-                return handle.read(HEAD_BYTES)
-            with gzip.GzipFile(fileobj=handle) as unzipped:
-                return unzipped.read(HEAD_BYTES)
-    except (OSError, EOFError, zlib.error):
+        return head(p, HEAD_BYTES)
+    except OSError:
         return b""

@@ -47,7 +47,7 @@ from perfcmp.readers.ascend_csv import shapes
 from perfcmp.readers.ascend_tasks import as_trace_types, kernel_duplicates, same_launch, task_kinds
 from perfcmp.readers.ascend_memory import CANN_BLOCK, block_owners, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_trace import op_types_from_names
-from perfcmp.readers.chrome import SQLITE_MAGIC
+from perfcmp.readers.layout import SQLITE_MAGIC
 from perfcmp.readers.columns import LIMIT_NS, TEXT_LIMIT
 from perfcmp.readers.common import (STEP_NAME, assign_steps, build_host, byte_sizes, merge_warnings, plausible, steps_from_host,
                                     valid_durations)

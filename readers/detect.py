@@ -1,5 +1,9 @@
 """Decide a profile's format from its path layout and first bytes, then read it.
 
+The formats themselves (what claims a file or a directory, and which reader reads it) are
+declared in ``readers.formats``; this module walks the layouts around them (a directory
+holding one trace, MindFormers' wrappers) and the choice between an Ascend directory's exports.
+
 Accepted inputs:
 
 * GPU: a ``*.json`` / ``*.json.gz`` Kineto trace (a JSON object with ``traceEvents``), or a
@@ -30,25 +34,23 @@ import re
 from pathlib import Path
 
 from perfcmp.readers import ascend, ascend_db, torch_trace
-from perfcmp.readers.chrome import SQLITE_MAGIC, kineto_array, read_document, sniff_json
+from perfcmp.readers.chrome import kineto_array, read_document, sniff_json
 from perfcmp.base.errors import InputError, UsageError
+from perfcmp.readers.formats import Format, ReadRequest, dir_format, file_format, named_files
+from perfcmp.readers.layout import EXPORT_SUFFIXES, FRAMEWORK_DIR, OUTPUT_DIR, TRACE_VIEW, db_exports
 from perfcmp.readers.model import Profile
 
-OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
-FRAMEWORK_DIR = "FRAMEWORK"  # MindSpore's framework-side files, beside ASCEND_PROFILER_OUTPUT
-GPU_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
-DB_PREFIXES = ("ascend_pytorch_profiler", "ascend_mindspore_profiler", "msmonitor")
 NPU_SOURCES = ("text", "db")
-EXPORT_SUFFIXES = ("_ascend_pt", "_ascend_ms")
 PROFILE_DIR = "profile"  # MindFormers: output/profile/rank_{id}/*_ascend_ms
 RANK_DIR = re.compile(r"rank_\d{1,9}")
 
 
 def detect(path: str) -> str:
-    """Name the format of ``path`` from its layout alone: ``gpu-dir``, ``npu-dir`` (holds
-    ASCEND_PROFILER_OUTPUT), ``npu-output`` (holds trace_view.json or a profiler DB),
-    ``npu-wrapper`` (holds one ``*_ascend_pt``/``*_ascend_ms`` export) or ``file`` (a DB, or a
-    JSON file whose first byte decides)."""
+    """Name the layout of ``path``: ``export`` (a directory a registered format claims as one
+    profile: an ``*_ascend_pt`` directory, its ASCEND_PROFILER_OUTPUT), ``file-dir`` (holds
+    files named as a format's, such as ``*.pt.trace.json``), ``npu-wrapper`` (holds one
+    ``*_ascend_pt``/``*_ascend_ms`` export) or ``file`` (its format decided by its name and
+    first bytes: ``readers.formats``)."""
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or directory; expected a profiler trace or an *_ascend_pt / *_ascend_ms directory", path)
@@ -57,12 +59,10 @@ def detect(path: str) -> str:
     if not p.is_dir():
         raise InputError("not a regular file or directory", path)
     try:
-        if (p / OUTPUT_DIR).is_dir():
-            return "npu-dir"
-        if (p / "trace_view.json").is_file() or db_exports(p):
-            return "npu-output"
-        if _gpu_traces(p):
-            return "gpu-dir"
+        if dir_format(p) is not None:
+            return "export"
+        if named_files(p):
+            return "file-dir"
         exports = _wrapped_exports(p)
         if len(exports) == 1:
             return "npu-wrapper"
@@ -85,33 +85,66 @@ def load_profile(path: str, gpu_flow_cat: str | None = None, npu_source: str | N
         npu_source: ``"text"`` or ``"db"``: which export of an NPU directory to read (default:
             text when it is there); asking for one the input lacks is an ``InputError``. GPU
             inputs ignore it.
+
+    Returns:
+        The profile, its ``info.format`` the registry name of the format that read it.
     """
     if npu_source not in (None, *NPU_SOURCES):
         raise UsageError(f"npu_source must be one of {', '.join(NPU_SOURCES)}, not {npu_source!r}")
     kind = detect(path)
     p = Path(path)
+    request = ReadRequest(gpu_flow_cat, npu_source)
     if kind == "npu-wrapper":  # MindFormers rank_{id}/ and the like: the one export inside
         inner = _wrapped_exports(p)[0]
         return load_profile(f"{path.rstrip('/')}/{inner.relative_to(p).as_posix()}", gpu_flow_cat, npu_source)
-    if kind in ("npu-dir", "npu-output"):
-        return _read_npu_dir(p / OUTPUT_DIR if kind == "npu-dir" else p, p, path, npu_source)
-    if kind == "gpu-dir":
-        traces = _gpu_traces(p)
-        if len(traces) > 1:
-            names = ", ".join(t.name for t in traces)
-            raise InputError(f"holds {len(traces)} GPU traces ({names}); expected exactly one, pass the file itself", path)
-        return _read_file(traces[0], str(traces[0]) if path.endswith("/") else f"{path}/{traces[0].name}", gpu_flow_cat, None)
-    return _read_file(p, path, gpu_flow_cat, npu_source)
+    if kind == "export":
+        return _read_as(dir_format(p), p, path, request)
+    if kind == "file-dir":
+        files = named_files(p)
+        if len(files) > 1:
+            names = ", ".join(t.name for t in files)
+            raise InputError(f"holds {len(files)} {file_format(files[0]).noun}s ({names}); expected exactly one, "
+                             "pass the file itself", path)
+        shown = str(files[0]) if path.endswith("/") else f"{path}/{files[0].name}"
+        return _read_file(files[0], shown, ReadRequest(gpu_flow_cat))  # a file of a directory: npu_source is for exports
+    return _read_file(p, path, request)
 
 
-def db_exports(directory: Path) -> list[Path]:
-    """The profiler DB files (``ascend_pytorch_profiler_N.db`` ...) in ``directory``, sorted."""
-    return sorted(f for f in directory.iterdir() if f.name.startswith(DB_PREFIXES) and f.name.endswith(".db") and f.is_file())
+def _read_file(p: Path, shown_as: str, request: ReadRequest) -> Profile:
+    """Read a file as the first format that claims it (by its name and first bytes)."""
+    fmt = file_format(p)
+    if fmt is None:
+        raise InputError("is no profile format perfcmp knows; expected a profiler trace or DB export", shown_as)
+    return _read_as(fmt, p, shown_as, request)
+
+
+def _read_as(fmt: Format, p: Path, shown_as: str, request: ReadRequest) -> Profile:
+    """``fmt``'s read of ``p``, the profile tagged with the format that read it (a reader that
+    chose among its directory's exports has tagged it already)."""
+    profile = fmt.read(p, shown_as, request)
+    if not profile.info.format:
+        profile.info = dataclasses.replace(profile.info, format=fmt.name)
+    return profile
+
+
+def read_ascend(path: Path, shown_as: str, request: ReadRequest) -> Profile:
+    """Read an Ascend export: a DB file, or a directory (an export directory or its
+    ASCEND_PROFILER_OUTPUT) holding the text export, the DB export or both."""
+    if path.is_file():
+        return _tagged(_read_db_file(path, shown_as, request.npu_source), "ascend-db")
+    output = path / OUTPUT_DIR if (path / OUTPUT_DIR).is_dir() else path
+    return _read_npu_dir(output, path, shown_as, request.npu_source)
+
+
+def _tagged(profile: Profile, name: str) -> Profile:
+    """``profile`` tagged as read by the format ``name`` (which of an Ascend directory's two exports)."""
+    profile.info = dataclasses.replace(profile.info, format=name)
+    return profile
 
 
 def _read_npu_dir(output_dir: Path, info_dir: Path, shown_as: str, npu_source: str | None) -> Profile:
     """Read an ASCEND_PROFILER_OUTPUT directory's text or DB export (text when both are there)."""
-    has_text = (output_dir / "trace_view.json").is_file()
+    has_text = (output_dir / TRACE_VIEW).is_file()
     try:
         dbs = db_exports(output_dir)
     except OSError as exc:
@@ -126,7 +159,7 @@ def _read_npu_dir(output_dir: Path, info_dir: Path, shown_as: str, npu_source: s
         if not has_text:
             raise InputError(f"has no text export ({where}trace_view.json) to read as asked; it holds the DB export "
                              f"{dbs[0].name}: read that (--npu-source db) or export the text format too", shown_as)
-        profile = ascend.read_dir(output_dir, info_dir=info_dir, shown_as=shown_as)
+        profile = _tagged(ascend.read_dir(output_dir, info_dir=info_dir, shown_as=shown_as), "ascend-text")
         if dbs:  # the choice mattered: say which export was read
             profile.info = dataclasses.replace(profile.info, metadata={**profile.info.metadata, "export": "text"})
         return profile
@@ -136,7 +169,7 @@ def _read_npu_dir(output_dir: Path, info_dir: Path, shown_as: str, npu_source: s
     if len(dbs) > 1:
         raise InputError(f"holds {len(dbs)} DB exports ({', '.join(d.name for d in dbs)}); expected one, pass the file itself",
                          shown_as)
-    return ascend_db.read_db(dbs[0], info_dir, shown_as)
+    return _tagged(ascend_db.read_db(dbs[0], info_dir, shown_as), "ascend-db")
 
 
 def _terms(output_dir: Path, info_dir: Path) -> dict[str, str]:
@@ -158,35 +191,31 @@ def _terms(output_dir: Path, info_dir: Path) -> dict[str, str]:
             "parse": " (mindspore.profiler.profiler.analyse on the *_ascend_ms directory)"}
 
 
-def _read_file(p: Path, shown_as: str, gpu_flow_cat: str | None, npu_source: str | None) -> Profile:
-    if p.suffix == ".db" or _starts_with(p, SQLITE_MAGIC, shown_as):
-        if npu_source == "text":
-            raise InputError("is a DB export, but the text export was asked for; pass its *_ascend_pt directory "
-                             "or trace_view.json", shown_as)
-        # ASCEND_PROFILER_OUTPUT/x.db: profiler_info_N.json sits one level up, beside that directory
-        info_dir = p.parent.parent if p.parent.name == OUTPUT_DIR else p.parent
-        return ascend_db.read_db(p, info_dir, shown_as)
+def _read_db_file(p: Path, shown_as: str, npu_source: str | None) -> Profile:
+    """A DB export given as its file."""
+    if npu_source == "text":
+        raise InputError("is a DB export, but the text export was asked for; pass its *_ascend_pt directory "
+                         "or trace_view.json", shown_as)
+    # ASCEND_PROFILER_OUTPUT/x.db: profiler_info_N.json sits one level up, beside that directory
+    info_dir = p.parent.parent if p.parent.name == OUTPUT_DIR else p.parent
+    return ascend_db.read_db(p, info_dir, shown_as)
+
+
+def read_chrome(p: Path, shown_as: str, request: ReadRequest) -> Profile:
+    """Read a Chrome-trace JSON file: a Kineto trace (an object, or a bare array of Kineto
+    events), else a bare trace_view.json array (the text export's trace alone)."""
     data = read_document(p, shown_as)
     raw = sniff_json(data, shown_as)
     del data
+    flow_cats = (request.gpu_flow_cat.lower(),) if request.gpu_flow_cat else torch_trace.FLOW_CATS
     if kineto_array(raw):  # a Kineto trace saved as a bare list of events, not a trace_view.json
-        flow_cats = (gpu_flow_cat.lower(),) if gpu_flow_cat else torch_trace.FLOW_CATS
         return torch_trace.read(raw, shown_as, flow_cats)
     if raw.first == b"[":
-        if npu_source == "db":
+        if request.npu_source == "db":
             raise InputError("is a text export's trace_view.json, but the DB export was asked for; pass its "
                              "*_ascend_pt directory or the .db file", shown_as)
         return ascend.read_trace_only(raw, shown_as)
-    flow_cats = (gpu_flow_cat.lower(),) if gpu_flow_cat else torch_trace.FLOW_CATS
     return torch_trace.read(raw, shown_as, flow_cats)
-
-
-def _starts_with(p: Path, magic: bytes, shown_as: str) -> bool:
-    try:
-        with open(p, "rb") as handle:
-            return handle.read(len(magic)) == magic
-    except OSError as exc:
-        raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
 
 
 def _wrapped_exports(p: Path) -> list[Path]:
@@ -200,10 +229,6 @@ def _wrapped_exports(p: Path) -> list[Path]:
         return _wrapped_exports(p / PROFILE_DIR)
     ranks = sorted((d for d in p.iterdir() if RANK_DIR.fullmatch(d.name) and d.is_dir()), key=lambda d: int(d.name[5:]))
     return [e for d in ranks for e in sorted(x for x in d.iterdir() if x.name.endswith(EXPORT_SUFFIXES) and x.is_dir())]
-
-
-def _gpu_traces(p: Path) -> list[Path]:
-    return sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(GPU_TRACE_SUFFIXES))
 
 
 def _foreign_dir_message(p: Path) -> str:

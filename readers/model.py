@@ -229,6 +229,7 @@ class RunInfo:
     rank: int | None = None
     origin_ns: int = 0
     metadata: dict[str, str] = field(default_factory=dict)
+    format: str = ""  # the registry name of the format that read it (readers.formats); "" for one made by hand
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)

@@ -14,6 +14,7 @@ from perfcmp.cluster import detail, diagnose, discover, links, wording
 from perfcmp.cluster.result import ClusterResult, ClusterSide, Finding, Link, Movement, RankMedians, RankRow
 from perfcmp.base.errors import InputError, UsageError
 from perfcmp.templates import load_layout
+from perfcmp.readers import ascend_links, layout
 
 
 def medians(computing: float, free: float = 100.0, wait: float = 500.0) -> RankMedians:
@@ -65,7 +66,7 @@ def test_links_from_a_compressed_matrix(tmp_path):
         "allreduce-bottom1@7": {"0-1": entry}}},
         "step2": {"collective": {"allreduce-total@7": {"0-1": {**entry, "Transit Time(ms)": 6.0}}}}}
     (tmp_path / "communication_matrix.json").write_text(json.dumps(doc))
-    got, _, notes = links.read(tmp_path, db=False)
+    got, _, notes = links.rows(ascend_links.read(tmp_path, db=False))
     hccs = next(x for x in got if x.transport == "HCCS")
     assert (hccs.group, hccs.src, hccs.dst, hccs.size_bytes, hccs.time_us) == ("7", 0, 1, 200e6, 8000.0)
     assert hccs.bandwidth == pytest.approx(25.0) and notes == []
@@ -76,7 +77,7 @@ def test_transports_and_a_broken_file(tmp_path):
     doc = {"step1": {"collective": {"Total Op Info": {"Communication Bandwidth Info": info}}}}
     (tmp_path / "communication.json").write_text(json.dumps(doc))
     (tmp_path / "communication_matrix.json").write_text("{not json")
-    got, transports, notes = links.read(tmp_path, db=False)
+    got, transports, notes = links.rows(ascend_links.read(tmp_path, db=False))
     assert got == [] and [(t.transport, t.size_bytes, t.time_us) for t in transports] == [("HCCS", 10e6, 500.0)]
     assert notes and notes[0].startswith("communication_matrix.json ignored")
 
@@ -94,7 +95,7 @@ def test_links_from_analysis_db(tmp_path):
                    [("Total Op Info", "RDMA", 8.0, 2.0), ("hcom_allReduce_1", "RDMA", 8.0, 2.0)])
     db.commit()
     db.close()
-    got, transports, _ = links.read(tmp_path, db=True)
+    got, transports, _ = links.rows(ascend_links.read(tmp_path, db=True))
     assert [(x.src, x.dst, x.size_bytes, x.bandwidth) for x in got] == [(0, 1, 30e6, pytest.approx(30.0))]
     assert [(t.transport, t.size_bytes) for t in transports] == [("RDMA", 8e6)]
 
@@ -112,7 +113,7 @@ def test_gpu_ranks_from_the_header_else_the_name(tmp_path):
     _kineto(tmp_path / "worker_rank1.pt.trace.json")
     found = discover.members(str(tmp_path))
     assert [(m.rank, m.rank_from, m.path.rsplit("/", 1)[1]) for m in found] == [
-        (1, discover.FROM_NAME, "worker_rank1.pt.trace.json"), (3, discover.FROM_HEADER, "host_a.pt.trace.json.gz")]
+        (1, discover.FROM_NAME, "worker_rank1.pt.trace.json"), (3, layout.FROM_HEADER, "host_a.pt.trace.json.gz")]
 
 
 def test_a_profile_without_a_rank_is_an_error(tmp_path):
@@ -298,6 +299,6 @@ def test_db_transports_once_per_op_not_per_package_size(tmp_path):
         ("hcom_allReduce__1_1_1", "g", "HCCS", 20.0, 1.0, 20.0, 1.0, 2.0, 2, 0.1, "step2", "collective")])
     db.commit()
     db.close()
-    _, transports, notes = links.read(tmp_path, db=True)
+    _, transports, notes = links.rows(ascend_links.read(tmp_path, db=True))
     assert [(t.transport, t.size_bytes, t.time_us) for t in transports] == [("HCCS", 60e6, 3000.0), ("RDMA", 8e6, 4000.0)]
     assert notes == []

@@ -140,6 +140,7 @@ def test_a_mapped_file_cut_short_is_a_clean_error_not_sigbus(tmp_path):
 
 def test_memory_error_in_a_read_names_the_input_and_the_estimate(gpu_pair, tmp_path, capsys, monkeypatch):
     from perfcmp import budget
+    from perfcmp.readers import layout
 
     base, comp = gpu_pair
 
@@ -151,8 +152,8 @@ def test_memory_error_in_a_read_names_the_input_and_the_estimate(gpu_pair, tmp_p
     code, err, _ = _run(["compare", "-d", str(comp), "-bp", str(base), "--jobs", "1", "--format", "json",
                          "-o", str(tmp_path / "out")], capsys)
     # the generated base: events counted in its bytes, 250 B each, plus 100 MiB for the process
-    events = budget.events_estimate(base)
-    needed = (budget.PROCESS_BYTES + budget.PEAK_PER_EVENT * events) / 1e6
+    events = layout.events_estimate(base)
+    needed = (layout.PROCESS_BYTES + layout.PEAK_PER_EVENT * events) / 1e6
     assert code == 2
     assert err == [f"perfcmp: error: not enough memory to read {base}: about {needed:.0f} MB needed, 300 MB "
                    "available; try --jobs 1, or a machine (or limit) with more memory"]

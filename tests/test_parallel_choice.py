@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfcmp import budget
+from perfcmp.readers import layout
 
 
 def _sized(path, size: int) -> str:
@@ -36,8 +37,8 @@ def _trace(path, events: int, unit: bytes = b'{"ph":"X","name":"aten::mm","ts":1
 
 def test_events_are_estimated_from_samples_of_the_file(tmp_path):
     path = _trace(tmp_path / "t.json", 300_000)  # ~16 MB, sampled at its start, middle and end
-    assert budget.events_estimate(Path(path)) == pytest.approx(300_000, rel=0.01)
-    assert budget.read_peak_estimate(path) == pytest.approx(budget.PROCESS_BYTES + budget.PEAK_PER_EVENT * 300_000,
+    assert layout.events_estimate(Path(path)) == pytest.approx(300_000, rel=0.01)
+    assert budget.read_peak_estimate(path) == pytest.approx(layout.PROCESS_BYTES + layout.PEAK_PER_EVENT * 300_000,
                                                               rel=0.01)
 
 
@@ -45,18 +46,18 @@ def test_gzip_events_are_estimated_from_the_unpacked_start(tmp_path):
     plain = _trace(tmp_path / "t.json", 300_000)
     packed = tmp_path / "t.json.gz"
     packed.write_bytes(gzip.compress(Path(plain).read_bytes()))
-    assert budget.events_estimate(packed) == pytest.approx(300_000, rel=0.05)
+    assert layout.events_estimate(packed) == pytest.approx(300_000, rel=0.05)
 
 
 def test_folders_and_databases_are_estimated_by_their_size(tmp_path):
     folder = tmp_path / "run_ascend_pt"
     folder.mkdir()
     _sized(folder / "trace_view.json", 10 << 20)
-    assert budget.events_estimate(folder) is None
-    assert budget.read_peak_estimate(str(folder)) == budget.PEAK_PER_INPUT_BYTE * (10 << 20)
+    assert layout.events_estimate(folder) is None
+    assert budget.read_peak_estimate(str(folder)) == layout.PEAK_PER_INPUT_BYTE * (10 << 20)
     db = tmp_path / "ascend_pytorch_profiler_0.db"
     db.write_bytes(b"SQLite format 3\x00" + bytes(4096))
-    assert budget.events_estimate(db) is None
+    assert layout.events_estimate(db) is None
 
 
 def test_large_inputs_are_read_in_parallel_when_both_reads_fit_the_budget(tmp_path, two_cores, monkeypatch):
@@ -78,9 +79,9 @@ def test_large_inputs_are_read_in_parallel_when_both_reads_fit_the_budget(tmp_pa
 def test_five_million_events_a_side_are_read_one_after_the_other(tmp_path, two_cores, monkeypatch):
     """At ~250 B an event a side's read peaks near 1.35 GB: two at once would not fit 2 GiB."""
     monkeypatch.setattr(budget, "available_memory", lambda: 64 << 30)
-    monkeypatch.setattr(budget, "events_estimate", lambda path: 5e6)
+    monkeypatch.setattr(layout, "events_estimate", lambda path: 5e6)
     a, b = _sized(tmp_path / "a.json", 600 << 20), _sized(tmp_path / "b.json", 600 << 20)
     assert not budget.worth_a_worker(a, b)
-    monkeypatch.setattr(budget, "events_estimate", lambda path: 2e6)
+    monkeypatch.setattr(layout, "events_estimate", lambda path: 2e6)
     budget._estimate.cache_clear()  # estimates are kept per file version; the files did not change, the rule did
     assert budget.worth_a_worker(a, b)

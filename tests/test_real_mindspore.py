@@ -202,3 +202,23 @@ def test_pynative_scope_is_the_one_default_span(samples_dir):
     ops = profile.host[profile.host["cat"] == "cpu_op"].sort_values("start_us")
     stacks = ops["call_stack"].tolist()
     assert stacks[0] == "" and ops["name"].iloc[0] == "MatMul" and set(stacks[1:]) == {"Default"}
+
+
+def test_op_totals_that_differ_name_mindspores_own_files(samples_dir, tmp_path):
+    """The op-total check names where the export's format keeps its own totals (the registry's
+    ``op_reference``): one op's total raised by 1 ms in cpu_op_detail_info_0.csv is reported."""
+    import shutil
+
+    from perfcmp.options import CompareOptions
+    from perfcmp.pipeline import read_side
+
+    copy = tmp_path / export(samples_dir, "graph/base").name
+    shutil.copytree(export(samples_dir, "graph/base"), copy)
+    table = copy / "FRAMEWORK" / "cpu_op_detail_info_0.csv"
+    text = table.read_text()
+    assert ",Default/ApplyMomentum-op1,4,0.070694," in text
+    table.write_text(text.replace(",Default/ApplyMomentum-op1,4,0.070694,", ",Default/ApplyMomentum-op1,4,1.070694,"))
+    side = read_side(str(copy), None, CompareOptions(base_path=str(copy), comp_path=str(copy)))
+    told = [w.message for w in side.warnings if w.message.startswith("op totals differ")]
+    assert len(told) == 1 and told[0].startswith("op totals differ from the profiler's own FRAMEWORK/cpu_op_*_info CSVs")
+    assert "0.071 ms here, 1.071 ms in the profiler's" in told[0]

@@ -1,51 +1,41 @@
 """Which rank profiles a run directory holds, and the rank id of each.
 
-A **cluster input** is a directory that is not itself one profile (no ``ASCEND_PROFILER_OUTPUT``,
-``trace_view.json`` or profiler DB directly inside) and holds two or more of:
+A **cluster input** is a directory that is not itself one profile (no registered format claims
+it: ``readers.formats``) and holds two or more entries that are one rank's profile of a format:
 
 * ``*_ascend_pt`` / ``*_ascend_ms`` export directories (text or DB export, or both);
 * GPU Kineto traces ``*.pt.trace.json[.gz]``;
-* MindFormers / dynamic-profiler wrappers ``rank_{id}/`` or ``rank{id}_…/`` holding one export.
+* MindFormers / dynamic-profiler wrappers ``rank_{id}/`` or ``rank{id}_…/`` holding one such entry.
 
 Anything else (one profile, a missing path, an empty directory) is not a cluster: ``members``
 returns None and the one-rank reader takes the path as today, with today's messages.
 
 The rank id, first rule that answers:
 
-1. NPU: the name of ``profiler_info_{rank}.json`` in the export, else of its DB
-   (``ascend_pytorch_profiler_{rank}.db`` / ``ascend_mindspore_profiler_{rank}.db``);
-   GPU: ``distributedInfo.rank`` in the trace's header (its first MiB, gzip or not).
+1. The profile's own record, as its format reads it (``Format.rank``): NPU, the name of
+   ``profiler_info_{rank}.json`` in the export, else of its DB; GPU, ``distributedInfo.rank``
+   in the trace's header.
 2. The folder (or file) name: ``rank_3``, ``rank3_start…``, ``rank-3``; ``RankInput.rank_from``
    then says so, and the cluster's notes repeat it.
 
 Two profiles with one rank id are an error, as is a profile whose rank no rule tells beside
 others that do (when none tells its rank, the directory is not taken for a cluster run).
-Reading here is names and at most one MiB of each GPU trace: the profiles themselves are read
+Reading here is names and at most the header of each file: the profiles themselves are read
 by the workers.
 """
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfcmp.readers.detect import DB_PREFIXES, EXPORT_SUFFIXES, GPU_TRACE_SUFFIXES, OUTPUT_DIR
 from perfcmp.cluster.kinds import refuse_mixed_kinds
 from perfcmp.base.errors import InputError, UsageError
+from perfcmp.readers.formats import FORMATS, Format, dir_format, member_format
 
-HEADER_BYTES = 1 << 20  # a Kineto trace's distributedInfo comes before its events
 RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d+)(?=$|[^0-9])", re.IGNORECASE)
-INFO_NAME = re.compile(r"profiler_info_(\d+)\.json")
-DB_NAME = re.compile(r"(?:" + "|".join(DB_PREFIXES) + r")_(\d+)\.db")
-GPU_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*"?(\d+)')
-GZIP_MAGIC = b"\x1f\x8b"
-
-# how a rank id was found (RankInput.rank_from)
-FROM_INFO, FROM_DB, FROM_HEADER, FROM_NAME = ("profiler_info_N.json", "DB file name", "distributedInfo.rank",
-                                              "folder or file name")
+FROM_NAME = "folder or file name"  # how a rank id was found (RankInput.rank_from), when its profile does not say
 
 
 @dataclass(frozen=True)
@@ -67,21 +57,20 @@ def members(path: str) -> list[RankInput] | None:
     """
     root = Path(path)
     try:
-        if not root.is_dir() or (root / OUTPUT_DIR).is_dir() or (root / "trace_view.json").is_file():
+        if not root.is_dir() or dir_format(root) is not None:
             return None
         entries = sorted(root.iterdir(), key=lambda p: p.name)
-        if any(e.is_file() and e.name.startswith(DB_PREFIXES) and e.name.endswith(".db") for e in entries):
-            return None
-        candidates = [(e, kind) for e in entries if (kind := _kind(e)) is not None]
+        candidates = [(e, found) for e in entries if (found := _kind(e)) is not None]
         if len(candidates) < 2:
             return None
-        found = [_member(e, kind, path) for e, kind in candidates]
+        found = [_member(e, fmt, inner, path) for e, (fmt, inner) in candidates]
     except OSError:
         return None  # the one-rank reader reports an unreadable directory
     unknown = [m for m in found if m.rank is None]
     if len(unknown) == len(found):  # no rank anywhere: not a cluster run; the one-profile reader says what it is
         return None
-    refuse_mixed_kinds(candidates, path)  # a cluster's GPU traces beside Ascend exports: named, never compared
+    refuse_mixed_kinds([(e, fmt.device + ("-wrapper" if inner is not None else "")) for e, (fmt, inner) in candidates],
+                       path)  # a cluster's GPU traces beside Ascend exports: named, never compared
     if unknown:
         raise InputError(f"cannot tell which rank this profile is ({unknown[0].rank_from}, and no rank in its name "
                          "such as rank_3); expected a profile that records its rank, or a name that says it",
@@ -112,56 +101,40 @@ def choose(path: str, rank: int, option: str) -> str:
     raise UsageError(f"{option} {rank}: no such rank; the ranks here are {listed}", path)
 
 
-def _kind(entry: Path) -> str | None:
-    """"npu", "gpu", "npu-wrapper", "gpu-wrapper" for an entry that is one rank's profile, else None."""
-    if entry.is_dir() and entry.name.endswith(EXPORT_SUFFIXES):
-        return "npu"
-    if entry.is_file() and entry.name.endswith(GPU_TRACE_SUFFIXES):
-        return "gpu"
-    if entry.is_dir() and RANK_IN_NAME.search(entry.name):  # MindFormers rank_{id}/: one export inside
-        inner = _inner(entry, EXPORT_SUFFIXES, dirs=True)
-        if len(inner) == 1:
-            return "npu-wrapper"
-        if not inner and len(_inner(entry, GPU_TRACE_SUFFIXES, dirs=False)) == 1:
-            return "gpu-wrapper"
+def _kind(entry: Path) -> tuple[Format, Path | None] | None:
+    """The format of which ``entry`` is one rank's profile, and the profile inside it when
+    ``entry`` only wraps it (MindFormers' ``rank_{id}/``: one profile of the first format that
+    has any there); None when ``entry`` is no rank's profile."""
+    fmt = member_format(entry)
+    if fmt is not None:
+        return fmt, None
+    if entry.is_dir() and RANK_IN_NAME.search(entry.name):
+        inside: dict[str, list[Path]] = {}
+        for inner in sorted(entry.iterdir()):
+            if (of := member_format(inner)) is not None:
+                inside.setdefault(of.name, []).append(inner)
+        for fmt in FORMATS:  # the formats in the registry's order: an export before a trace beside it
+            if fmt.name in inside:
+                return (fmt, inside[fmt.name][0]) if len(inside[fmt.name]) == 1 else None
     return None
 
 
-def _inner(entry: Path, suffixes: tuple[str, ...], dirs: bool) -> list[Path]:
-    return sorted(p for p in entry.iterdir() if (p.is_dir() if dirs else p.is_file()) and p.name.endswith(suffixes))
-
-
-def _member(entry: Path, kind: str, root: str) -> RankInput:
+def _member(entry: Path, fmt: Format, inner: Path | None, root: str) -> RankInput:
+    """``entry``'s rank: as its profile records it (``fmt.rank``), else from its name (and the
+    wrapped profile's)."""
     shown = f"{root.rstrip('/')}/{entry.name}"
-    if kind == "npu":
-        return _npu_rank(entry, shown, (entry.name,))
-    if kind == "gpu":
-        return _gpu_rank(entry, shown)
-    if kind == "npu-wrapper":
-        inner = _inner(entry, EXPORT_SUFFIXES, dirs=True)[0]
-        return _npu_rank(inner, shown, (entry.name, inner.name))
-    trace = _inner(entry, GPU_TRACE_SUFFIXES, dirs=False)[0]
-    found = _gpu_rank(trace, f"{shown}/{trace.name}", (entry.name, trace.name))
-    return RankInput(found.rank, shown, found.rank_from)
-
-
-def _npu_rank(export: Path, shown: str, names: tuple[str, ...]) -> RankInput:
-    for info in sorted(export.glob("profiler_info_*.json")):
-        if match := INFO_NAME.fullmatch(info.name):
-            return RankInput(int(match.group(1)), shown, FROM_INFO)
-    output = export / OUTPUT_DIR
-    if output.is_dir():
-        for db in sorted(output.iterdir(), key=lambda p: p.name):
-            if match := DB_NAME.fullmatch(db.name):
-                return RankInput(int(match.group(1)), shown, FROM_DB)
-    return _named(names, shown, "no profiler_info_N.json and no ascend_*_profiler_N.db")
-
-
-def _gpu_rank(trace: Path, shown: str, names: tuple[str, ...] | None = None) -> RankInput:
-    head = _header(trace, shown)
-    if match := GPU_RANK.search(head):
-        return RankInput(int(match.group(1)), shown, FROM_HEADER)
-    return _named(names or (trace.name,), shown, "no distributedInfo.rank in its header")
+    profile = inner or entry
+    names = (entry.name,) if inner is None else (entry.name, inner.name)
+    try:
+        told = fmt.rank(profile) if fmt.rank is not None else "its format records no rank"
+    except OSError as exc:
+        if profile.is_dir():
+            raise  # an unreadable directory: not a cluster (``members``); the one-rank reader says so
+        raise InputError(f"cannot read file ({exc.strerror or exc})", shown if inner is None else f"{shown}/{inner.name}") \
+            from None
+    if isinstance(told, tuple):
+        return RankInput(told[0], shown, told[1])
+    return _named(names, shown, told)
 
 
 def _named(names: tuple[str, ...], shown: str, why: str) -> RankInput:
@@ -170,17 +143,3 @@ def _named(names: tuple[str, ...], shown: str, why: str) -> RankInput:
         if match := RANK_IN_NAME.search(name):
             return RankInput(int(match.group(1)), shown, FROM_NAME)
     return RankInput(None, shown, why)
-
-
-def _header(trace: Path, shown: str) -> bytes:
-    try:
-        with open(trace, "rb") as handle:
-            data = handle.read(HEADER_BYTES)
-    except OSError as exc:
-        raise InputError(f"cannot read file ({exc.strerror or exc})", shown) from None
-    if data.startswith(GZIP_MAGIC):
-        try:
-            return zlib.decompressobj(wbits=31).decompress(data, HEADER_BYTES)
-        except (zlib.error, gzip.BadGzipFile):
-            return b""  # the reader reports the damage
-    return data

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -29,7 +28,6 @@ from perfcmp.cluster.result import GroupTime, RankStep, RankSummary
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.readers import load_profile
 from perfcmp.base.procs import InputWatch
-from perfcmp.readers.detect import EXPORT_SUFFIXES, OUTPUT_DIR, db_exports
 from perfcmp.base.errors import PerfcmpError
 from perfcmp.readers.groups import comm_group_facts
 from perfcmp.base.heap import give_back_free_memory
@@ -123,8 +121,8 @@ def summarise_rank(unit: WorkUnit) -> RankSummary:
                               stage_us=m.e2e_us - got, profiler_check=m.profiler_check))
     groups = _groups(side.breakdown.rows, comm_group_facts(profile.comm_groups))
     export = info.metadata.get("export", "")
-    link_rows, transports, notes = links.read(_output_dir(unit.path) if info.device == DeviceKind.NPU else None,
-                                              db=export == "db")
+    # the links its profiler wrote, from the export that was read (text or DB)
+    link_rows, transports, notes = links.read(info.format, unit.path) if info.device == DeviceKind.NPU else ([], [], [])
     if info.device == DeviceKind.GPU:
         transports = links.nccl(profile)
     samples = side.samples
@@ -170,16 +168,3 @@ def _receive_per_step(profile: Profile) -> dict[int, float]:
         if inside.any():
             out[step.step_id] = float(np.sum(dur[inside]))
     return out
-
-
-def _output_dir(path: str) -> Path | None:
-    """The ``ASCEND_PROFILER_OUTPUT`` (or equivalent) directory of an NPU rank's path."""
-    p = Path(path)
-    if p.is_file():
-        return p.parent if p.suffix == ".db" else None
-    if (p / OUTPUT_DIR).is_dir():
-        return p / OUTPUT_DIR
-    if (p / "trace_view.json").is_file() or db_exports(p):
-        return p
-    inner = sorted(d for d in p.iterdir() if d.is_dir() and d.name.endswith(EXPORT_SUFFIXES))
-    return _output_dir(str(inner[0])) if len(inner) == 1 else None
