@@ -60,7 +60,7 @@ def test_compare_help_has_panels_metavars_and_examples(capsys, monkeypatch):
 
 
 def test_history_help_lists_its_own_formats(capsys, monkeypatch):
-    from perfcmp.history import FORMATS
+    from perfcmp.choices import HISTORY_FORMATS as FORMATS
 
     text = " ".join(help_text(capsys, monkeypatch, "history").replace("│", " ").split())
     assert f"of: {', '.join(FORMATS)} (default: console" in text and FORMATS[-1] == "html"

@@ -8,9 +8,16 @@ links by (group, src, dst, transport), where a group is named by its ranks and c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from perfcmp.samples import SampleSet
+
+if TYPE_CHECKING:
+    from perfcmp.result import ComparisonResult, Table
+    from perfcmp.templates import SheetSpec
 
 CLUSTER_VERSION = 1
 
@@ -211,3 +218,29 @@ class ClusterResult(msgspec.Struct, kw_only=True):
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self, order="deterministic"), indent=1) + b"\n"
+
+
+@dataclass(frozen=True)
+class RankDetail:
+    """One rank's detail comparison and the sheets made of it (``DetailRank.sheets`` names them)."""
+
+    info: DetailRank
+    comparison: ComparisonResult
+    sheets: list[tuple[SheetSpec, Table]]
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    """The result of a cluster comparison as its renderers take it (``perfcmp.cluster.run``).
+
+    Attributes:
+        result: every number of the comparison (what the JSON output holds).
+        details: the ranks compared in detail, whose sheets only the workbook shows (none
+            without xlsx among the formats).
+        automatic: (rank, why) of the rank that matters most (``detail.automatic``), which the
+            console suggests comparing as two profiles; None when no rank is in both runs.
+    """
+
+    result: ClusterResult
+    details: tuple[RankDetail, ...] = ()
+    automatic: tuple[int, str] | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from perfcmp.cluster.result import ClusterResult, Finding, Movement
+from perfcmp.cluster.result import ClusterResult, DetailRank, Finding, Movement
 
 WHAT = {"slow rank": ("the slow rank", "computing"), "host-bound rank": ("a host-bound rank", "free time"),
         "waited for": ("the rank the others wait for", "wait"), "slow link": ("a slow link", "bandwidth")}
@@ -155,3 +155,12 @@ def link_bandwidths(result) -> list[tuple[str, list[float], list[float]]]:
         if row["comp_bandwidth"] is not None:
             c.append(float(row["comp_bandwidth"]))
     return [(t, b, c) for t, (b, c) in sorted(by_type.items())]
+
+
+def summary_line(info: DetailRank) -> str:
+    """``rank 5, the new run's slow rank (…): 10 sheets, R5 OverallMetrics … R5 Verdicts``."""
+    if not info.sheets:
+        return f"rank {info.rank}, {info.why}: no sheet has data"
+    shown = info.sheets[0] if len(info.sheets) == 1 else f"{info.sheets[0]} … {info.sheets[-1]}"
+    count = len(info.sheets)
+    return f"rank {info.rank}, {info.why}: {count} sheet{'s' if count != 1 else ''}, {shown}"

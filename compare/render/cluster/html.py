@@ -17,15 +17,25 @@ from __future__ import annotations
 
 import html
 import statistics
+from pathlib import Path
 
-from perfcmp.cluster import detail, wording
+from perfcmp.cluster import wording
 from perfcmp.cluster.diagnose import subject
-from perfcmp.cluster.jsonout import portable
-from perfcmp.cluster.result import ClusterResult, RankMedians
+from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians
+from perfcmp.render.cluster.jsonout import portable
 from perfcmp.render.html import VERDICT_CLASS, _sortable, _td, page
 
 MINUS = "\u2212"
 METRICS = (("E2E", "e2e_us"), ("Computing", "computing_us"), ("Comm.", "uncovered_us"), ("Free", "free_us"))
+
+
+SUFFIX = ".html"
+
+
+def render_file(report: ClusterReport, path: str, top: int = 10, jobs: int | None = None) -> list[str]:
+    """Write ``render(report.result)`` to ``path``; no notes."""
+    Path(path).write_text(render(report.result), encoding="utf-8")
+    return []
 
 
 def render(result: ClusterResult) -> str:
@@ -112,7 +122,7 @@ def _details(result: ClusterResult) -> str:
     if not result.detail_ranks:
         return ("<section id=\"detail\">\n<h2>Detail sheets</h2>\n<p>None in this output set (the workbook gets "
                 "them: <code>--format xlsx</code>).</p>\n</section>")
-    items = "".join(f"<li>{_e(detail.summary_line(d))}</li>" for d in result.detail_ranks)
+    items = "".join(f"<li>{_e(wording.summary_line(d))}</li>" for d in result.detail_ranks)
     return f"<section id=\"detail\">\n<h2>Detail sheets in the workbook</h2>\n<ul>{items}</ul>\n</section>"
 
 
