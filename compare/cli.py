@@ -10,53 +10,71 @@ runs (the read worker is stopped, temporary files are removed) before ``perfcmp:
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 
-import typer
-
-# only light modules here: the analysis (pandas, numpy) is imported by the command that runs
+# only light modules here: typer loads once a command line needs parsing, and the analysis
+# (pandas, numpy) with the command that runs
 from perfcmp.base.errors import PerfcmpError, UsageError
 from perfcmp.base.heap import map_large_blocks_apart
 from perfcmp.base.signals import MESSAGES, Stopped, stop_on_signals
-from perfcmp.budget import under_a_cap
-from perfcmp.commands import compare, golden, history, render
-from perfcmp.commands.common import Group, OneSpelling
+from perfcmp.base.version import __version__
+
+VERSION = ["--version"]
 
 
-def _version(value: bool) -> None:
-    if value:
-        from perfcmp import __version__
+@functools.cache
+def build_app():
+    """The typer app: the ``perfcmp`` group with its ``--version``, and one command per module of
+    ``perfcmp.commands``, in the order ``--help`` lists them."""
+    import typer
 
-        print(f"perfcmp {__version__}")
-        raise typer.Exit()
+    from perfcmp.commands import compare, golden, history, render
+    from perfcmp.commands.common import Group, OneSpelling
+
+    def show_version(value: bool) -> None:
+        if value:
+            print(f"perfcmp {__version__}")
+            raise typer.Exit()
+
+    app = typer.Typer(cls=Group, add_completion=True, pretty_exceptions_enable=False, no_args_is_help=True,
+                      help="Compare two AI-training performance profiles (GPU Kineto traces, Ascend NPU exports).")
+
+    @app.callback()
+    def _group(
+        version: bool = typer.Option(False, "--version", callback=show_version, is_eager=True,
+                                     help="Print perfcmp's version and exit."),
+    ) -> None:
+        """perfcmp: where two training profiles spent time and memory differently, and why."""
+
+    app.command(cls=OneSpelling, epilog=compare.COMPARE_EXAMPLES)(compare.compare)
+    app.command("render", cls=OneSpelling, epilog=render.RENDER_EXAMPLES)(render.render_result)
+    app.add_typer(golden.golden, name="golden")
+    app.command(cls=OneSpelling)(history.history)
+    return app
 
 
-app = typer.Typer(cls=Group, add_completion=True, pretty_exceptions_enable=False, no_args_is_help=True,
-                  help="Compare two AI-training performance profiles (GPU Kineto traces, Ascend NPU exports).")
-
-
-@app.callback()
-def _group(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print perfcmp's version and exit."),
-) -> None:
-    """perfcmp: where two training profiles spent time and memory differently, and why."""
-
-
-app.command(cls=OneSpelling, epilog=compare.COMPARE_EXAMPLES)(compare.compare)
-app.command("render", cls=OneSpelling, epilog=render.RENDER_EXAMPLES)(render.render_result)
-app.add_typer(golden.golden, name="golden")
-app.command(cls=OneSpelling)(history.history)
+def __getattr__(name: str):
+    if name == "app":  # perfcmp.cli.app, for typer's test runner and completion
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
+    if (sys.argv[1:] if argv is None else argv) == VERSION:  # answered before typer loads (start-up time)
+        print(f"perfcmp {__version__}")
+        return 0
     map_large_blocks_apart()
+    import typer
+
+    from perfcmp.budget import under_a_cap
+
     try:
         under_a_cap()
         with stop_on_signals():
-            code = app(args=argv, prog_name="perfcmp", standalone_mode=False)
+            code = build_app()(args=argv, prog_name="perfcmp", standalone_mode=False)
     except Stopped as stop:
         return _stopped(stop.signum)
     except PerfcmpError as exc:

@@ -16,10 +16,15 @@ INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Ga
 
 
 def quiet_flags(params) -> None:
-    """A flag takes no value, so its help shows none (typer's default is ``<bool>``)."""
+    """A flag takes no value, so its help shows none (typer's default is ``<bool>``); and a flag
+    not given is False rather than None (``--help``, ``--install-completion``), which typer takes
+    as it is instead of loading its value converter (pydantic, ~0.1 s of a ``--help``)."""
     for param in params:
-        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
-            param.metavar = ""
+        if isinstance(param, TyperOption) and param.is_flag:
+            if param.metavar is None:
+                param.metavar = ""
+            if param.default is None:
+                param.default = False
 
 
 class OneSpelling(TyperCommand):
