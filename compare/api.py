@@ -1,6 +1,6 @@
 """The Python API: ``perfcmp.load_profile`` and ``perfcmp.compare``, for notebooks and scripts,
-and the one entry of every product the commands call (``compare_options``, ``run``,
-``compare_clusters``, ``history``, ``render``, ``golden_save``, ``golden_check``).
+and the one entry of every product the commands call (``compare_options``,
+``run_compare``, ``compare_clusters``, ``history``, ``render``, ``golden_save``, ``golden_check``).
 
 ::
 
@@ -153,7 +153,7 @@ def compare(base: str | Profile, comparison: str | Profile, *, base_step: int | 
                               gpu_flow_cat=gpu_flow_cat, skip_steps=skip_steps, fail_on=fail_on, policy=policy,
                               require_verdict=require_verdict, top=top, scope=scope, formats=(), jobs=1)
     if isinstance(base, str) and isinstance(comparison, str):
-        return run(options)
+        return run_compare(options)
     from perfcmp.pipeline import compare_profiles  # pandas-heavy: imported when used
 
     loaded = [side if isinstance(side, Profile) else load_profile(side, npu_source=npu_source, gpu_flow_cat=gpu_flow_cat)
@@ -161,7 +161,7 @@ def compare(base: str | Profile, comparison: str | Profile, *, base_step: int | 
     return compare_profiles(loaded[0], loaded[1], options)
 
 
-def run(options: CompareOptions) -> ComparisonResult:
+def run_compare(options: CompareOptions) -> ComparisonResult:
     """A pair comparison under ``options`` (``compare_options``): both profiles read (in two
     processes when ``options.jobs`` allows), compared and judged."""
     from perfcmp.pipeline import run as run_pipeline  # pandas-heavy: imported when used

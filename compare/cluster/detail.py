@@ -6,7 +6,7 @@ of the comparison run with the largest excess), else the rank whose E2E per step
 and every rank asked for with ``--detail-rank N`` (at most ``MAX_ASKED``). Only ranks both runs
 have: a rank's detail comparison needs its two profiles.
 
-**What** (``compare``): ``perfcmp.pipeline.run`` on the rank's two profiles with the user's
+**What** (``compare_chosen``): ``perfcmp.pipeline.run`` on the rank's two profiles with the user's
 detail options — exactly what ``perfcmp compare -d NEW -bp BASE --rank N`` computes. It runs in
 the driver after the ranks' summaries, one rank at a time (each comparison holds one profile per
 process, as ``compare`` does); a few ranks, never thousands.
@@ -106,7 +106,7 @@ def growth(row: RankRow) -> float | None:
     return row.comp.e2e_us / row.base.e2e_us - 1
 
 
-def compare(chosen: list[DetailRank], options: CompareOptions, layout: Layout | None = None) -> list[RankDetail]:
+def compare_chosen(chosen: list[DetailRank], options: CompareOptions, layout: Layout | None = None) -> list[RankDetail]:
     """Each chosen rank compared as two profiles (``pipeline.run``) and made into its sheets.
 
     Args:

@@ -162,6 +162,11 @@ class Finding(msgspec.Struct, kw_only=True):
     excess: float
     others_wait_us: float | None = None  # slow ranks: how much longer the others' exposed communication is per step
 
+    @property
+    def subject(self) -> str:
+        """What the finding is about: ``rank 5``, or the link's name."""
+        return f"rank {self.rank}" if self.rank is not None else self.link
+
 
 class Movement(msgspec.Struct, kw_only=True):
     """How a finding moved between the runs: "new" (comparison only), "resolved" (base only),

@@ -105,7 +105,7 @@ class ClusterOptions:
                                [m.rank for m in self.plan.comp_ranks], self.plan.base_path, self.plan.comp_path)
 
     def rank_options(self) -> CompareOptions:
-        """The options of one rank's detail comparison (its paths filled in by ``detail.compare``)."""
+        """The options of one rank's detail comparison (its paths filled in by ``detail.compare_chosen``)."""
         return CompareOptions(base_path="", comp_path="", categories=self.read.categories,
                               gpu_flow_cat=self.read.gpu_flow_cat, npu_source=self.read.npu_source, formats=("xlsx",),
                               jobs=1 if self.jobs == 1 else None, detail=self.detail, skip_steps=self.skip_steps,
@@ -164,5 +164,5 @@ def details(result: ClusterResult, options: ClusterOptions) -> tuple[ClusterResu
     written; the result then records them (``detail_ranks``), for every renderer to name."""
     if "xlsx" not in options.formats:
         return result, []
-    made = detail.compare(detail.choose(result, options.detail_ranks), options.rank_options())
+    made = detail.compare_chosen(detail.choose(result, options.detail_ranks), options.rank_options())
     return msgspec.structs.replace(result, detail_ranks=[d.info for d in made]), made

@@ -34,7 +34,7 @@ def headline(result: ClusterResult) -> str:
 def sentences(result: ClusterResult) -> list[str]:
     """One sentence per finding subject (a rank; the slow links of one sending rank and
     transport type), new ones first, then resolved, then persisting."""
-    by_key = {(f.run, f.kind, _subject(f)): f for f in result.findings}
+    by_key = {(f.run, f.kind, f.subject): f for f in result.findings}
     out = []
     for group in grouped(result):
         found = [by_key.get(("comparison", m.kind, m.subject)) or by_key.get(("base", m.kind, m.subject))
@@ -123,14 +123,10 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f} %"
 
 
-def _subject(f: Finding) -> str:
-    return f"rank {f.rank}" if f.rank is not None else f.link
-
-
 def finding_text(f: Finding) -> str:
     """``base: rank 5 slow rank, computing +15.0 % (9.81 ms per step vs median 8.53 ms per step)``."""
     _, metric = WHAT[f.kind]
-    return f"{f.run}: {_subject(f)} {f.kind}, {metric} {_pct(f.excess)} ({_pair(f, ' vs median ')})"
+    return f"{f.run}: {f.subject} {f.kind}, {metric} {_pct(f.excess)} ({_pair(f, ' vs median ')})"
 
 
 def ranks_text(ranks: list[int]) -> str:

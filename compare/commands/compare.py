@@ -172,6 +172,6 @@ def compare(
         scope=scope_of(per_step, total), base_runs=tuple(base_run or ()), comparison_runs=tuple(comparison_run or ()),
         **detail)
     check_outputs(options.output, formats)
-    result = api.run(options)
+    result = api.run_compare(options)
     write_outputs(result, formats, options.output, quiet=quiet, top=options.detail.top, jobs=options.jobs)
     return result.verdict.exit_code if result.verdict else 0

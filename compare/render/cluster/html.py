@@ -20,7 +20,6 @@ import statistics
 from pathlib import Path
 
 from perfcmp.cluster import wording
-from perfcmp.cluster.diagnose import subject
 from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians
 from perfcmp.render.cluster.jsonout import portable
 from perfcmp.render.html import VERDICT_CLASS, _sortable, _td, page
@@ -71,11 +70,11 @@ def _findings(result: ClusterResult) -> str:
         link = f.kind == "slow link"
         unit, scale = (" GB/s", 1.0) if link else (" ms", 1000.0)
         wait = f.others_wait_us / 1000 if f.others_wait_us is not None else None
-        cells = [_td(f.run, cls="text"), _td(f.kind, cls="text"), _td(subject(f), cls="name"),
+        cells = [_td(f.run, cls="text"), _td(f.kind, cls="text"), _td(f.subject, cls="name"),
                  *(_td(f"{v / scale:.3f}{unit}" if not link else f"{v:.2f}{unit}", v / scale)
                    for v in (f.value, f.median, f.threshold)),
                  _td(_pct(f.excess), f.excess * 100), _td("–" if wait is None else f"{wait:.3f}", wait),
-                 _td(status.get((f.kind, subject(f)), ""), cls="text")]
+                 _td(status.get((f.kind, f.subject), ""), cls="text")]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
     table = _sortable(header, body) if body else ""
     return (f"<section id=\"findings\">\n<h2>Findings</h2>\n{lines}\n"

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from perfcmp.cluster import wording
-from perfcmp.cluster.diagnose import subject
 from perfcmp.cluster.result import ClusterReport, ClusterResult, RankDetail, RankMedians, RankStep
 from perfcmp.render.ooxml import Style, Workbook, column_letter
 from perfcmp.templates import load_layout
@@ -128,7 +127,7 @@ def _findings(result: ClusterResult):
         rows.append([f.run, f.kind, f.rank, f.link, f.transport, f.value / scale, f.median / scale,
                      f.threshold / scale, "GB/s" if link else "ms per step", f.excess,
                      f.others_wait_us / 1000 if f.others_wait_us is not None else None,
-                     moved.get((f.kind, subject(f)), "")])
+                     moved.get((f.kind, f.subject), "")])
     formats = [TEXT, TEXT, INT, TEXT, TEXT, MS, MS, MS, TEXT, PCT, MS, TEXT]
     return ("SlowRanks", "Slow ranks, host-bound ranks, waited-for ranks and slow links of each run "
             "(rule on ClusterSummary)", headers, formats, rows)
