@@ -1,6 +1,6 @@
 """The Python API: ``perfcmp.load_profile`` and ``perfcmp.compare``, for notebooks and scripts,
 and the one entry of every product the commands call (``compare_options``,
-``run_compare``, ``compare_clusters``, ``history``, ``render``, ``golden_save``, ``golden_check``).
+``run_compare``, ``compare_clusters``, ``history``, ``render``, ``golden_save``, ``golden_check``, ``golden_list``).
 
 ::
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from perfcmp.cluster.result import ClusterReport
     from perfcmp.cluster.run import ClusterOptions
-    from perfcmp.golden import CheckOptions, SaveOptions
+    from perfcmp.golden import Baseline, CheckOptions, SaveOptions
     from perfcmp.history import HistoryOptions
     from perfcmp.results.history import History
 
@@ -206,6 +206,15 @@ def golden_save(options: SaveOptions) -> Path:
 
     first, *runs = options.profiles
     return golden.save(options.name, first, options.compare, options.directory, options.force, tuple(runs))
+
+
+def golden_list(directory: str | None = None) -> tuple[list[Baseline], list[InputError]]:
+    """The readable baselines in ``directory`` (default ``golden/baselines``), sorted by name, and
+    the problem of each file that is none (``perfcmp.golden.listing``): one bad file hides no good one."""
+    from perfcmp import golden
+
+    skipped: list[InputError] = []
+    return golden.listing(directory, skipped), skipped
 
 
 def golden_check(options: CheckOptions) -> ComparisonResult:

@@ -1,5 +1,5 @@
 """``perfcmp golden save | check | list``: reference runs kept as compact, versioned baselines.
-Thin shells over ``perfcmp.api`` (``golden_save``, ``golden_check``) and ``perfcmp.golden.listing``."""
+Thin shells over ``perfcmp.api`` (``golden_save``, ``golden_check``, ``golden_list``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 
-from perfcmp.base.errors import PerfcmpError
 from perfcmp.commands.common import (FORMAT_HELP, GATES, OUTPUT_HELP, OUTPUTS, POLICY_HELP, QUIET_HELP, Group,
                                      OneSpelling, complete_baseline, complete_formats, parse_formats)
 
@@ -76,14 +75,14 @@ def golden_check(
 @golden.command("list", cls=OneSpelling)
 def golden_list(directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP)) -> int:
     """The stored baselines: name, device, steps, E2E, source and software versions."""
-    from perfcmp import golden as baselines
+    from perfcmp import api
+    from perfcmp.golden import device_kind
     from perfcmp.render.terminal import Column, table, wrap
 
-    skipped: list[PerfcmpError] = []
-    found = baselines.listing(directory, skipped)
+    found, skipped = api.golden_list(directory)
     columns = [Column("name", "l"), Column("device", "l"), Column("steps"), Column("E2E ms"),
                Column("source", "l", name=True)]
-    rows = [[b.name, baselines.device_kind(b.summary), str(len(b.samples.steps)), f"{b.summary.e2e_us / 1000:.3f}",
+    rows = [[b.name, device_kind(b.summary), str(len(b.samples.steps)), f"{b.summary.e2e_us / 1000:.3f}",
              b.summary.source] for b in found]
     lines = table(columns, rows, LIST_WIDTH, indent="")
     if found:
