@@ -1,6 +1,6 @@
 """The Python API: ``perfcmp.load_profile`` and ``perfcmp.compare``, for notebooks and scripts,
 and the one entry of every product the commands call (``compare_options``,
-``run_compare``, ``compare_clusters``, ``history``, ``render``, ``golden_save``, ``golden_check``, ``golden_list``).
+``run_compare``, ``compare_clusters``, ``history``, ``read_result``, ``golden_save``, ``golden_check``, ``golden_list``).
 
 ::
 
@@ -184,7 +184,7 @@ def history(options: HistoryOptions) -> History:
     return runs.run(options)
 
 
-def render(result_path: str) -> ComparisonResult:
+def read_result(result_path: str) -> ComparisonResult:
     """A result saved by ``perfcmp compare --format json``, read back for rendering again.
 
     Raises:

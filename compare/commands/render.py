@@ -1,5 +1,5 @@
 """``perfcmp render``: a result saved as JSON rendered again (console, xlsx, md, html), without
-the profiles. A thin shell over ``perfcmp.api.render`` and ``perfcmp.output.write_outputs``."""
+the profiles. A thin shell over ``perfcmp.api.read_result`` and ``perfcmp.output.write_outputs``."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def render_result(
     if top is not None and top < 0:
         raise UsageError("--top must be 0 or more")
     check_outputs(output_path, formats)
-    result = api.render(result_path)
+    result = api.read_result(result_path)
     stored = result.options.get("top")
     shown = top if top is not None else (10 if stored is None else int(stored))
     write_outputs(result, formats, output_path, quiet=quiet, top=shown, console_top=top)
