@@ -147,6 +147,7 @@ def compare(
                   op_name_map=op_name_map, api_map=api_map, top=top)
     checked = api.detail_options(**detail)  # a bad value fails first, whichever comparison the paths ask for
     if plan.cluster:
+        scope = scope_of(per_step, total)
         refused = {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
                    "--fail-on": bool(fail_on), "--policy": policy_file is not None, "--base-run": bool(base_run),
                    "--comparison-run": bool(comparison_run)}
@@ -156,11 +157,8 @@ def compare(
         options = cluster.ClusterOptions(
             plan=plan, read=ReadOptions(categories, gpu_flow_cat, npu_source), jobs=jobs,
             scheduler=scheduler_address(scheduler), skip_steps=skip_steps, formats=formats, output=output_path,
-            top=top, detail=checked, detail_ranks=tuple(detail_rank or ()), scope=scope_of(per_step, total))
-        check_outputs(options.output, formats)
-        report = api.compare_clusters(options)
-        write_outputs(report, formats, options.output, quiet=quiet, top=options.top, console_top=options.top)
-        return NotComparableError.exit_code if require_verdict and cluster.partial(report.result) else 0
+            top=top, detail=checked, detail_ranks=tuple(detail_rank or ()), scope=scope)
+        return compare_clusters(options, quiet, require_verdict)
     if detail_rank:
         raise UsageError("--detail-rank is for cluster runs (two directories of several ranks); a comparison of two "
                          "profiles" + (" (--rank)" if plan.base_path != benchmark_profiling_path else "")
@@ -175,3 +173,16 @@ def compare(
     result = api.run_compare(options)
     write_outputs(result, formats, options.output, quiet=quiet, top=options.detail.top, jobs=options.jobs)
     return result.verdict.exit_code if result.verdict else 0
+
+
+def compare_clusters(options, quiet: bool, require_verdict: bool) -> int:
+    """The cluster comparison of ``options`` (``perfcmp.cluster.run.ClusterOptions``) written out;
+    exit 3 under ``require_verdict`` when some ranks could not be read (a partial comparison)."""
+    from perfcmp import api
+    from perfcmp.cluster.run import partial
+    from perfcmp.output import check_outputs, write_outputs
+
+    check_outputs(options.output, options.formats)
+    report = api.compare_clusters(options)
+    write_outputs(report, options.formats, options.output, quiet=quiet, top=options.top, console_top=options.top)
+    return NotComparableError.exit_code if require_verdict and partial(report.result) else 0
