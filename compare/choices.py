@@ -6,3 +6,4 @@ DEFAULT_FORMATS = ("console", "xlsx")
 HISTORY_FORMATS = tuple(f for f in FORMATS if f != "trace")  # history writes every format compare does; a trace is of one pair
 
 DIMENSIONS = ("profiling", "operator", "memory", "communication", "api", "kernel")
+STDOUT = "-"  # ``-o -``: the one text output goes to stdout

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -53,6 +54,35 @@ class Baseline(msgspec.Struct, kw_only=True):
     samples: SampleSet
     warnings: list[WarningRecord] = []
     runs: list[SampleSet] | msgspec.UnsetType = msgspec.UNSET  # further runs' samples (several runs)
+
+
+@dataclass(frozen=True)
+class SaveOptions:
+    """Options of ``perfcmp golden save``: store ``profiles[0]`` as baseline ``name`` (further
+    profiles: further runs of the same code, kept as samples), read under ``compare``'s options."""
+
+    name: str
+    profiles: tuple[str, ...]
+    compare: CompareOptions
+    directory: str | None = None  # default DEFAULT_DIR
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Options of ``perfcmp golden check``: ``profiles[0]`` (further profiles: further runs of
+    the new code) against baseline ``name``, under ``compare``'s options and gates."""
+
+    name: str
+    profiles: tuple[str, ...]
+    compare: CompareOptions
+    directory: str | None = None
+
+
+def run(options: CheckOptions) -> ComparisonResult:
+    """``golden check``: the new profile(s) against the stored baseline (``check``)."""
+    first, *runs = options.profiles
+    return check(options.name, first, options.compare, options.directory, tuple(runs))
 
 
 def baseline_path(name: str, directory: str | None) -> Path:

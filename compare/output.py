@@ -1,4 +1,5 @@
-"""Where the output files go, and publishing them all or none.
+"""Where the output files go, and publishing them all or none: ``write_outputs`` renders any
+product's result (``perfcmp.render``: by result type and format) and publishes the set.
 
 A run's files (xlsx, json, md) are one set. Each is written whole under a temporary name in
 the destination directory (``.perfcmp-*<suffix>.tmp``); then the set is moved into place
@@ -35,10 +36,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from perfcmp.base.errors import PerfcmpError, UsageError
+from perfcmp.choices import STDOUT
 from perfcmp.base.signals import check, held
 
 PREFIX = "performance_comparison_result_"
-STDOUT = "-"  # ``-o -``
 NAME_MAX = 255  # bytes per path component on the usual Linux / macOS file systems
 Writer = tuple[str, Callable[[str], object]]  # (suffix such as ".json", write(path))
 
@@ -172,6 +173,86 @@ def publish(output: str | None, writers: Sequence[Writer], prefix: str = PREFIX,
             _remove(temps)
             if not published:
                 _remove_directories(created)
+
+
+def check_outputs(output: str | None, formats: Sequence[str]) -> None:
+    """Fail early on an unusable ``-o`` or one the formats cannot share (before reading any profile).
+
+    Args:
+        output: the ``-o`` value (None: the current directory; ``-``: stdout).
+        formats: the outputs asked for (``console`` and file formats).
+    """
+    from perfcmp.render import CONSOLE, suffix
+
+    check_destination(output, tuple(suffix(f) for f in formats if f != CONSOLE))
+    if output == STDOUT and CONSOLE in formats:
+        files = [f for f in formats if f != CONSOLE]
+        raise UsageError(f"-o - writes the {files[0]} output to stdout, so the console summary cannot go there too; "
+                         f"use --format {files[0]}")
+
+
+def write_files(result: object, formats: Sequence[str], output: str | None, top: int = 10,
+                jobs: int | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+    """Render ``result``'s file outputs among ``formats`` and publish them as one set (``publish``).
+
+    Args:
+        result: a product's result (``perfcmp.render`` lists the types).
+        formats: the outputs asked for; ``console`` and formats the result has no renderer for
+            are left to the caller.
+        output: ``-o`` (checked by ``check_outputs`` already).
+        top: ranked rows in the file summaries.
+        jobs: ``--jobs``; 1 keeps the writing in this process.
+
+    Returns:
+        The final paths (``["-"]`` for stdout), and (path, note) of every renderer's note.
+    """
+    from perfcmp.render import PREFIXES, file_formats, kind_of, renderer
+
+    kind = kind_of(result)
+    notes: list[tuple[str, str]] = []
+
+    def writer(name: str) -> Writer:
+        module = renderer(name, kind)
+        return module.SUFFIX, lambda tmp: notes.extend((module.SUFFIX, note)
+                                                       for note in module.render_file(result, tmp, top, jobs))
+
+    chosen = [writer(name) for name in file_formats(kind) if name in formats]
+    written = publish(output, chosen, prefix=PREFIXES[kind]) if chosen else []
+    return written, [(path, note) for path in written for suffix, note in notes
+                     if path == STDOUT or path.endswith(suffix)]
+
+
+def write_outputs(result: object, formats: Sequence[str], output: str | None, *, quiet: bool = False,
+                  top: int = 10, console_top: int | None = None, jobs: int | None = None) -> list[str]:
+    """Every requested file of ``result`` (``write_files``: together or not at all), then its
+    console summary, then on stderr where the files went and the renderers' notes: last, so that
+    they do not scroll away.
+
+    Args:
+        result: a product's result (``perfcmp.render`` lists the types).
+        formats: the outputs asked for (``console`` and file formats).
+        output: ``-o`` (checked by ``check_outputs`` already).
+        quiet: the console shows only the headline, the verdict (or change points) and the gates.
+        top: ranked rows in the file summaries.
+        console_top: ranked rows on the console (None: the result's own, or the renderer's default).
+        jobs: ``--jobs``; 1 keeps the writing in this process.
+
+    Returns:
+        The final paths.
+    """
+    from perfcmp.render import CONSOLE, kind_of, renderer
+
+    written, notes = write_files(result, formats, output, top, jobs)
+    check()  # a stop Python dropped while the files were written (see signals.check)
+    if CONSOLE in formats:
+        sys.stdout.write(renderer(CONSOLE, kind_of(result)).render_console(result, quiet, console_top))
+    sys.stdout.flush()  # the console first, then stderr's lines below it
+    for path in written:
+        if path != STDOUT:
+            print(f"perfcmp: wrote {path}", file=sys.stderr)
+        for note in (note for where, note in notes if where == path):
+            print(f"perfcmp: warning: {'stdout' if path == STDOUT else path}: {note}", file=sys.stderr)
+    return written
 
 
 def write_atomically(output: str | None, write: Callable[[str], object], now: dt.datetime | None = None,

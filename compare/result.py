@@ -276,8 +276,8 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         """
         import warnings
 
-        from perfcmp.output import STDOUT, check_destination, publish
-        from perfcmp.render import FILE_FORMATS, renderer
+        from perfcmp.output import STDOUT, check_outputs, write_files
+        from perfcmp.render import FILE_FORMATS
 
         chosen = [f.strip() for f in formats.split(",")] if isinstance(formats, str) else list(formats)
         unknown = [f for f in chosen if f not in FILE_FORMATS]
@@ -290,16 +290,9 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             from perfcmp.base.errors import UsageError
 
             raise UsageError("write() writes files; render a text output with perfcmp.render instead of -")
-        order = [name for name in FILE_FORMATS if name in chosen]
-        check_destination(path_or_dir, tuple(f".{name}" for name in order))
-        notes: list[str] = []
-
-        def writer(name: str):
-            module = renderer(name)
-            return module.SUFFIX, lambda tmp: notes.extend(module.render_file(self, tmp, top, 1))
-
-        written = publish(path_or_dir, [writer(name) for name in order])
-        for note in notes:
+        check_outputs(path_or_dir, chosen)
+        written, notes = write_files(self, chosen, path_or_dir, top, jobs=1)
+        for _, note in notes:
             warnings.warn(note, UserWarning, stacklevel=2)
         return written
 

@@ -60,7 +60,7 @@ def test_compare_help_has_panels_metavars_and_examples(capsys, monkeypatch):
 
 
 def test_history_help_lists_its_own_formats(capsys, monkeypatch):
-    from perfcmp.history import FORMATS
+    from perfcmp.choices import HISTORY_FORMATS as FORMATS
 
     text = " ".join(help_text(capsys, monkeypatch, "history").replace("│", " ").split())
     assert f"of: {', '.join(FORMATS)} (default: console" in text and FORMATS[-1] == "html"
@@ -92,14 +92,26 @@ def test_shell_completion_offers_the_shown_spellings(monkeypatch, capsys):
     assert capsys.readouterr().out.split() == ["--profiling_path"]
 
 
-def test_version_and_help_load_no_analysis_code():
-    """``perfcmp --version`` and ``--help`` answer before pandas or numpy are imported (start-up
-    time: the analysis costs ~0.4 s of imports that these never need)."""
+def loaded_after(argv: list[str]) -> list[str]:
+    """The heavy modules loaded by ``perfcmp.cli.main(argv)`` in a fresh interpreter."""
     import subprocess
     import sys
 
-    code = ("import sys\nfrom perfcmp import cli\n"
-            "loaded = sorted(m for m in ('pandas', 'numpy', 'perfcmp.pipeline', 'perfcmp.readers.detect') if m in sys.modules)\n"
-            "print(','.join(loaded))")
+    heavy = ("pandas", "numpy", "perfcmp.pipeline", "perfcmp.readers.detect", "pydantic", "typer")
+    code = ("import contextlib, io, sys\nfrom perfcmp import cli\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    cli.main({argv!r})\n"
+            f"print(','.join(sorted(m for m in {heavy!r} if m in sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    return done.stdout.strip().split(",") if done.stdout.strip() else []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["compare", "--help"], ["history", "--help"], ["golden", "check", "--help"]])
+def test_help_loads_no_analysis_code_nor_value_converter(argv):
+    """``--help`` answers before pandas or numpy are imported (start-up time: the analysis costs
+    ~0.4 s of imports that help never needs), and without typer's pydantic value converter (a
+    flag not given is False, which typer takes as it is)."""
+    assert loaded_after(argv) == ["typer"]
+
+
+def test_version_answers_before_typer_loads():
+    assert loaded_after(["--version"]) == []

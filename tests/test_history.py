@@ -18,8 +18,10 @@ import openpyxl
 import pytest
 
 from perfcmp.cli import main
-from perfcmp.changepoints import MIN_NOISE, median_interval, noise, segment
-from perfcmp.history import HistoryOptions, Point, analyse, detect
+from perfcmp.history.changepoints import MIN_NOISE, median_interval, noise, segment
+from perfcmp.history import HistoryOptions
+from perfcmp.history.engine import analyse, detect
+from perfcmp.results.history import Point
 from perfcmp.policy import load_policy
 from perfcmp.base.errors import UsageError
 from perfcmp.samples import SampleSet

@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from perfcmp import cli, output
+from perfcmp import output
 from perfcmp.cli import main
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
@@ -440,7 +440,8 @@ def test_forty_concurrent_runs_in_one_second_each_get_a_whole_set(tmp_path, demo
 
     def work(i: int) -> None:
         sys.stderr = open(logs / f"{i}.txt", "w")
-        cli.write_outputs(msgspec.structs.replace(demo_result, details={}, tool_version=f"run-{i}"), options)
+        output.write_outputs(msgspec.structs.replace(demo_result, details={}, tool_version=f"run-{i}"),
+                             options.formats, options.output, top=options.detail.top, jobs=options.jobs)
         sys.stderr.flush()
 
     assert _forked(40, work) == [0] * 40
@@ -515,7 +516,7 @@ def test_a_100k_character_op_name_is_cut_in_the_workbook_only(tmp_path, capsys, 
     details["ApiCompare"] = Table(columns=api.columns, rows=[[name if j == at else v for j, v in enumerate(row)]
                                                              if i == 0 else row for i, row in enumerate(api.rows)])
     result = msgspec.structs.replace(demo_result, details=details)
-    cli.write_outputs(result, CompareOptions("base", "comp", output=str(tmp_path), formats=("xlsx", "json")))
+    output.write_outputs(result, ("xlsx", "json"), str(tmp_path))
     err = capsys.readouterr().err
     book_path, json_path = written(err)
     note = "1 text cell longer than Excel's limit of 32,767 characters was cut"

@@ -160,3 +160,58 @@ def test_report_gets_the_users_usual_file_mode(result, tmp_path):
     finally:
         os.umask(old)
     assert os.stat(final).st_mode & 0o777 == 0o640
+
+
+def test_every_registered_renderer_follows_the_protocol():
+    """Each (result type, format) of ``perfcmp.render.RENDERERS`` is a module with ``SUFFIX`` and
+    ``render_file`` (files) or ``render_console`` (the console), and the products publish their
+    files in the same order."""
+    import importlib
+
+    from perfcmp.render import CLUSTER, CONSOLE, HISTORY, PAIR, RENDERERS, file_formats, suffix
+
+    for (kind, name), path in RENDERERS.items():
+        module = importlib.import_module(path)
+        if name == CONSOLE:
+            assert callable(module.render_console), path
+        else:
+            assert module.SUFFIX == suffix(name) and callable(module.render_file), path
+    assert file_formats(PAIR) == ("xlsx", "json", "md", "html", "trace")
+    assert file_formats(CLUSTER) == file_formats(HISTORY) == ("xlsx", "json", "md", "html")
+    assert suffix("trace") == ".trace.json" and suffix("md") == ".md"
+
+
+def test_history_renderers_read_the_result_only():
+    """The history's renderers load none of its engine (``perfcmp.history``): they read the
+    ``perfcmp.results.history`` records."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom perfcmp.render import HISTORY, RENDERERS\nimport importlib\n"
+            "[importlib.import_module(p) for (k, f), p in RENDERERS.items() if k == HISTORY]\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('perfcmp.history', 'perfcmp.pipeline'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_write_outputs_publishes_a_history_as_one_set(tmp_path, capsys):
+    """``output.write_outputs`` takes any product's result: a history's files share one
+    ``performance_history_`` stem, then the console, then where the files went."""
+    import json
+
+    from perfcmp.output import write_outputs
+    from perfcmp.results.history import History, Point, Run, Series
+
+    runs = [Run(index=i, name=f"run{i}", source=f"run{i}.json", kind="profile", device="GPU", steps=4, skipped=1)
+            for i in (1, 2, 3)]
+    e2e = Series(key="overall:e2e", unit="us", points=[Point(median=m, n=3) for m in (1000.0, 1000.0, 1500.0)])
+    history = History(tool_version="x", method="m", penalty_factor=3.0, order="given", order_reason="in the order given",
+                      runs=runs, series=[e2e])
+    written = write_outputs(history, ("console", "json", "md"), str(tmp_path))
+    out, err = capsys.readouterr()
+    assert [p.rsplit(".", 1)[1] for p in written] == ["json", "md"]
+    assert len({p.rsplit(".", 1)[0] for p in written}) == 1 and "/performance_history_" in written[0]
+    assert out.startswith("perfcmp history: 3 runs, 1 keys\n")
+    assert err.splitlines() == [f"perfcmp: wrote {p}" for p in written]
+    saved = json.loads(open(written[0], encoding="utf-8").read())
+    assert [p["median"] for p in saved["series"][0]["points"]] == [1000.0, 1000.0, 1500.0]

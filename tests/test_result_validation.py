@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from perfcmp.cli import main
-from perfcmp.history import HistoryOptions, analyse
+from perfcmp.history import HistoryOptions
+from perfcmp.history.engine import analyse
 from perfcmp.base.errors import InputError, NotComparableError, UsageError
 from perfcmp.samples import SampleSet
 

@@ -10,9 +10,9 @@ profiles compares the two runs rank by rank. The modules, one role each:
 ``analyse``    the summaries of both runs put together: ranks paired, rank × step table, verdicts
 ``diagnose``   the robust outlier rules: slow ranks, waited-for ranks, slow links
 ``detail``     the ranks that matter compared as two profiles, for the workbook's per-rank sheets
-``result``     the ``ClusterResult`` model every renderer reads
-``console`` / ``jsonout`` / ``markdown`` / ``xlsx``   the renderers (formatting only)
-``wording``    the sentences the renderers share
+``run``        the options, and ``run(options) -> ClusterReport``
+``result``     the ``ClusterResult`` model and the ``ClusterReport`` every renderer reads
+``wording``    the sentences the renderers share (``perfcmp.render.cluster``: formatting only)
 
 Kept light: nothing here is imported by ``perfcmp`` itself until a cluster is compared.
 """

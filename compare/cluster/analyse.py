@@ -222,7 +222,7 @@ def _subject_values(findings: list[Finding], mb: dict, mc: dict, lb: dict, lc: d
             else:
                 vb = getattr(mb[f.rank], name) if mb.get(f.rank) else None
                 vc = getattr(mc[f.rank], name) if mc.get(f.rank) else None
-            out[(f.kind, diagnose.subject(f))] = (vb, vc)
+            out[(f.kind, f.subject)] = (vb, vc)
         else:
             key = next((k for k in (set(lb) | set(lc)) if diagnose.link_name(k) == f.link), None)
             out[(f.kind, f.link)] = (lb[key].bandwidth if key in lb else None, lc[key].bandwidth if key in lc else None)

@@ -6,7 +6,7 @@ of the comparison run with the largest excess), else the rank whose E2E per step
 and every rank asked for with ``--detail-rank N`` (at most ``MAX_ASKED``). Only ranks both runs
 have: a rank's detail comparison needs its two profiles.
 
-**What** (``compare``): ``perfcmp.pipeline.run`` on the rank's two profiles with the user's
+**What** (``compare_chosen``): ``perfcmp.pipeline.run`` on the rank's two profiles with the user's
 detail options — exactly what ``perfcmp compare -d NEW -bp BASE --rank N`` computes. It runs in
 the driver after the ranks' summaries, one rank at a time (each comparison holds one profile per
 process, as ``compare`` does); a few ranks, never thousands.
@@ -15,25 +15,24 @@ process, as ``compare`` does); a few ranks, never thousands.
 sheets.toml``, rows from ``perfcmp.render.sheet_rows``), named ``R{rank} {sheet}``
 (``sheet_name``: Excel allows 31 characters). They are prepared and written by the workbook
 renderer's own steps (``perfcmp.render.xlsx``: row limit, notes on the rank's Warnings sheet,
-empty optional columns dropped, then its sheet writer), so a rank's sheets read exactly like
-``compare --rank N``'s workbook; this module only renames them and hands them a shared workbook.
+empty optional columns dropped), so a rank's sheets read exactly like ``compare --rank N``'s
+workbook; this module only renames them. The cluster workbook (``perfcmp.render.cluster.xlsx``)
+writes them with the workbook renderer's own sheet writer.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
 
-from perfcmp.cluster.result import ClusterResult, DetailRank, RankRow
+from perfcmp.cluster.result import ClusterResult, DetailRank, RankDetail, RankRow
 from perfcmp.cluster.wording import ranks_text
 from perfcmp.base.errors import UsageError
 
 if TYPE_CHECKING:
     from perfcmp.options import CompareOptions
-    from perfcmp.render.ooxml import Workbook
     from perfcmp.result import ComparisonResult, Table
     from perfcmp.templates import Layout, SheetSpec
 
@@ -41,15 +40,6 @@ MAX_ASKED = 4  # --detail-rank values; each rank adds about ten sheets
 SHEET_NAME_LIMIT = 31  # characters in an Excel sheet name
 SHORTER = (("Compare", "Cmp"), ("Statistic", "Stat"))  # for a name over the limit (rank ids of 5+ digits)
 ASKED = "asked (--detail-rank)"
-
-
-@dataclass(frozen=True)
-class RankDetail:
-    """One rank's detail comparison and the sheets made of it (``DetailRank.sheets`` names them)."""
-
-    info: DetailRank
-    comparison: ComparisonResult
-    sheets: list[tuple[SheetSpec, Table]]
 
 
 def check_asked(asked: tuple[int, ...], base_ranks: list[int], comp_ranks: list[int], base_path: str | None = None,
@@ -116,7 +106,7 @@ def growth(row: RankRow) -> float | None:
     return row.comp.e2e_us / row.base.e2e_us - 1
 
 
-def compare(chosen: list[DetailRank], options: CompareOptions, layout: Layout | None = None) -> list[RankDetail]:
+def compare_chosen(chosen: list[DetailRank], options: CompareOptions, layout: Layout | None = None) -> list[RankDetail]:
     """Each chosen rank compared as two profiles (``pipeline.run``) and made into its sheets.
 
     Args:
@@ -155,25 +145,6 @@ def sheets(rank: int, comparison: ComparisonResult, layout: Layout) -> list[tupl
              table) for spec, table in made]
 
 
-def write_sheets(book: Workbook, detail: RankDetail, layout: Layout) -> None:
-    """``detail``'s sheets into ``book`` (planned there under their ``R{rank}`` names), by the
-    workbook renderer's own sheet writer: banners, formats, fills, widths and row heights as in
-    ``compare``'s workbook."""
-    from perfcmp.render import xlsx
-
-    for spec, table in detail.sheets:
-        xlsx._write_sheet(book, spec, table, detail.comparison, layout)
-
-
-def filters(detail: RankDetail) -> dict[str, str]:
-    """The autofilter range of each of ``detail``'s sheets (its header row and data)."""
-    from perfcmp.render.ooxml import column_letter
-    from perfcmp.render.xlsx import HEAD_ROWS
-
-    return {spec.name: f"A{HEAD_ROWS}:{column_letter(len(spec.columns) - 1)}{HEAD_ROWS + len(table.rows)}"
-            for spec, table in detail.sheets}
-
-
 def sheet_name(rank: int, name: str) -> str:
     """``R5 OperatorCompareStatistic``; over Excel's 31 characters (rank ids of 5 digits and
     more), the name's words are shortened (``R12345 OperatorCmpStat``), then cut."""
@@ -183,13 +154,3 @@ def sheet_name(rank: int, name: str) -> str:
             break
         full = full.replace(long, short)
     return full[:SHEET_NAME_LIMIT]
-
-
-def summary_line(info: DetailRank) -> str:
-    """``rank 5, the new run's slow rank (…): 10 sheets, R5 OverallMetrics … R5 Verdicts``."""
-    if not info.sheets:
-        return f"rank {info.rank}, {info.why}: no sheet has data"
-    shown = info.sheets[0] if len(info.sheets) == 1 else f"{info.sheets[0]} … {info.sheets[-1]}"
-    count = len(info.sheets)
-    return f"rank {info.rank}, {info.why}: {count} sheet{'s' if count != 1 else ''}, {shown}"
-

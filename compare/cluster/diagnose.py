@@ -132,7 +132,7 @@ def movements(findings: list[Finding], values: dict[tuple[str, str], tuple[float
     value in the base and the comparison (for its own change)."""
     seen: dict[tuple[str, str], dict[str, Finding]] = {}
     for f in findings:
-        seen.setdefault((f.kind, subject(f)), {})[f.run] = f
+        seen.setdefault((f.kind, f.subject), {})[f.run] = f
     out = []
     for (kind, name), runs in sorted(seen.items(), key=lambda kv: (KINDS.index(kv[0][0]), _order(kv[0][1]))):
         b, c = runs.get("base"), runs.get("comparison")
@@ -142,10 +142,6 @@ def movements(findings: list[Finding], values: dict[tuple[str, str], tuple[float
         out.append(Movement(kind=kind, subject=name, status=status, base_excess=b.excess if b else None,
                             comp_excess=c.excess if c else None, own_change=own))
     return out
-
-
-def subject(f: Finding) -> str:
-    return f"rank {f.rank}" if f.rank is not None else f.link
 
 
 def _order(name: str) -> tuple[int, str]:

@@ -8,9 +8,16 @@ links by (group, src, dst, transport), where a group is named by its ranks and c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from perfcmp.samples import SampleSet
+
+if TYPE_CHECKING:
+    from perfcmp.result import ComparisonResult, Table
+    from perfcmp.templates import SheetSpec
 
 CLUSTER_VERSION = 1
 
@@ -155,6 +162,11 @@ class Finding(msgspec.Struct, kw_only=True):
     excess: float
     others_wait_us: float | None = None  # slow ranks: how much longer the others' exposed communication is per step
 
+    @property
+    def subject(self) -> str:
+        """What the finding is about: ``rank 5``, or the link's name."""
+        return f"rank {self.rank}" if self.rank is not None else self.link
+
 
 class Movement(msgspec.Struct, kw_only=True):
     """How a finding moved between the runs: "new" (comparison only), "resolved" (base only),
@@ -211,3 +223,29 @@ class ClusterResult(msgspec.Struct, kw_only=True):
 
     def to_json(self) -> bytes:
         return msgspec.json.format(msgspec.json.encode(self, order="deterministic"), indent=1) + b"\n"
+
+
+@dataclass(frozen=True)
+class RankDetail:
+    """One rank's detail comparison and the sheets made of it (``DetailRank.sheets`` names them)."""
+
+    info: DetailRank
+    comparison: ComparisonResult
+    sheets: list[tuple[SheetSpec, Table]]
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    """The result of a cluster comparison as its renderers take it (``perfcmp.cluster.run``).
+
+    Attributes:
+        result: every number of the comparison (what the JSON output holds).
+        details: the ranks compared in detail, whose sheets only the workbook shows (none
+            without xlsx among the formats).
+        automatic: (rank, why) of the rank that matters most (``detail.automatic``), which the
+            console suggests comparing as two profiles; None when no rank is in both runs.
+    """
+
+    result: ClusterResult
+    details: tuple[RankDetail, ...] = ()
+    automatic: tuple[int, str] | None = None

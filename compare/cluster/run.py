@@ -7,28 +7,25 @@ picked one rank of each), or a cluster comparison (both paths are cluster inputs
 reads every rank of both runs through ``execute`` and puts them together with ``analyse``; a
 rank that cannot be read is left out of both runs and the result says the comparison is
 partial (its first warnings; ``--require-verdict`` then exits 3);
-``details`` then compares the ranks that matter as two profiles each (``detail``), for the
-workbook's per-rank sheets.
+then, when a workbook is asked for, the ranks that matter are compared as two profiles each
+(``detail``), for its per-rank sheets. The result is a ``ClusterReport``, which the renderers
+under ``perfcmp.render.cluster`` format.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import msgspec
 
 from perfcmp.cluster import analyse, detail, discover
-from perfcmp.cluster.detail import RankDetail
 from perfcmp.cluster.discover import RankInput
 from perfcmp.cluster.execute import run_units
-from perfcmp.cluster.result import ClusterResult
+from perfcmp.cluster.result import ClusterReport, ClusterResult, RankDetail
 from perfcmp.cluster.summary import RankFailure, ReadOptions, WorkUnit
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.base.errors import InputError, UsageError
 
-PREFIX = "performance_cluster_result_"
 FORMATS = ("console", "xlsx", "json", "md", "html")
 
 
@@ -108,15 +105,23 @@ class ClusterOptions:
                                [m.rank for m in self.plan.comp_ranks], self.plan.base_path, self.plan.comp_path)
 
     def rank_options(self) -> CompareOptions:
-        """The options of one rank's detail comparison (its paths filled in by ``detail.compare``)."""
+        """The options of one rank's detail comparison (its paths filled in by ``detail.compare_chosen``)."""
         return CompareOptions(base_path="", comp_path="", categories=self.read.categories,
                               gpu_flow_cat=self.read.gpu_flow_cat, npu_source=self.read.npu_source, formats=("xlsx",),
                               jobs=1 if self.jobs == 1 else None, detail=self.detail, skip_steps=self.skip_steps,
                               scope=self.scope)
 
 
-def run(options: ClusterOptions) -> ClusterResult:
-    """Read every rank of both runs in workers and compare them. Pure apart from the reading."""
+def run(options: ClusterOptions) -> ClusterReport:
+    """Read every rank of both runs in workers and compare them, then the ranks that matter in
+    detail when a workbook is asked for (``details``). Pure apart from the reading."""
+    result, made = details(compare_ranks(options), options)
+    return ClusterReport(result=result, details=tuple(made), automatic=detail.automatic(result))
+
+
+def compare_ranks(options: ClusterOptions) -> ClusterResult:
+    """Every rank of both runs read in workers and put together (``analyse``); a rank that cannot
+    be read is left out of both runs (module docstring)."""
     plan = options.plan
     units = [WorkUnit(m.rank, m.path, m.rank_from, options.read) for m in (*plan.base_ranks, *plan.comp_ranks)]
     summaries = run_units(units, options.jobs, options.scheduler)
@@ -159,28 +164,5 @@ def details(result: ClusterResult, options: ClusterOptions) -> tuple[ClusterResu
     written; the result then records them (``detail_ranks``), for every renderer to name."""
     if "xlsx" not in options.formats:
         return result, []
-    made = detail.compare(detail.choose(result, options.detail_ranks), options.rank_options())
+    made = detail.compare_chosen(detail.choose(result, options.detail_ranks), options.rank_options())
     return msgspec.structs.replace(result, detail_ranks=[d.info for d in made]), made
-
-
-def write_outputs(result: ClusterResult, options: ClusterOptions, quiet: bool = False,
-                  rank_details: list[RankDetail] = ()) -> None:
-    """Every requested file (one set, published together or not at all), then the console
-    summary, then on stderr where the files went. ``rank_details``: the workbook's per-rank
-    sheets (``details``)."""
-    from perfcmp.cluster import console, html, jsonout, markdown, xlsx
-    from perfcmp.output import STDOUT, publish
-    from perfcmp.render.terminal import terminal_width
-
-    writers = {"xlsx": (".xlsx", lambda tmp: xlsx.write(result, tmp, rank_details)),
-               "json": (".json", lambda tmp: Path(tmp).write_bytes(jsonout.render(result))),
-               "md": (".md", lambda tmp: Path(tmp).write_text(markdown.render(result, options.top), encoding="utf-8")),
-               "html": (".html", lambda tmp: Path(tmp).write_text(html.render(result), encoding="utf-8"))}
-    chosen = [writer for name, writer in writers.items() if name in options.formats]
-    written = publish(options.output, chosen, prefix=PREFIX) if chosen else []
-    if "console" in options.formats:
-        sys.stdout.write(console.render(result, terminal_width(), quiet, options.top))
-    sys.stdout.flush()
-    for path in written:
-        if path != STDOUT:
-            print(f"perfcmp: wrote {path}", file=sys.stderr)

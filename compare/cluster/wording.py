@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from perfcmp.cluster.result import ClusterResult, Finding, Movement
+from perfcmp.cluster.result import ClusterResult, DetailRank, Finding, Movement
 
 WHAT = {"slow rank": ("the slow rank", "computing"), "host-bound rank": ("a host-bound rank", "free time"),
         "waited for": ("the rank the others wait for", "wait"), "slow link": ("a slow link", "bandwidth")}
@@ -34,7 +34,7 @@ def headline(result: ClusterResult) -> str:
 def sentences(result: ClusterResult) -> list[str]:
     """One sentence per finding subject (a rank; the slow links of one sending rank and
     transport type), new ones first, then resolved, then persisting."""
-    by_key = {(f.run, f.kind, _subject(f)): f for f in result.findings}
+    by_key = {(f.run, f.kind, f.subject): f for f in result.findings}
     out = []
     for group in grouped(result):
         found = [by_key.get(("comparison", m.kind, m.subject)) or by_key.get(("base", m.kind, m.subject))
@@ -123,14 +123,10 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f} %"
 
 
-def _subject(f: Finding) -> str:
-    return f"rank {f.rank}" if f.rank is not None else f.link
-
-
 def finding_text(f: Finding) -> str:
     """``base: rank 5 slow rank, computing +15.0 % (9.81 ms per step vs median 8.53 ms per step)``."""
     _, metric = WHAT[f.kind]
-    return f"{f.run}: {_subject(f)} {f.kind}, {metric} {_pct(f.excess)} ({_pair(f, ' vs median ')})"
+    return f"{f.run}: {f.subject} {f.kind}, {metric} {_pct(f.excess)} ({_pair(f, ' vs median ')})"
 
 
 def ranks_text(ranks: list[int]) -> str:
@@ -155,3 +151,12 @@ def link_bandwidths(result) -> list[tuple[str, list[float], list[float]]]:
         if row["comp_bandwidth"] is not None:
             c.append(float(row["comp_bandwidth"]))
     return [(t, b, c) for t, (b, c) in sorted(by_type.items())]
+
+
+def summary_line(info: DetailRank) -> str:
+    """``rank 5, the new run's slow rank (…): 10 sheets, R5 OverallMetrics … R5 Verdicts``."""
+    if not info.sheets:
+        return f"rank {info.rank}, {info.why}: no sheet has data"
+    shown = info.sheets[0] if len(info.sheets) == 1 else f"{info.sheets[0]} … {info.sheets[-1]}"
+    count = len(info.sheets)
+    return f"rank {info.rank}, {info.why}: {count} sheet{'s' if count != 1 else ''}, {shown}"

@@ -49,6 +49,14 @@ class Metric:
     keys: tuple[str, ...] = ()  # the verdict rows that colour its change
 
 
+def render_console(result: ComparisonResult, quiet: bool = False, top: int | None = None) -> str:
+    """The renderer protocol's console entry (``perfcmp.render``): ``render`` for this terminal's
+    width and colour wish."""
+    from perfcmp.render.terminal import colour_wanted, terminal_width
+
+    return render(result, terminal_width(), colour_wanted(), quiet, top)
+
+
 def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = False, quiet: bool = False,
            top: int | None = None) -> str:
     """The console summary, every line at most ``width`` characters (down to ``terminal.MIN_WIDTH``).

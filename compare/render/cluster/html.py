@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import html
 import statistics
+from pathlib import Path
 
-from perfcmp.cluster import detail, wording
-from perfcmp.cluster.diagnose import subject
-from perfcmp.cluster.jsonout import portable
-from perfcmp.cluster.result import ClusterResult, RankMedians
+from perfcmp.cluster import wording
+from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians
+from perfcmp.render.cluster.jsonout import portable
 from perfcmp.render.html import VERDICT_CLASS, _sortable, _td, page
 
 MINUS = "\u2212"
 METRICS = (("E2E", "e2e_us"), ("Computing", "computing_us"), ("Comm.", "uncovered_us"), ("Free", "free_us"))
+
+
+SUFFIX = ".html"
+
+
+def render_file(report: ClusterReport, path: str, top: int = 10, jobs: int | None = None) -> list[str]:
+    """Write ``render(report.result)`` to ``path``; no notes."""
+    Path(path).write_text(render(report.result), encoding="utf-8")
+    return []
 
 
 def render(result: ClusterResult) -> str:
@@ -61,11 +70,11 @@ def _findings(result: ClusterResult) -> str:
         link = f.kind == "slow link"
         unit, scale = (" GB/s", 1.0) if link else (" ms", 1000.0)
         wait = f.others_wait_us / 1000 if f.others_wait_us is not None else None
-        cells = [_td(f.run, cls="text"), _td(f.kind, cls="text"), _td(subject(f), cls="name"),
+        cells = [_td(f.run, cls="text"), _td(f.kind, cls="text"), _td(f.subject, cls="name"),
                  *(_td(f"{v / scale:.3f}{unit}" if not link else f"{v:.2f}{unit}", v / scale)
                    for v in (f.value, f.median, f.threshold)),
                  _td(_pct(f.excess), f.excess * 100), _td("–" if wait is None else f"{wait:.3f}", wait),
-                 _td(status.get((f.kind, subject(f)), ""), cls="text")]
+                 _td(status.get((f.kind, f.subject), ""), cls="text")]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
     table = _sortable(header, body) if body else ""
     return (f"<section id=\"findings\">\n<h2>Findings</h2>\n{lines}\n"
@@ -112,7 +121,7 @@ def _details(result: ClusterResult) -> str:
     if not result.detail_ranks:
         return ("<section id=\"detail\">\n<h2>Detail sheets</h2>\n<p>None in this output set (the workbook gets "
                 "them: <code>--format xlsx</code>).</p>\n</section>")
-    items = "".join(f"<li>{_e(detail.summary_line(d))}</li>" for d in result.detail_ranks)
+    items = "".join(f"<li>{_e(wording.summary_line(d))}</li>" for d in result.detail_ranks)
     return f"<section id=\"detail\">\n<h2>Detail sheets in the workbook</h2>\n<ul>{items}</ul>\n</section>"
 
 

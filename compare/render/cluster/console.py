@@ -11,22 +11,30 @@ from __future__ import annotations
 
 import statistics
 
-from perfcmp.cluster import detail, wording
-from perfcmp.cluster.result import ClusterResult, RankMedians, RankRow
+from perfcmp.cluster import wording
+from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians, RankRow
 from perfcmp.render.terminal import DEFAULT_WIDTH, Column, shorten, table, wrap
 
 MAX_RANK_ROWS = 24
 MAX_WARNINGS = 10
 
 
-def render(result: ClusterResult, width: int = DEFAULT_WIDTH, quiet: bool = False, top: int = 10) -> str:
+def render_console(report: ClusterReport, quiet: bool = False, top: int | None = None) -> str:
+    """The renderer protocol's console entry (``perfcmp.render``): ``render`` for this terminal's width."""
+    from perfcmp.render.terminal import terminal_width
+
+    return render(report, terminal_width(), quiet, 10 if top is None else top)
+
+
+def render(report: ClusterReport, width: int = DEFAULT_WIDTH, quiet: bool = False, top: int = 10) -> str:
     """The console summary, every line at most ``width`` characters; ``quiet``: the headline and
     the findings only."""
+    result = report.result
     blocks = [wrap(wording.headline(result), width) + [line for s in wording.sentences(result)
                                                        for line in wrap(s, width, "  ", "  ")]]
     if not quiet:
         blocks += [rank_lines(result, width), transport_lines(result, width),
-                   wrap(f"Diagnosis rule: {result.rule}.", width), detail_hint(result, width),
+                   wrap(f"Diagnosis rule: {result.rule}.", width), detail_hint(report, width),
                    _listed("notes", result.notes, width), _listed("warnings", result.warnings, width)]
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
 
@@ -69,15 +77,16 @@ def transport_lines(result: ClusterResult, width: int) -> list[str]:
         [Column("Transport", align="l", name=True), Column("Links"), Column("Base"), Column("New")], cells, width)
 
 
-def detail_hint(result: ClusterResult, width: int) -> list[str]:
+def detail_hint(report: ClusterReport, width: int) -> list[str]:
     """The ranks whose detail sheets the workbook holds, and the command comparing the slow
-    (else the most grown) rank as two profiles (``detail.automatic`` chooses it)."""
+    (else the most grown) rank as two profiles (``ClusterReport.automatic``)."""
+    result = report.result
     lines = []
     if result.detail_ranks:
         lines = [f"Detail sheets in the workbook ({len(result.detail_ranks)} rank"
                  f"{'s' if len(result.detail_ranks) != 1 else ''}):"]
-        lines += [line for d in result.detail_ranks for line in wrap(detail.summary_line(d), width, "  ", "  ")]
-    auto = detail.automatic(result)
+        lines += [line for d in result.detail_ranks for line in wrap(wording.summary_line(d), width, "  ", "  ")]
+    auto = report.automatic
     if auto is None:
         return lines
     what = ("As two profiles (steps, gates, HTML)" if result.detail_ranks else

@@ -11,14 +11,24 @@ warnings.
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
-from perfcmp.cluster import detail, wording
-from perfcmp.cluster.jsonout import portable
-from perfcmp.cluster.result import ClusterResult, RankMedians
+from perfcmp.cluster import wording
+from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians
+from perfcmp.render.cluster.jsonout import portable
 from perfcmp.render.markdown import escape
 
 MAX_WARNINGS = 10
 METRICS = (("E2E", "e2e_us"), ("Computing", "computing_us"), ("Uncovered comm.", "uncovered_us"), ("Free", "free_us"))
+
+
+SUFFIX = ".md"
+
+
+def render_file(report: ClusterReport, path: str, top: int = 10, jobs: int | None = None) -> list[str]:
+    """Write ``render(report.result, top)`` to ``path``; no notes."""
+    Path(path).write_text(render(report.result, top), encoding="utf-8")
+    return []
 
 
 def render(result: ClusterResult, top: int = 10) -> str:
@@ -37,7 +47,7 @@ def render(result: ClusterResult, top: int = 10) -> str:
     blocks.append(f"Diagnosis rule: {escape(result.rule)}.")
     if result.detail_ranks:
         blocks.append("### Detail sheets in the workbook\n\n" + "\n".join(
-            f"- {escape(detail.summary_line(d))}" for d in result.detail_ranks))
+            f"- {escape(wording.summary_line(d))}" for d in result.detail_ranks))
     for title, items in (("Notes", result.notes), ("Warnings", result.warnings)):
         if items:
             shown = [f"- {escape(i)}" for i in items[:MAX_WARNINGS]]

@@ -24,13 +24,15 @@ The workbook's font is the one ``report_templates/sheets.toml`` names, as in ``c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from perfcmp.cluster import detail, wording
-from perfcmp.cluster.detail import RankDetail
-from perfcmp.cluster.diagnose import subject
-from perfcmp.cluster.result import ClusterResult, RankMedians, RankStep
+from perfcmp.cluster import wording
+from perfcmp.cluster.result import ClusterReport, ClusterResult, RankDetail, RankMedians, RankStep
 from perfcmp.render.ooxml import Style, Workbook, column_letter
 from perfcmp.templates import load_layout
+
+if TYPE_CHECKING:
+    from perfcmp.templates import Layout
 
 HEAD_FILL, WORSE_FILL, BETTER_FILL = "#DDEBF7", "#FFC7CE", "#C6EFCE"
 TEXT, INT, MS, PCT, GBS, MB = "General", "0", "0.000", "0.0%", "0.00", "0.00"
@@ -40,6 +42,15 @@ METRICS = (("E2E", "e2e_us"), ("Computing", "computing_us"), ("Uncovered", "unco
            ("Transmit", "transmit_us"), ("Free", "free_us"), ("Receive", "receive_us"), ("Stage", "stage_us"))
 
 
+SUFFIX = ".xlsx"
+
+
+def render_file(report: ClusterReport, path: str, top: int = 10, jobs: int | None = None) -> list[str]:
+    """Write the workbook of ``report`` (its detailed ranks' sheets included) to ``path``; no notes."""
+    write(report.result, path, report.details)
+    return []
+
+
 def write(result: ClusterResult, path: str, rank_details: Sequence[RankDetail] = ()) -> None:
     """The workbook at ``path``: the cluster's sheets, then each detailed rank's."""
     sheets = [_summary(result), _findings(result), _ranks(result), _steps(result), _groups(result), _links(result),
@@ -47,7 +58,7 @@ def write(result: ClusterResult, path: str, rank_details: Sequence[RankDetail] =
     filters = {name: f"A3:{column_letter(len(headers) - 1)}{3 + len(rows)}"
                for name, _, headers, _, rows in sheets if rows}
     for d in rank_details:
-        filters.update(detail.filters(d))
+        filters.update(detail_filters(d))
     layout = load_layout()
     names = [s[0] for s in sheets] + [spec.name for d in rank_details for spec, _ in d.sheets]
     book = Workbook(path, names, layout.style["font_name"], layout.style["font_size"], filters=filters)
@@ -71,8 +82,26 @@ def write(result: ClusterResult, path: str, rank_details: Sequence[RankDetail] =
                            [[styles[formats[i]]] * len(rows) for i in range(len(headers))], heights)
         sheet.close()
     for d in rank_details:
-        detail.write_sheets(book, d, layout)
+        write_detail_sheets(book, d, layout)
     book.close()
+
+
+def write_detail_sheets(book: Workbook, detail: RankDetail, layout: Layout) -> None:
+    """``detail``'s sheets into ``book`` (planned there under their ``R{rank}`` names), by the
+    workbook renderer's own sheet writer: banners, formats, fills, widths and row heights as in
+    ``compare``'s workbook."""
+    from perfcmp.render import xlsx
+
+    for spec, table in detail.sheets:
+        xlsx._write_sheet(book, spec, table, detail.comparison, layout)
+
+
+def detail_filters(detail: RankDetail) -> dict[str, str]:
+    """The autofilter range of each of ``detail``'s sheets (its header row and data)."""
+    from perfcmp.render.xlsx import HEAD_ROWS
+
+    return {spec.name: f"A{HEAD_ROWS}:{column_letter(len(spec.columns) - 1)}{HEAD_ROWS + len(table.rows)}"
+            for spec, table in detail.sheets}
 
 
 def _summary(result: ClusterResult):
@@ -82,7 +111,7 @@ def _summary(result: ClusterResult):
              ["comparison", f"{result.comparison.source} ({result.comparison.device}; "
                             f"ranks {wording.ranks_text(result.comparison.ranks)})"],
              ["rule", result.rule]]
-    rows += [["detail sheets", detail.summary_line(d)] for d in result.detail_ranks]
+    rows += [["detail sheets", wording.summary_line(d)] for d in result.detail_ranks]
     rows += [["note", n] for n in result.notes]
     return ("ClusterSummary", "Cluster comparison: what changed between the runs", ["Topic", "Text"], [TEXT, WRAP], rows)
 
@@ -98,7 +127,7 @@ def _findings(result: ClusterResult):
         rows.append([f.run, f.kind, f.rank, f.link, f.transport, f.value / scale, f.median / scale,
                      f.threshold / scale, "GB/s" if link else "ms per step", f.excess,
                      f.others_wait_us / 1000 if f.others_wait_us is not None else None,
-                     moved.get((f.kind, subject(f)), "")])
+                     moved.get((f.kind, f.subject), "")])
     formats = [TEXT, TEXT, INT, TEXT, TEXT, MS, MS, MS, TEXT, PCT, MS, TEXT]
     return ("SlowRanks", "Slow ranks, host-bound ranks, waited-for ranks and slow links of each run "
             "(rule on ClusterSummary)", headers, formats, rows)

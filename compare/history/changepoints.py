@@ -1,7 +1,7 @@
 """The arithmetic of ``perfcmp history``: a bootstrap interval of a median, a robust noise
 estimate of a series, and an exact least-squares segmentation with a penalty per change
 (optimal partitioning, O(n²) over the n runs of a history, which are tens to hundreds).
-``perfcmp.history`` says how they are used and why.
+``perfcmp.history`` (the package docstring) says how they are used and why.
 """
 
 from __future__ import annotations

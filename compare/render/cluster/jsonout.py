@@ -7,13 +7,25 @@ Identical inputs give byte-identical documents, whichever executor read the rank
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 
-from perfcmp.cluster.result import ClusterResult
+from perfcmp.cluster.result import ClusterReport, ClusterResult
 from perfcmp.render.jsonout import portable_path
 
 
+SUFFIX = ".json"
+
+
+def render_file(report: ClusterReport, path: str, top: int = 10, jobs: int | None = None) -> list[str]:
+    """Write ``render(report.result)`` to ``path``; no notes."""
+    Path(path).write_bytes(render(report.result))
+    return []
+
+
 def render(result: ClusterResult) -> bytes:
+    """The cluster result as a deterministic, portable JSON document."""
     return portable(result).to_json()
 
 

@@ -1,0 +1,119 @@
+"""What the commands share: the option-help classes (one spelling shown per option), value
+completion, the help texts and panels, and turning ``--format`` / ``--per-step`` values into
+options. Light on purpose: ``perfcmp --help`` imports it, and nothing of the analysis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from perfcmp.base.errors import UsageError
+from perfcmp.choices import FORMATS, HISTORY_FORMATS
+
+INPUTS, OUTPUTS, DIMENSION_PANEL, GATES = "Inputs", "Outputs", "Dimensions", "Gates & verdict"
+
+
+def quiet_flags(params) -> None:
+    """A flag takes no value, so its help shows none (typer's default is ``<bool>``); and a flag
+    not given is False rather than None (``--help``, ``--install-completion``), which typer takes
+    as it is instead of loading its value converter (pydantic, ~0.1 s of a ``--help``)."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag:
+            if param.metavar is None:
+                param.metavar = ""
+            if param.default is None:
+                param.default = False
+
+
+class OneSpelling(TyperCommand):
+    """A command whose ``--help`` names each option once: its short name and its first long
+    name. The other long names (the peer's ``--profiling_path`` next to ``--profiling-path``)
+    are hidden there, and in shell completion, but still parse."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases: dict[str, list[str]] = {}
+        for param in self.params:
+            long = [o for o in param.opts if o.startswith("--")] if isinstance(param, TyperOption) else []
+            if len(long) > 1:
+                self.aliases[param.name] = long[1:]
+                param.opts = [o for o in param.opts if o not in long[1:]]
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        quiet_flags(params)
+        return params
+
+    def make_parser(self, ctx):
+        params = [p for p in self.get_params(ctx) if p.name in self.aliases]
+        shown = [p.opts for p in params]
+        for p in params:  # the parser learns every spelling; help and completion see only the shown ones
+            p.opts = p.opts + self.aliases[p.name]
+        try:
+            return super().make_parser(ctx)
+        finally:
+            for p, opts in zip(params, shown):
+                p.opts = opts
+
+
+class Group(TyperGroup):
+    """The command groups: flags (``--version``, ``--install-completion``) show no value either."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        quiet_flags(params)
+        return params
+
+
+# --- shell completion of option values (perfcmp --install-completion) -----------------------------
+
+
+def complete_formats(ctx: typer.Context, incomplete: str) -> list[str]:
+    """``--format json,m<TAB>`` -> ``json,md``: the formats of this command not given yet."""
+    allowed = HISTORY_FORMATS if ctx.info_name == "history" else FORMATS
+    done, _, last = incomplete.rpartition(",")
+    given = set(done.split(",")) if done else set()
+    return [f"{done}," * bool(done) + f for f in allowed if f.startswith(last) and f not in given]
+
+
+def complete_npu_source(incomplete: str) -> list[str]:
+    return [source for source in ("text", "db") if source.startswith(incomplete)]
+
+
+def complete_baseline(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The baselines stored in ``--dir`` (or the default store) whose names start so."""
+    from perfcmp.golden import DEFAULT_DIR, NAME
+
+    root = Path(ctx.params.get("directory") or DEFAULT_DIR)
+    try:
+        names = sorted(p.stem for p in root.glob("*.json") if NAME.fullmatch(p.stem))
+    except OSError:  # an unreadable store completes nothing rather than printing a traceback into the shell
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+OUTPUT_HELP = "A directory (made when missing; default: the current one), or NAME.xlsx, which names every file " \
+    "(NAME.json, NAME.md); - sends the one --format json, md or html to stdout."
+FORMAT_HELP = f"Outputs, comma-separated, of: {', '.join(FORMATS)}."
+TOP_HELP = "Rows per dimension in the console's top regressions and improvements."
+QUIET_HELP = "Console: only the headline, the verdict and the gates."
+POLICY_HELP = "A TOML policy file: fail_on gates, require_verdict, thresholds."
+
+
+def scope_of(per_step: bool, total: bool) -> str:
+    if per_step and total:
+        raise UsageError("--per-step and --total exclude each other; give one (or neither: per step when the step "
+                         "counts differ)")
+    return "per step" if per_step else "total" if total else "auto"
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    """``--format console, xlsx`` -> ("console", "xlsx"); checked by CompareOptions. A list
+    naming no format at all (``--format ''``) is a usage error: a run that writes nothing."""
+    formats = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not formats:
+        raise UsageError(f"--format {text!r} names no output format; expected a comma-separated list such as "
+                         "console,xlsx (the formats are listed by --help)")
+    return formats

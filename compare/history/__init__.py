@@ -1,0 +1,100 @@
+"""History across runs: in which run of a series did a regression (or an improvement) enter?
+
+``run(options) -> History`` reads a series of runs — profiles or golden baselines, each reduced
+to its per-step samples (``perfcmp.samples.SampleSet``) — and gives, for each key, the series of
+per-run medians with their intervals and the runs where the level changed. The modules, one role
+each:
+
+``options``       ``HistoryOptions``, what the user asked for
+``inputs``        which paths are runs, and reading each into its samples
+``engine``        the analysis (pure): kept steps, keys, medians, change points
+``changepoints``  the arithmetic: bootstrap intervals, robust noise, optimal partitioning
+``gates``         the ``--fail-on`` gates and the exit code
+
+The result, ``perfcmp.results.history.History``, is formatted by ``perfcmp.render.history``.
+
+Runs and their order
+    Each PATH is a profile (anything ``perfcmp compare`` reads) or a baseline JSON written by
+    ``perfcmp golden save``; one directory stands for its entries (hidden files, perfcmp's own
+    outputs and notes such as ``*.md``/``*.txt``/``*.xlsx`` are skipped with a warning). At
+    least ``MIN_RUNS`` runs. Order ``auto``: by recording time when every run's provenance has
+    one (``RECORDED_AT``; no reader fills it yet, so today this is always the next rule), else
+    by name in natural order (``run9`` before ``run10``; a baseline's name, a profile's path as
+    given); ``name`` forces that, ``given`` keeps the command line's order.
+Keys
+    ``overall:e2e``, ``overall:computing``, ``overall:comm``, ``overall:free``, the memory peaks,
+    the ``top`` op:/kernel:/comm: rows with the largest median in the last run (the largest
+    share of its E2E) and every key a ``--fail-on`` gate selects. A key that a run lacks is a gap
+    in its series (listed, never dropped); a key no run has is not listed.
+Per run and key
+    Warm-up steps are dropped with the verdict's own rule (``perfcmp.verdict.choose_skip``).
+    Values as the verdict reads them: a time key present in a run counts a step without it as 0;
+    memory peaks leave unrecorded steps out. The median of the kept steps, and a 95 % percentile
+    bootstrap interval of that median (``BOOTSTRAP`` resamples from a seed fixed per sample
+    size, so every run and key gets the same draws: deterministic, order-independent). One step:
+    no interval.
+Change points: exact optimal partitioning with a noise-scaled penalty
+    On each key's series of run medians y (natural log, so a step is a relative change; a
+    series holding a 0 is divided by its largest value instead), the segmentation minimising
+        Σ over segments Σ (y − segment mean)²  +  β · (number of changes)
+    is found exactly by dynamic programming (optimal partitioning, Jackson et al. 2005:
+    F(t) = min_s F(s) + cost(s, t) + β, O(n²) with prefix sums, vectorised over s; PELT's
+    pruning gives the same answer and only pays beyond thousands of runs). This is the Gaussian
+    change-in-mean model PELT is usually run with, solved exactly: unlike binary segmentation it
+    cannot miss two nearby changes, and unlike E-divisive (a permutation test on energy
+    distances) it works with the 3 to 30 runs a release series has. Own code, ~40 lines, rather
+    than ruptures (not a dependency) or asv (its detector is internal to asv).
+    β = ``PENALTY_FACTOR`` · σ² · ln n with c = 3: the leading term of the modified BIC
+    (Zhang & Siegmund 2007), the default penalty of R's ``changepoint`` package for a change in
+    mean; BIC's 2 σ² ln n splits noise more often when there are few runs. σ is the run-to-run
+    noise, estimated robustly: median |y[i+1] − y[i]| / (0.6745·√2) (a step moves one
+    difference only, so a few real changes do not inflate it; used from 4 runs on, since the
+    median of 2 differences is their mean and half a step would pass for noise), and at least
+    the median of the runs' own standard errors (interval width / (2·1.96)) and ``MIN_NOISE``
+    (so a series of identical values gets a positive penalty, not splits on rounding noise). With
+    3 runs only the runs' own noise sets the penalty, so run-to-run variation there rests on the
+    floors and the separation test. On simulated series
+    of 6 runs × 4 steps with 1 % run-to-run and 2 % step noise, 1 % of flat series get a change
+    point and a 10 % step at run 4 is found there in 97 % of them.
+Persistence
+    Every segment holds at least ``MIN_SEGMENT`` (2) runs, except the newest, which may stand
+    alone: one slow run cannot be a level of its own. The ``PERSIST_RUNS`` (2) runs on either side
+    of a boundary must each lie on their own segment's side of the midpoint between the two
+    segments' medians (a slow run absorbed into a two-run segment fails this). With one-step runs,
+    where steps cannot separate runs, the segments' mean logs must be ``SEGMENT_Z`` (3) σ·√(1/na
+    + 1/nb) apart (σ: the robust run-to-run noise above), and the newest run alone is only a
+    candidate until one more run confirms it.
+Which boundaries are reported
+    A boundary of the segmentation is a change point only when it persists (above) and when the step between the medians of
+    the segments on either side (the median of their run medians) clears the verdict's floors
+    (``perfcmp.verdict.Thresholds``: ≥ 5 % and ≥ 20 µs per step or 1 MiB; for time rows other
+    than E2E also ≥ 0.5 % of the E2E before) AND the two runs on either side of it are separated:
+    their bootstrap intervals do not overlap in the direction of the step, or their step samples
+    differ by a two-sided Mann–Whitney U test (``perfcmp.stats``) at ``alpha``; when either run
+    has a single step there is nothing to test and the floors alone decide ("n=1: floors only",
+    as in the verdict). Boundaries that fail are kept as ``candidates`` with the reason. Larger
+    is worse (time and memory): a rise is a regression, a fall an improvement. A slow drift of
+    small steps, none clearing the floors, is not reported.
+Gates and exit codes (as ``perfcmp compare``)
+    A ``--fail-on`` gate fails when a key it selects has as its most recent change point a
+    regression beyond every limit of the gate (``+N%`` of the median before, ``+N<unit>``):
+    exit 1. A pattern gate (``op:…``) that matches no key of any run is a usage error (exit 2,
+    naming the closest keys). With ``--require-verdict``, a gated key (or an alias gate whose
+    row no run records: UNDECIDED) with data in fewer than ``MIN_RUNS`` runs: exit 3. Otherwise 0. Usage and input errors: exit 2 (raised).
+"""
+
+from __future__ import annotations
+
+from perfcmp.history.options import HistoryOptions
+from perfcmp.results.history import History
+
+__all__ = ["HistoryOptions", "History", "run"]
+
+
+def run(options: HistoryOptions) -> History:
+    """Read every run named by ``options.paths`` and analyse the series (``engine.analyse``)."""
+    from perfcmp.history.engine import analyse
+    from perfcmp.history.inputs import read_runs
+
+    runs, warnings = read_runs(options)
+    return analyse(runs, options, warnings)

@@ -1,0 +1,287 @@
+"""The analysis of ``perfcmp history`` (the package docstring states the rules): each run's kept
+steps, the keys followed, each key's per-run medians with their intervals, and its change points.
+Pure: no reading, no printing, no files.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfcmp import __version__
+from perfcmp.base.errors import NotComparableError, UsageError
+from perfcmp.history.changepoints import median_interval, noise, segment
+from perfcmp.history.gates import judge_gates
+from perfcmp.history.options import MIN_RUNS, HistoryOptions
+from perfcmp.policy import Gate
+from perfcmp.results.history import ChangePoint, History, Point, Run, Series
+from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
+from perfcmp.stats import mann_whitney_p
+from perfcmp.verdict import Thresholds, choose_skip
+from perfcmp.wording import signed_bytes, signed_time
+
+FIXED_KEYS = ("overall:e2e", "overall:computing", "overall:comm", "overall:free",
+              "memory:peak_allocated", "memory:peak_reserved")
+E2E = "overall:e2e"
+RANKED_DIMENSIONS = ("op", "kernel", "comm")
+THRESHOLDS_USED = ("relative", "absolute_us", "absolute_bytes", "share_of_step", "alpha")
+RECORDED_AT = "recorded at"  # provenance key of an ISO 8601 recording time (no reader sets it yet)
+PENALTY_FACTOR = 3.0
+MIN_SEGMENT = 2  # runs a segment needs: a change must persist, one slow run is not a level
+PERSIST_RUNS = 2  # runs each side of a boundary that must sit on their segment's side of the midpoint
+SEGMENT_Z = 3.0  # one step a run: segment means this many σ·√(1/na + 1/nb) apart
+ONE_STEP = "n=1: floors only"
+Z_95 = 1.959964
+METHOD = (f"optimal partitioning of log run medians, penalty {PENALTY_FACTOR:g}·σ²·ln n (σ: robust run-to-run "
+          "noise); reported when the step clears the floors and the runs either side are separated")
+
+
+
+def analyse(runs: list[tuple[str, str, str, SampleSet]], options: HistoryOptions,
+            warnings: list[str] | None = None) -> History:
+    """The history of ``runs`` — (name, source, kind, samples) each — under ``options``."""
+    warnings = list(warnings or [])
+    if len(runs) < MIN_RUNS:
+        raise UsageError(f"history needs at least {MIN_RUNS} runs; got {len(runs)}")
+    runs, order, order_reason = _ordered(runs, options.order)
+    thresholds = Thresholds(**options.policy.thresholds)
+    kept = [_kept_steps(samples, options.skip_steps) for *_, samples in runs]
+    refuse_mixed_runs(runs)
+    warnings += comparability_warnings(runs)
+    keys = _keys(kept, options.top, options.policy.gates)
+    series = []
+    e2e = [_point(k, E2E) for k in kept]
+    for key in keys:
+        points = [_point(k, key) for k in kept]
+        steps = [k.values.get(key) for k in kept]
+        series.append(detect(key, points, steps, [p.median for p in e2e], thresholds, [r[0] for r in runs]))
+    changes = sorted((c for s in series for c in s.change_points), key=lambda c: (-c.index, c.key))
+    history = History(
+        tool_version=__version__, method=METHOD, penalty_factor=PENALTY_FACTOR, order=order, order_reason=order_reason,
+        thresholds={k: float(getattr(thresholds, k)) for k in THRESHOLDS_USED},
+        runs=[Run(index=i, name=name, source=source, kind=kind, device=samples.device, steps=len(samples.steps),
+                  skipped=k.skip, skip_reason=k.reason, provenance=dict(sorted(samples.provenance.items())))
+              for i, ((name, source, kind, samples), k) in enumerate(zip(runs, kept), start=1)],
+        series=series, change_points=changes, warnings=warnings)
+    history.gates, history.exit_code = judge_gates(history, options.policy)
+    return history
+
+
+GENERIC_DEVICE_NAMES = ("", "Ascend NPU")  # what a reader writes when the export does not name the device model
+
+
+def refuse_mixed_runs(runs: list[tuple[str, str, str, SampleSet]]) -> None:
+    """A series is of one device kind (GPU or NPU) and one device model (its ``device name``
+    where the runs record one): a switch between kinds or models would read as a change point,
+    a regression that is only other hardware. Otherwise ``NotComparableError`` (exit 3) naming
+    the runs of each kind or model."""
+    for what, of in (("device kinds", run_kind),
+                     ("device models", lambda s: s.provenance.get("device name", ""))):
+        groups: dict[str, list[str]] = {}
+        for name, _, _, samples in runs:
+            value = of(samples)
+            if what == "device models" and value in GENERIC_DEVICE_NAMES:
+                continue  # no model recorded: nothing to tell it apart by
+            groups.setdefault(value, []).append(name)
+        if len(groups) > 1:
+            listed = "; ".join(f"{value}: {', '.join(names[:5])}{' …' if len(names) > 5 else ''}"
+                               for value, names in sorted(groups.items()))
+            raise NotComparableError(f"the runs mix {what} ({listed}); a history follows one kind of hardware, "
+                                     "where a switch would read as a regression: give the runs of one at a time")
+
+
+MIN_SHARED_OPS = 0.5  # a run sharing less of its op keys with the first run is likely another model
+
+
+def run_kind(samples: SampleSet) -> str:
+    """The run's device kind: GPU, NPU or CPU, CPU also for a trace recorded without device work
+    (the CPU build of torch reads as a GPU trace whose time base is its host ops)."""
+    return "CPU" if samples.provenance.get(TIME_BASE) == HOST_OPS else samples.device
+
+
+def comparability_warnings(runs: list[tuple[str, str, str, SampleSet]]) -> list[str]:
+    """Warnings naming the runs that are likely of another model than the first run (few op keys
+    in common); other hardware is refused before (``refuse_mixed_runs``)."""
+    warnings = []
+    first_name, _, _, first = runs[0]
+    ops0 = {k for k in first.rows if k.startswith("op:")}
+    for name, _, _, samples in runs[1:]:
+        ops = {k for k in samples.rows if k.startswith("op:")}
+        if ops0 or ops:
+            shared = len(ops0 & ops) / len(ops0 | ops)
+            if shared < MIN_SHARED_OPS:
+                warnings.append(f"{name} shares {shared:.0%} of its op keys with {first_name}: "
+                                "another model or code path, so its times are not comparable")
+    return warnings
+
+
+def _ordered(runs: list, order: str) -> tuple[list, str, str]:
+    if order == "given":
+        return list(runs), "given", "in the order given"
+    times = [samples.provenance.get(RECORDED_AT) for *_, samples in runs]
+    if order == "auto" and all(times):
+        ranked = sorted(zip(times, range(len(runs))), key=lambda t: (_natural(t[0]), t[1]))
+        return [runs[i] for _, i in ranked], "time", f"by recording time ({RECORDED_AT!r} in every run's provenance)"
+    why = "by name, natural order" + ("" if order == "name" else ": not every run carries a recording time")
+    return sorted(runs, key=lambda r: (_natural(r[0]), r[1])), "name", why
+
+
+def _natural(text: str) -> tuple:
+    """'run10' after 'run9': digit runs compare as numbers."""
+    return tuple((0, int(part), part) if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part)
+
+
+@dataclass
+class _Kept:
+    """One run's kept per-step values by key (NaN-free), after the warm-up skip."""
+
+    values: dict[str, np.ndarray]
+    skip: int
+    reason: str
+
+
+def _kept_steps(samples: SampleSet, requested: int | None) -> _Kept:
+    skip, reason = choose_skip(samples, requested)
+    values = {}
+    for row, raw in samples.rows.items():
+        tail = raw[skip:]
+        if all(v is None for v in tail):
+            continue
+        if row.startswith("memory:"):
+            values[row] = np.array([v for v in tail if v is not None], dtype=float)
+        else:
+            values[row] = np.array([0.0 if v is None else v for v in tail], dtype=float)
+    return _Kept(values, skip, reason)
+
+
+def _keys(kept: list[_Kept], top: int, gates: tuple[Gate, ...]) -> list[str]:
+    present = set().union(*(k.values for k in kept))
+    keys = [k for k in FIXED_KEYS if k in present]
+    last = kept[-1].values
+    ranked = sorted(((float(np.median(v)), row) for row, v in last.items()
+                     if row.split(":", 1)[0] in RANKED_DIMENSIONS), key=lambda t: (-t[0], t[1]))
+    keys += [row for _, row in ranked[:top]]
+    gated = sorted(row for row in present if row not in keys and any(g.matches(row) for g in gates))
+    return keys + gated
+
+
+def _point(kept: _Kept, key: str) -> Point:
+    values = kept.values.get(key)
+    if values is None or not len(values):
+        return Point()
+    low, high = median_interval(values)
+    return Point(median=float(np.median(values)), ci_low=low, ci_high=high, n=len(values))
+
+
+def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: list[float | None],
+           thresholds: Thresholds, names: list[str]) -> Series:
+    """The series of ``key`` with its change points (module docstring).
+
+    Args:
+        key: ``<dimension>:<key>``.
+        points: one per run, in order (median None: the run lacks the key).
+        steps: each run's kept per-step values of the key (None where it lacks it).
+        e2e: each run's median E2E (µs), for the share-of-step floor of other time keys.
+        thresholds: the floors and ``alpha``.
+        names: the runs' names, in order.
+    """
+    unit = "bytes" if key.startswith("memory:") else "us"
+    present = [i for i, p in enumerate(points) if p.median is not None]
+    series = Series(key=key, unit=unit, points=points, gaps=[i + 1 for i, p in enumerate(points) if p.median is None])
+    if len(present) < MIN_RUNS:
+        return series
+    x = np.array([points[i].median for i in present])
+    if (x > 0).all():
+        y, series.scale = np.log(x), "log"
+        errors = [(math.log(p.ci_high) - math.log(p.ci_low)) / (2 * Z_95) for p in (points[i] for i in present)
+                  if p.ci_low is not None and p.ci_low > 0]
+    else:
+        top = float(np.abs(x).max())
+        if top == 0:
+            return series
+        y, series.scale = x / top, "linear"
+        errors = [(p.ci_high - p.ci_low) / (2 * Z_95 * top) for p in (points[i] for i in present) if p.ci_low is not None]
+    sigma = noise(y, errors)
+    series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
+    bounds = [0, *segment(y, series.penalty, MIN_SEGMENT, last_min=1), len(y)]
+    for a, b, c in zip(bounds, bounds[1:], bounds[2:]):
+        before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
+        e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
+        first, last = present[b], present[b - 1]
+        change = ChangePoint(key=key, unit=unit, index=first + 1, run=names[first], before=before, after=after,
+                             diff=after - before, relative=(after - before) / before if before else None,
+                             direction="regression" if after > before else "improvement")
+        reason = _floors(key, unit, change, float(np.median(e2e_before)) if e2e_before else None, thresholds)
+        reason = reason or _persists(x, a, b, c, before, after)
+        evidence = "" if reason else _separated(points[last], points[first], steps[last], steps[first],
+                                                after > before, thresholds.alpha)
+        if evidence == ONE_STEP and c - b < MIN_SEGMENT:
+            evidence, reason = "", ("the newest run alone, with one step: one more run must confirm that the "
+                                    "shift persists")
+        elif evidence == ONE_STEP:  # no steps to test: the segments must stand apart from the run-to-run noise
+            z = abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
+            evidence = f"n=1: segments {z:.1f} σ apart" if z >= SEGMENT_Z else ""
+            if not evidence:
+                reason = (f"one step a run: the segments are {z:.1f} σ of run-to-run noise apart "
+                          f"(< {SEGMENT_Z:g} σ)")
+        if not reason and not evidence:
+            reason = (f"runs {last + 1} and {first + 1} are not separated (their intervals overlap and "
+                      f"Mann-Whitney p ≥ {thresholds.alpha:g})")
+        if reason:
+            change.reason = reason
+            series.candidates.append(change)
+        else:
+            change.evidence = evidence
+            series.change_points.append(change)
+    return series
+
+
+def _persists(x: np.ndarray, a: int, b: int, c: int, before: float, after: float) -> str:
+    """Why the shift at ``b`` does not persist ("" when it does): the ``PERSIST_RUNS`` runs on
+    either side of the boundary must each lie on their own segment's side of the midpoint
+    between the two segments' medians, so one slow run (absorbed into a short segment) is not
+    a change point."""
+    mid = (before + after) / 2
+    rising = after > before
+    left, right = x[max(a, b - PERSIST_RUNS):b], x[b:min(c, b + PERSIST_RUNS)]
+    ok = (left < mid).all() and (right > mid).all() if rising else (left > mid).all() and (right < mid).all()
+    if ok:
+        return ""
+    return (f"the shift does not persist: the {len(left) + len(right)} runs around the boundary are not all on "
+            f"their own side of the midpoint")
+
+
+def _floors(key: str, unit: str, change: ChangePoint, e2e_before: float | None, t: Thresholds) -> str:
+    """Why the step is too small to report ("" when it clears every floor)."""
+    if change.diff == 0:
+        return "no change of the median"
+    if change.relative is not None and abs(change.relative) < t.relative:
+        return f"{change.relative * 100:+.1f} % is under the {t.relative * 100:g} % floor"
+    memory = unit == "bytes"
+    absolute = t.absolute_bytes if memory else t.absolute_us
+    shown = signed_bytes(change.diff) if memory else signed_time(change.diff)
+    if abs(change.diff) < absolute:
+        floor = signed_bytes(absolute) if memory else signed_time(absolute)
+        return f"{shown} is under the {floor.lstrip('+')} floor"
+    if not memory and key != E2E and e2e_before is not None and abs(change.diff) < t.share_of_step * e2e_before:
+        return f"{shown} is under {t.share_of_step * 100:g} % of the E2E before"
+    return ""
+
+
+def _separated(before: Point, after: Point, steps_before: np.ndarray | None, steps_after: np.ndarray | None,
+               rising: bool, alpha: float) -> str:
+    """How the two runs either side of a boundary are told apart ("" when they are not)."""
+    if before.n < 2 or after.n < 2:
+        return ONE_STEP
+    if None not in (before.ci_high, before.ci_low, after.ci_low, after.ci_high):
+        if (before.ci_high < after.ci_low) if rising else (before.ci_low > after.ci_high):
+            return "intervals"
+    if steps_before is not None and steps_after is not None and len(steps_before) > 1 and len(steps_after) > 1:
+        (p,) = mann_whitney_p([steps_before], [steps_after])
+        if p is not None and p < alpha:
+            return f"mann-whitney p = {p:.2g}"
+    return ""
+

@@ -1,0 +1,95 @@
+"""The result of ``perfcmp history``: the runs in analysis order, each key's series of per-run
+medians with its change points, the gates' outcomes and the exit code.
+
+Plain records (msgspec Structs) that every renderer reads (``perfcmp.render.history``) and the
+JSON output encodes; ``perfcmp.history`` builds them. Times in µs per step, memory in bytes.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+HISTORY_VERSION = 1
+
+class Run(msgspec.Struct, kw_only=True):
+    """One run of the series, in analysis order (``index`` from 1)."""
+
+    index: int
+    name: str
+    source: str  # the path as given (a directory's entry joined to it)
+    kind: str  # "profile" or "baseline"
+    device: str
+    steps: int  # profiled steps
+    skipped: int  # warm-up steps dropped
+    skip_reason: str = ""
+    provenance: dict[str, str] = {}
+
+
+class Point(msgspec.Struct, kw_only=True):
+    """One run's median of one key, per step (µs or bytes); None: the run lacks the key."""
+
+    median: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0  # steps the median is taken over
+
+
+class ChangePoint(msgspec.Struct, kw_only=True):
+    """A level change of ``key`` between run ``index - 1`` (or the last run before it with data)
+    and run ``index``: ``before``/``after`` are the medians of the segments either side."""
+
+    key: str
+    unit: str
+    index: int  # the first run after the change
+    run: str  # its name
+    before: float
+    after: float
+    diff: float
+    relative: float | None  # None when before is 0
+    direction: str  # "regression" or "improvement"
+    evidence: str = ""  # "intervals" or "mann-whitney p = 0.029"; "" for a candidate
+    reason: str = ""  # for a candidate: why it is not reported
+
+
+class Series(msgspec.Struct, kw_only=True):
+    """One key's per-run medians (one point per run, in order), its segmentation's noise and
+    penalty, and the boundaries found: reported (``change_points``) or not (``candidates``)."""
+
+    key: str
+    unit: str  # "us" or "bytes"
+    points: list[Point]  # one per run
+    gaps: list[int] = []  # run indexes without data
+    scale: str = "log"  # "log", or "linear" (÷ the largest value) when a median is 0
+    noise: float | None = None  # σ in the scale's units; None: too few runs to segment
+    penalty: float | None = None
+    change_points: list[ChangePoint] = []
+    candidates: list[ChangePoint] = []
+
+
+class GateOutcome(msgspec.Struct, kw_only=True):
+    """One ``--fail-on`` gate judged: whether it failed, on which keys, and the line that says so."""
+
+    expression: str
+    failed: bool
+    keys: list[str] = []  # the keys that failed it
+    message: str = ""
+
+
+class History(msgspec.Struct, kw_only=True):
+    """A history: its runs, each key's series, every change point (newest first), the gates,
+    warnings and the exit code (``report_templates/history.schema.json``)."""
+
+    format_version: int = HISTORY_VERSION
+    tool_version: str
+    method: str  # how change points were found (perfcmp.history.engine.METHOD)
+    penalty_factor: float
+    order: str  # "time", "name" or "given"
+    order_reason: str
+    thresholds: dict[str, float | str] = {}
+    runs: list[Run]
+    series: list[Series]
+    change_points: list[ChangePoint] = []  # every series' change points, newest first
+    gates: list[GateOutcome] = []
+    warnings: list[str] = []
+    exit_code: int = 0
+
