@@ -373,16 +373,17 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
     def tables(self) -> list[str]:
         """The detail tables this result holds, by the names ``table`` takes."""
-        return sorted(alias for alias, sheets in TABLE_ALIASES.items() if any(s in self.details for s in sheets))
+        return sorted(alias for alias, sheets in table_aliases().items() if any(s in self.details for s in sheets))
 
     def table(self, name: str):
         """One detail table as a tidy DataFrame in µs and bytes.
 
-        ``name`` is an alias — "operators" (OperatorCompareStatistic), "operator_pairs"
-        (OperatorCompare), "modules" (ModuleCompareStatistic), "module_pairs" (ModuleCompare),
-        "kernels" (KernelCompare or KernelTypeCompare), "communication" (CommunicationCompare),
-        "memory" (MemoryCompareStatistic), "memory_pairs" (MemoryCompare), "apis" (ApiCompare) —
-        or a sheet name. Columns are the table's fields: times in µs (``*_us``), sizes in bytes
+        ``name`` is a dimension's name (``perfcmp.dimensions``: its first table present) —
+        "operators" (OperatorCompareStatistic), "modules" (ModuleCompareStatistic), "kernels"
+        (KernelCompare or KernelTypeCompare), "communication" (CommunicationCompare), "memory"
+        (MemoryCompareStatistic), "apis" (ApiCompare) — or a pair table's alias,
+        "operator_pairs" (OperatorCompare), "module_pairs" (ModuleCompare), "memory_pairs"
+        (MemoryCompare), or a sheet name. Columns are the table's fields: times in µs (``*_us``), sizes in bytes
         (``*_bytes``), counts, ratios (comparison / base), text; plus ``presence`` ("both",
         "base only", "comparison only") where the table has per-side counts. Keyed tables
         (operators, communication) carry each row's ``verdict`` and ``p_adjusted``, joined by
@@ -398,7 +399,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         import pandas as pd
 
         name, _, child = name.partition(".")
-        sheet = next((s for s in TABLE_ALIASES.get(name, (name,)) if s in self.details), None)
+        sheet = next((s for s in table_aliases().get(name, (name,)) if s in self.details), None)
         if sheet is None:
             raise KeyError(f"no table {name!r} in this result; it has {', '.join(self.tables()) or 'none'}")
         source = self.details[sheet]
@@ -481,13 +482,17 @@ STATISTIC_SUMS = (
     ("ModuleCompareStatistic", "ModuleCompare", [("total_us", "total_us", _TOTALS), ("self_us", "self_us", _TOTALS)]),
 )
 
-# table aliases for ``ComparisonResult.table``: the sheets each may be (the first present is used)
-TABLE_ALIASES = {
-    "operators": ("OperatorCompareStatistic",), "operator_pairs": ("OperatorCompare",),
-    "modules": ("ModuleCompareStatistic",), "module_pairs": ("ModuleCompare",),
-    "kernels": ("KernelCompare", "KernelTypeCompare"), "communication": ("CommunicationCompare",),
-    "memory": ("MemoryCompareStatistic",), "memory_pairs": ("MemoryCompare",), "apis": ("ApiCompare",),
-}
+# the per-pair tables' aliases for ``ComparisonResult.table`` (a dimension's name gives its first table)
+PAIR_ALIASES = {"operator_pairs": ("OperatorCompare",), "module_pairs": ("ModuleCompare",),
+                "memory_pairs": ("MemoryCompare",)}
+
+
+def table_aliases() -> dict[str, tuple[str, ...]]:
+    """Alias -> the sheets it may be (the first present is used): each dimension with detail
+    tables by its name, and the per-pair tables (``PAIR_ALIASES``)."""
+    from perfcmp.dimensions import registry  # it imports this module
+
+    return {**{d.name: d.sheets for d in registry() if d.build is not None}, **PAIR_ALIASES}
 COUNT_COLUMNS = (("base_count", "comp_count"), ("base_calls", "comp_calls"))
 
 
