@@ -303,6 +303,41 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             warnings.warn(note, UserWarning, stacklevel=2)
         return written
 
+    # --- what the analysis derives from the totals (computed in compare/, formatted by render/) -----
+
+    def notable(self):
+        """Each dimension's notable changes, the rows clearing the verdict's floors, in µs or
+        bytes in the result's scope (``perfcmp.notable.Changes``). Not of a ``shown()`` view."""
+        from perfcmp.notable import notable_changes  # it imports this module
+
+        return notable_changes(self)
+
+    def shown(self) -> "ComparisonResult":
+        """The result with its side summaries and overall rows in the scope shown: per step
+        (each side over its own step count) or totals (``perfcmp.scope.view``)."""
+        from perfcmp import scope  # it imports this module
+
+        return scope.view(self)
+
+    def per_step(self) -> bool:
+        """Whether summaries of this result show times per step."""
+        from perfcmp import scope
+
+        return scope.per_step(self)
+
+    def divisors(self) -> tuple[float, float]:
+        """What each side's totals are divided by in the scope shown ((1, 1) for totals)."""
+        from perfcmp import scope
+
+        return scope.divisors(self)
+
+    def scope_label(self) -> str:
+        """What the numbers shown are: ``per step, mean of 8 vs 3 steps``, ``step 2 vs step 3``
+        or ``whole profile, 8 vs 8 steps``."""
+        from perfcmp import scope
+
+        return scope.label(self)
+
     # --- DataFrames for notebooks (pandas is imported when one is asked for) -----------------
 
     def overall_frame(self):

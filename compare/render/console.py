@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfcmp import scope
 from perfcmp.render import diagnosis
 from perfcmp.render import top_changes
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
@@ -64,7 +63,7 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
         The text, ending in a newline.
     """
     paint = Paint(colour)
-    totals, result = result, scope.view(result)  # times per step when the step counts differ (perfcmp.scope)
+    totals, result = result, result.shown()  # times per step when the step counts differ (perfcmp.scope)
     profiling = "profiling" in str(result.options.get("compare", "profiling"))
     heads = wrap(headline(result), width) if profiling else []
     if quiet:
@@ -107,7 +106,7 @@ def inputs(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = 
 def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
     """The time distribution's title and table (see the module docstring), per step when the
     result is shown per step (``perfcmp.scope``)."""
-    result = scope.view(result)
+    result = result.shown()
     verdicts = {r.row: r.verdict for r in result.verdict.rows} if result.verdict is not None else {}
     rows = []
     for m in distribution_metrics(result):
@@ -121,7 +120,7 @@ def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Pa
         rows.append([label, base, comp, (diff, style), (change, style)])
     columns = [Column("", align="l", name=True, cut="end"), Column("Base"), Column("Comparison"), Column("Diff"),
                Column("Change")]
-    title = paint(shorten(f"{TITLE} (ms; {scope.label(result)})", width, "end"), "bold")
+    title = paint(shorten(f"{TITLE} (ms; {result.scope_label()})", width, "end"), "bold")
     return [title] + table(columns, rows, width, paint)
 
 
@@ -184,13 +183,13 @@ def _memory_metrics(b: SideSummary, c: SideSummary) -> list[Metric]:
 def headline(result: ComparisonResult) -> str:
     """``E2E 464.6 ms → 745.2 ms (+60.4 %): computing +266.8 ms, uncovered communication −14.6 ms, free +28.5 ms``,
     starting ``E2E per step`` when the times are per step (``perfcmp.scope``)."""
-    result = scope.view(result)
+    result = result.shown()
     b, c = result.base, result.comparison
     change = f" ({_pct(c.e2e_us, b.e2e_us)})" if b.e2e_us else ""
     parts = [f"computing {_signed_ms(c.computing_us - b.computing_us)}",
              f"uncovered communication {_signed_ms(c.uncovered_us - b.uncovered_us)}",
              f"free {_signed_ms(c.free_us - b.free_us)}"]
-    what = "E2E per step" if scope.per_step(result) else "E2E"
+    what = "E2E per step" if result.per_step() else "E2E"
     return f"{what} {_ms_spaced(b.e2e_us)} → {_ms_spaced(c.e2e_us)}{change}: " + ", ".join(parts)
 
 
@@ -212,8 +211,8 @@ def migration_lines(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint:
     comparison's device, each with its kernels on both sides; [] when there is none."""
     if not result.migration:
         return []
-    divisors = scope.divisors(result)
-    unit = "ms per step" if scope.per_step(result) else "ms"
+    divisors = result.divisors()
+    unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     lines = [paint(shorten(f"Migration: ops that added device time on the {c} ({unit})", width, "end"), "bold")]
     for i, row in enumerate(result.migration, start=1):

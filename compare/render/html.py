@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from perfcmp import scope
 from perfcmp.render import diagnosis, top_changes
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
@@ -58,7 +57,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
         A self-contained HTML5 page, byte-identical for an identical result and directory.
     """
     totals = portable(result)
-    result = scope.view(totals)  # per step when the step counts differ (perfcmp.scope)
+    result = totals.shown()  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "perfcmp" if v is None else f"perfcmp: {v.overall}"
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
@@ -109,7 +108,7 @@ def header_section(result: ComparisonResult) -> str:
               if facts is not None and not facts.comparable else "")
     return (f"<header>\n<nav>{nav}</nav>\n<h1>perfcmp{badge}</h1>\n<dl class=\"inputs\">{sides}</dl>\n{unlike}"
             f"<p class=\"headline\">{_e(headline(result))}</p>\n"
-            f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms, {_e(scope.label(result))}, "
+            f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms, {_e(result.scope_label())}, "
             "unless a row says per step (median); memory in MiB (1024-based).</p>\n</header>")
 
 
@@ -326,8 +325,8 @@ def migration_section(result: ComparisonResult) -> str:
     comparison's device, each with its kernels on both sides; "" without one."""
     if not result.migration:
         return ""
-    d_base, d_comp = scope.divisors(result)
-    unit = "ms per step" if scope.per_step(result) else "ms"
+    d_base, d_comp = result.divisors()
+    unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     body = [f"<tr><td class=\"num\">{i}</td><td>{_e(r.key)}</td><td class=\"num\">{_e(_ms(r.diff_shown_us, True))}</td>"
             f"<td class=\"num\">{_e(f'{r.share * 100:.0f} %' if r.share is not None else '–')}</td>"
@@ -336,7 +335,7 @@ def migration_section(result: ComparisonResult) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in ("#", "Op", f"Added ({unit})", "Of the E2E growth",
                                                  f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"))
     return (f"<section id=\"migration\">\n<h2>Migration: ops that added device time on the {_e(c)} "
-            f"(ms, {_e(scope.label(result))})</h2>\n"
+            f"(ms, {_e(result.scope_label())})</h2>\n"
             "<p class=\"note\">Framework ops by the device time of the kernels they launched, largest addition first; "
             "each side's own kernels (time, calls, name).</p>\n"
             f"<table class=\"migration\">\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body)
@@ -347,12 +346,12 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
     """The detail sheets' top changes, the console's blocks (``top_changes.select``: operators,
     modules, kernels, communication, memory, host APIs; each title says its unit and scope),
     an op's kernels on both sides beside it where the migration summary has them; "" when no
-    sheet has a change that clears the floors. ``result``: not a ``scope.view``."""
+    sheet has a change that clears the floors. ``result``: not a ``shown()`` view."""
     blocks, quiet = top_changes.select(result, top)
     if not blocks:
         return ""
     kernels = {r.key: r for r in result.migration}
-    d_base, d_comp = scope.divisors(result)
+    d_base, d_comp = result.divisors()
     parts = []
     for block in blocks:
         children = result.details[block.sheet].children if block.sheet in result.details else {}
@@ -489,7 +488,7 @@ def overall_section(result: ComparisonResult) -> str:
                    for s in (r.base_share, r.comp_share)),
                  *(_td(_or_dash(n, str), n) for n in (r.base_count, r.comp_count))]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
-    return ("<section id=\"overall\">\n<h2>Overall rows (ms, " + _e(scope.label(result)) + ")</h2>\n"
+    return ("<section id=\"overall\">\n<h2>Overall rows (ms, " + _e(result.scope_label()) + ")</h2>\n"
             "<p class=\"note\">The OverallMetrics breakdown of what was compared. <span class=\"hint\">Click a column header to sort; # restores the order."
             "</span></p>\n" + _sortable(header, body) + "\n</section>")
 

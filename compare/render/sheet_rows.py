@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-from perfcmp import scope
 from perfcmp.render import diagnosis
 from perfcmp.render.detail_text import lazy_text_columns, text_columns
 from perfcmp.result import ComparisonResult, Table, VerdictRow
@@ -27,8 +26,8 @@ def overall(result: ComparisonResult) -> list[dict]:
     """OverallMetrics rows: the peer's whole-profile totals, and per step (each side's total over
     its step count) when the result is shown per step (``perfcmp.scope``)."""
     judged = {r.row: r for r in result.verdict.rows} if result.verdict else {}
-    per_base, per_comp = scope.divisors(result)
-    stepwise = scope.per_step(result)
+    per_base, per_comp = result.divisors()
+    stepwise = result.per_step()
     return [{
         "label": "\t" * r.level + r.label, "level": r.level, "key": r.key,
         "base_us": r.base_us, "base_share": r.base_share, "base_count": r.base_count,
