@@ -100,9 +100,11 @@ class WarningRecord(msgspec.Struct, kw_only=True):
 
 def encode_hook(value: object) -> object:
     """msgspec's hook for what it cannot encode itself: column-stored rows (``Rows``) are
-    written as the row lists they stand for."""
+    written as the row lists they stand for, a verdict's ``Reason`` as its sentence."""
     if isinstance(value, Rows):
         return list(value)
+    if isinstance(value, Reason):
+        return str(value)
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
@@ -177,12 +179,51 @@ class GateResult(msgspec.Struct, kw_only=True):
     undecided: bool = False  # a selected row changed beyond the gate but its verdict is "inconclusive"
 
 
+# the kinds of a verdict's reasons (``Reason.kind``)
+NOT_COMPARABLE, SEVERAL_RUNS, STEP_COUNTS, N1, NO_E2E, E2E_CHANGE, ROWS_MOVED = (
+    "not comparable", "several runs", "step counts", "n=1", "no e2e", "e2e", "rows moved")
+ROWS_MOVED_LEAD = "while E2E did not move: "  # opens the sentence of a ROWS_MOVED reason
+# (lead of the sentence, kind): how a reason read back from JSON gets its kind (the rest: E2E_CHANGE)
+_REASON_LEADS = (("not comparable", NOT_COMPARABLE), ("several runs a side", SEVERAL_RUNS),
+                 ("note: step counts differ", STEP_COUNTS), ("n=1", N1), ("no overall:e2e row", NO_E2E),
+                 (ROWS_MOVED_LEAD, ROWS_MOVED))
+
+
+class Reason(str):
+    """One reason of a verdict, as a record: ``kind`` (``NOT_COMPARABLE``, ``SEVERAL_RUNS``,
+    ``STEP_COUNTS``, ``N1``, ``NO_E2E``, ``E2E_CHANGE``, ``ROWS_MOVED``), ``rows`` (the verdict
+    rows it names) and ``numbers`` (the figures it states, by name). The value itself is its
+    sentence, which the JSON document holds (``encode_hook``), so the document is unchanged; a
+    reason read back from one gets its kind from the sentence's lead (``Reason.read``).
+    Renderers select reasons by ``kind``, never by their words."""
+
+    kind: str
+    rows: tuple[str, ...]
+    numbers: dict[str, float]
+
+    def __new__(cls, text: str, kind: str, rows: tuple[str, ...] = (), numbers: dict[str, float] | None = None):
+        reason = super().__new__(cls, text)
+        reason.kind, reason.rows, reason.numbers = kind, tuple(rows), dict(numbers or {})
+        return reason
+
+    def __reduce__(self):
+        return Reason, (str(self), self.kind, self.rows, self.numbers)
+
+    @classmethod
+    def read(cls, text: str) -> "Reason":
+        """A reason's record from its sentence alone (a document read back, a path made portable)."""
+        if isinstance(text, Reason):
+            return text
+        kind = next((kind for lead, kind in _REASON_LEADS if text.startswith(lead)), E2E_CHANGE)
+        return cls(text, kind)
+
+
 class Verdict(msgspec.Struct, kw_only=True):
     """The regression verdict of a comparison: per-row verdicts, the overall one and the gates."""
 
     overall: str  # regression | improvement | neutral | inconclusive
     comparable: bool = True
-    reasons: list[str] = []  # why not comparable or inconclusive, and other notes
+    reasons: list[str] = []  # why not comparable or inconclusive, and other notes: ``Reason`` records
     skip_steps: tuple[int, int] = (0, 0)  # warm-up steps dropped on the base / comparison side
     skip_reason: str = ""
     outlier_steps: dict[str, list[int]] = {}  # "base" / "comparison" -> step ids
@@ -191,6 +232,11 @@ class Verdict(msgspec.Struct, kw_only=True):
     rows: list[VerdictRow] = []
     gates: list[GateResult] = []
     exit_code: int = 0
+
+    def __post_init__(self) -> None:
+        # reasons given as sentences (a document read back) become records
+        if not all(isinstance(r, Reason) for r in self.reasons):
+            self.reasons = [Reason.read(r) for r in self.reasons]
 
 
 class KernelShare(msgspec.Struct, kw_only=True):

@@ -21,8 +21,7 @@ from perfcmp.render import diagnosis
 from perfcmp.render import top_changes
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.keys import OVERALL
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary, VerdictRow
-from perfcmp.verdict import OTHER_ROWS_NOTE
+from perfcmp.result import ROWS_MOVED, ComparisonResult, OverallRow, SideSummary, VerdictRow
 from perfcmp.wording import GIB, amount, ranked_rows, ratio_change, relative_change
 
 MAX_WARNING_LINES = 10
@@ -254,7 +253,7 @@ def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Pai
         if steps:
             items.append((f"  outlier steps ({side}): {', '.join(str(s) for s in steps)}", ()))
     # the rows that moved while E2E did not are the "regressed:" lines and counts above already
-    items += [(f"  {reason}", ()) for reason in v.reasons if not reason.startswith(OTHER_ROWS_NOTE)]
+    items += [(f"  {reason}", ()) for reason in v.reasons if reason.kind != ROWS_MOVED]
     items += _gate_items(result)
     return _lay_out(items, width, paint)
 
