@@ -19,12 +19,16 @@ import functools
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.operators import Pairs
 from perfcmp.options import DetailOptions
 from perfcmp.result import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -71,7 +75,11 @@ class Dimension:
         option: the name ``--enable_<option>_compare`` and ``DetailOptions.enabled`` use.
         sheets: the peer's sheet names its tables fill (``report_templates/sheets.toml``).
         key: its verdict rows' prefix (``perfcmp.keys``: "op", "comm", …; "" when unjudged).
-        samples: the ``perfcmp.samples`` rows its verdicts test ("op:*"), "" when none.
+        samples: its occurrences in a side's steps, which ``perfcmp.samples`` sums into the
+            ``<key>:<key value>`` rows its verdicts test: ``(details, step windows (µs),
+            op_shapes) -> DataFrame`` of step (position in the windows), key, start (µs) and
+            value (µs), one row per occurrence; None when its samples are made elsewhere (the
+            overall rows and memory peaks, from the step breakdowns).
         selector: the gate selector kind that picks its rows (``perfcmp.policy``), "" none.
         build: its tables and notes from the two sides; None when its tables are not detail
             tables (the overall breakdown, built by ``perfcmp.overall``).
@@ -91,7 +99,7 @@ class Dimension:
     option: str = ""
     sheets: tuple[str, ...] = ()
     key: str = ""
-    samples: str = ""
+    samples: Callable[[SideDetails, list[tuple[float, float]], bool], "pd.DataFrame"] | None = None
     selector: str = ""
     build: Callable[[Sides], Built] | None = None
     stage: int = 9

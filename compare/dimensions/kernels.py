@@ -2,9 +2,13 @@
 core type (KernelTypeCompare, ``--use_kernel_type``), from ``perfcmp.details.kernels``; the
 verdict tests ``kernel:<key>`` samples, the gates select them by ``kernel:<pattern>``."""
 
+import pandas as pd
+
+from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernels import kernel_notes, kernel_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import KERNEL
+from perfcmp.samples import in_steps
 
 SHEETS = ("KernelCompare", "KernelTypeCompare")
 
@@ -17,7 +21,13 @@ def build(sides: Sides) -> Built:
     return sheets, notes + (kernel_notes(base, comp, opts) if sheets else [])
 
 
-DIMENSION = Dimension(name="kernels", order=60, option="kernel", sheets=SHEETS, key=KERNEL, samples=f"{KERNEL}:*",
+def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes: bool) -> pd.DataFrame:
+    """The compute kernels starting in a step: step (position), key (the kernel key), start,
+    value = duration (µs)."""
+    return in_steps(details.compute, windows)
+
+
+DIMENSION = Dimension(name="kernels", order=60, option="kernel", sheets=SHEETS, key=KERNEL, samples=samples,
                       selector=KERNEL, build=build, stage=1, reads_compute=True, aside=True,
                       notable=(Notable("kernels", SHEETS[0], ("kernel", "input_shape"), "base_total_us",
                                        "comp_total_us", join=True),

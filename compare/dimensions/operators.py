@@ -3,9 +3,14 @@
 OperatorCompare per aligned pair (``perfcmp.details.operators``). Left out where the module
 sheets stand in for them."""
 
+import pandas as pd
+
+from perfcmp.base.textmatch import object_array
+from perfcmp.details.extract import SideDetails
 from perfcmp.details.operators import operator_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
-from perfcmp.keys import OP
+from perfcmp.keys import OP, op_keys
+from perfcmp.readers.model import frame
 
 SHEETS = ("OperatorCompareStatistic", "OperatorCompare")
 
@@ -16,6 +21,15 @@ def build(sides: Sides) -> Built:
                     "neither profile has framework ops")
 
 
-DIMENSION = Dimension(name="operators", order=30, option="operator", sheets=SHEETS, key=OP, samples=f"{OP}:*",
+def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes: bool) -> pd.DataFrame:
+    """Top-level ops inside a step: step (position), key (``keys.op_keys``), start (µs), value
+    = the op's device time (µs)."""
+    ops = details.ops
+    top = ops[(ops["top"].to_numpy()) & (ops["step"].to_numpy() >= 0)]
+    return frame({"step": top["step"].to_numpy(), "key": object_array(op_keys(top, op_shapes)),
+                  "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
+
+
+DIMENSION = Dimension(name="operators", order=30, option="operator", sheets=SHEETS, key=OP, samples=samples,
                       selector=OP, build=build, stage=3,
                       notable=(Notable("operators", SHEETS[0], ("name",), "base_device_us", "comp_device_us"),))

@@ -9,4 +9,4 @@ from perfcmp.dimensions import Dimension
 from perfcmp.keys import OVERALL
 
 DIMENSION = Dimension(name="overall", order=0, option="profiling", sheets=("OverallMetrics", "StepMetrics"),
-                      key=OVERALL, samples=f"{OVERALL}:*", selector=OVERALL)
+                      key=OVERALL, selector=OVERALL)
