@@ -73,7 +73,7 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
         parts += [distribution(result, width, paint), heads]
     shown = int(result.options.get("top") or 0) if top is None else top
     parts += [block.splitlines() for block in top_changes.render(totals, shown, width, paint)]
-    parts.append(migration_lines(totals, width, paint))
+    parts.append(migration_lines(result, width, paint))
     parts.append(diagnosis.console_lines(totals, width))
     if result.verdict is not None:
         parts.append(verdict_lines(result, width, paint))
@@ -196,8 +196,9 @@ KERNEL_NAME = 32  # characters of a kernel name in the migration summary (cut in
 
 
 def kernel_list(kernels: list, divisor: float = 1.0, name_width: int | None = None) -> str:
-    """``0.257 ×1 MatMulV2 · 0.120 ×2 Cast``: each kernel's ms and calls (over ``divisor``,
-    the scope's step count), names cut in the middle to ``name_width``; "no kernels" for none."""
+    """``0.257 ×1 MatMulV2 · 0.120 ×2 Cast``: each kernel's ms and calls (over ``divisor``: 1
+    for the rows of a ``shown()`` view, in scope already), names cut in the middle to
+    ``name_width``; "no kernels" for none."""
     def name(text: str) -> str:
         return shorten(text, name_width) if name_width else text
 
@@ -207,18 +208,18 @@ def kernel_list(kernels: list, divisor: float = 1.0, name_width: int | None = No
 
 def migration_lines(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
     """The migration summary (``perfcmp.migration``): the ops that added device time on the
-    comparison's device, each with its kernels on both sides; [] when there is none."""
+    comparison's device, each with its kernels on both sides; [] when there is none.
+    ``result``: a ``shown()`` view (its kernels in the scope shown)."""
     if not result.migration:
         return []
-    divisors = result.divisors()
     unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     lines = [paint(shorten(f"Migration: ops that added device time on the {c} ({unit})", width, "end"), "bold")]
     for i, row in enumerate(result.migration, start=1):
         share = f", {row.share * 100:.0f} % of the E2E growth" if row.share is not None else ""
         lines += wrap(f"{i}. {row.key}: {row.diff_shown_us / 1000:+.3f} ms{share}", width)
-        for device, kernels, d in ((b, row.base_kernels, divisors[0]), (c, row.comp_kernels, divisors[1])):
-            lines.append(shorten(f"    {device}: {kernel_list(kernels, d, KERNEL_NAME)}", width, "end"))
+        for device, kernels in ((b, row.base_kernels), (c, row.comp_kernels)):
+            lines.append(shorten(f"    {device}: {kernel_list(kernels, 1.0, KERNEL_NAME)}", width, "end"))
     return lines
 
 

@@ -322,15 +322,15 @@ def _padded(lo: float, hi: float) -> tuple[float, float]:
 
 def migration_section(result: ComparisonResult) -> str:
     """The migration summary (``perfcmp.migration``): the ops that added device time on the
-    comparison's device, each with its kernels on both sides; "" without one."""
+    comparison's device, each with its kernels on both sides; "" without one. ``result``: a
+    ``shown()`` view (its kernels in the scope shown)."""
     if not result.migration:
         return ""
-    d_base, d_comp = result.divisors()
     unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     body = [f"<tr><td class=\"num\">{i}</td><td>{_e(r.key)}</td><td class=\"num\">{_e(_ms(r.diff_shown_us, True))}</td>"
             f"<td class=\"num\">{_e(f'{r.share * 100:.0f} %' if r.share is not None else '–')}</td>"
-            f"<td>{_e(kernel_list(r.base_kernels, d_base))}</td><td>{_e(kernel_list(r.comp_kernels, d_comp))}</td></tr>"
+            f"<td>{_e(kernel_list(r.base_kernels))}</td><td>{_e(kernel_list(r.comp_kernels))}</td></tr>"
             for i, r in enumerate(result.migration, start=1)]
     head = "".join(f"<th>{_e(h)}</th>" for h in ("#", "Op", f"Added ({unit})", "Of the E2E growth",
                                                  f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"))
@@ -350,7 +350,7 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
     blocks, quiet = top_changes.select(result, top)
     if not blocks:
         return ""
-    kernels = {r.key: r for r in result.migration}
+    kernels = {r.key: r for r in result.shown().migration}  # their kernels in the scope shown
     d_base, d_comp = result.divisors()
     parts = []
     for block in blocks:
@@ -361,9 +361,9 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
         for i, (name, *_) in enumerate(block.rows):
             row, index = kernels.get(name), block.indices[i]
             texts.append([launched[side].get(index, "–") if side in launched
-                          else kernel_list(shares, divisor) if shares is not None else "–"
-                          for side, shares, divisor in (("base", row.base_kernels if row else None, d_base),
-                                                        ("comp", row.comp_kernels if row else None, d_comp))])
+                          else kernel_list(shares) if shares is not None else "–"
+                          for side, shares in (("base", row.base_kernels if row else None),
+                                               ("comp", row.comp_kernels if row else None))])
         with_kernels = any(t != "–" for pair in texts for t in pair)  # else no kernel columns
         head = ["#", "Name", "Base", "Comparison", "Diff", "Change"] + (["Base kernels", "Comparison kernels"]
                                                                        if with_kernels else [])

@@ -107,12 +107,11 @@ def migration_blocks(result: ComparisonResult) -> list[str]:
     """The migration summary (``perfcmp.migration``) as a heading and a table; [] without one."""
     if not result.migration:
         return []
-    d_base, d_comp = result.divisors()
     unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     rows = [[str(i), escape(r.key), _ms(r.diff_shown_us, signed=True),
              f"{r.share * 100:.0f} %" if r.share is not None else "–",
-             escape(kernel_list(r.base_kernels, d_base)), escape(kernel_list(r.comp_kernels, d_comp))]
+             escape(kernel_list(r.base_kernels)), escape(kernel_list(r.comp_kernels))]
             for i, r in enumerate(result.migration, start=1)]
     header = ["#", "Op", f"Added ({unit})", "Of the E2E growth", f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"]
     return [f"### Migration: ops that added device time on the {c} (ms, {result.scope_label()})", _table(header, rows, align="llrrll")]
