@@ -73,7 +73,7 @@ def notable_changes(result: ComparisonResult) -> Changes:
         table = result.details.get(reading.sheet)
         if table is None:
             continue
-        rows = [c for c in _changes(table.records(), reading, per_side) if c.diff and clears(reading.memory, c.base, c.diff)]
+        rows = [c for c in changes_of(table.records(), reading, per_side) if c.diff and clears(reading.memory, c.base, c.diff)]
         found.append(DimensionChanges(reading.title, reading.sheet, reading.memory,
                                       sorted((c for c in rows if c.diff > 0), key=lambda c: (-c.diff, c.name)),
                                       sorted((c for c in rows if c.diff < 0), key=lambda c: (c.diff, c.name))))
@@ -99,8 +99,9 @@ def _floors(result: ComparisonResult, t: Thresholds):
     return clears
 
 
-def _changes(records: list[dict], reading: Notable, per_side: tuple[float, float]) -> list[Change]:
-    """The changes of the table's rows that the reading names (µs or bytes, in scope)."""
+def changes_of(records: list[dict], reading: Notable, per_side: tuple[float, float] = (1.0, 1.0)) -> list[Change]:
+    """The changes of the table's rows that the reading counts (named, matching ``where``, not
+    ``skip``), each side's values over ``per_side`` (µs or bytes, in scope)."""
     out = []
     for index, rec in enumerate(records):
         if any(str(rec.get(field)) != value for field, value in reading.where):

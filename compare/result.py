@@ -8,6 +8,7 @@ when a field changes meaning, and ``from_json`` refuses versions it does not kno
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
@@ -496,6 +497,46 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             frame["presence"] = np.where(b & c, "both", np.where(b, "base only", np.where(c, "comparison only", "")))
         return frame
 
+    def dimension_names(self) -> list[str]:
+        """The dimensions (``perfcmp.dimensions``) with a detail table in this result, in order."""
+        from perfcmp.dimensions import registry  # it imports this module
+
+        return [d.name for d in registry() if d.build is not None and any(s in self.details for s in d.sheets)]
+
+    def dimension(self, name: str) -> "DimensionFrames":
+        """One dimension's tables as tidy DataFrames in µs and bytes, with per-step columns and totals.
+
+        Each table (by sheet name) is ``table(sheet)``'s frame plus, for every ``base_*_us`` /
+        ``base_*_bytes`` column (and its ``comp_`` twin), ``<column>_per_step``: the value over
+        that side's step count (1 when one step is compared). ``totals`` holds the sums of the
+        dimension's measured columns (its ``Notable`` readings: e.g. "base_device_us") over the
+        rows they count, and their ``_per_step`` values.
+
+        Raises:
+            KeyError: no such dimension, or it has no table in this result.
+        """
+        from perfcmp.dimensions import dimension
+        from perfcmp.notable import changes_of
+        from perfcmp.scope import covered
+
+        found = dimension(name)
+        sheets = [s for s in found.sheets if s in self.details]
+        if not sheets:
+            raise KeyError(f"dimension {name!r} has no table in this result; it has "
+                           f"{', '.join(self.dimension_names()) or 'none'}")
+        steps = {"base": float(max(covered(self.base, self.comparison)[0], 1)),
+                 "comp": float(max(covered(self.base, self.comparison)[1], 1))}
+        tables = {sheet: _with_per_step(self.table(sheet), steps) for sheet in sheets}
+        totals: dict[str, float] = {}
+        for reading in found.notable:
+            if reading.sheet not in tables:
+                continue
+            counted = changes_of(self.details[reading.sheet].records(), reading)
+            for field, total in ((reading.base, sum(c.base for c in counted)), (reading.comp, sum(c.comp for c in counted))):
+                totals[field] = float(total)
+                totals[f"{field}_per_step"] = float(total) / steps[field.split("_", 1)[0]]
+        return DimensionFrames(name=name, tables=tables, totals=totals)
+
     def _judged(self) -> dict[str, VerdictRow]:
         return {r.row: r for r in self.verdict.rows} if self.verdict else {}
 
@@ -575,6 +616,29 @@ def table_aliases() -> dict[str, tuple[str, ...]]:
 
     return {**{d.name: d.sheets for d in registry() if d.build is not None}, **PAIR_ALIASES}
 COUNT_COLUMNS = (("base_count", "comp_count"), ("base_calls", "comp_calls"))
+
+
+@dataclass(frozen=True)
+class DimensionFrames:
+    """One dimension of a result as tidy DataFrames (``ComparisonResult.dimension``): ``tables``
+    by sheet name, in µs and bytes with ``*_per_step`` columns, and ``totals`` of its measured
+    columns (whole-profile or the compared step's, and per step)."""
+
+    name: str
+    tables: dict[str, object]
+    totals: dict[str, float]
+
+
+def _with_per_step(frame, steps: dict[str, float]):
+    """``frame`` with ``<col>_per_step`` = value / that side's step count, for every ``base_`` /
+    ``comp_`` column in µs or bytes (empty cells stay empty)."""
+    import pandas as pd
+
+    for column in list(frame.columns):
+        side = column.split("_", 1)[0]
+        if side in steps and column.endswith(("_us", "_bytes")):
+            frame[f"{column}_per_step"] = pd.to_numeric(frame[column], errors="coerce") / steps[side]
+    return frame
 
 
 def _side_repr(side: SideSummary) -> str:

@@ -95,3 +95,20 @@ def test_a_toy_dimension_is_one_module_and_one_sheet_entry(toy_dimension, write_
     rows = [[c.value for c in row] for row in sheet.iter_rows(min_row=3)]
     assert rows == [["Operator Name", "Events", "Events"], ["aten::add", 1, 0], ["aten::mm", 2, 3],
                     ["aten::relu", 0, 1]]
+
+
+def test_a_dimension_as_tidy_tables_with_totals_and_per_step_columns(small_gpu_trace):
+    """Two steps a side, one aten::mm a step launching one kernel: 10 µs (base), 15 µs (comp)."""
+    base, comp = small_gpu_trace("base.pt.trace.json"), small_gpu_trace("comp.pt.trace.json", kernel_us=15.0)
+    result = run(CompareOptions(base_path=str(base), comp_path=str(comp)))
+    assert result.dimension_names() == ["operators", "apis", "kernels"]
+    ops = result.dimension("operators")
+    assert list(ops.tables) == ["OperatorCompareStatistic", "OperatorCompare"]
+    stat = ops.tables["OperatorCompareStatistic"]
+    assert stat[["name", "base_device_us", "comp_device_us"]].values.tolist() == [["aten::mm", 20.0, 30.0]]
+    assert stat[["base_device_us_per_step", "comp_device_us_per_step"]].values.tolist() == [[10.0, 15.0]]
+    assert ops.totals == {"base_device_us": 20.0, "base_device_us_per_step": 10.0,
+                          "comp_device_us": 30.0, "comp_device_us_per_step": 15.0}
+    assert result.dimension("kernels").totals["comp_total_us_per_step"] == 15.0
+    with pytest.raises(KeyError, match="no table"):
+        result.dimension("memory")
