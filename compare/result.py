@@ -266,8 +266,14 @@ class MigrationRow(msgspec.Struct, kw_only=True):
 
 class ComparisonResult(msgspec.Struct, kw_only=True):
     """Everything a comparison found, in µs and bytes (the workbook's ms / KB / MB are the xlsx
-    renderer's). ``details`` holds the detail tables by sheet name; for notebooks, the
-    ``*_frame`` methods and ``table`` give them as pandas DataFrames."""
+    renderer's). ``details`` holds the detail tables by sheet name, the JSON document's shape;
+    ``dimension(name)`` gives one dimension's tables (``perfcmp.dimensions``) as tidy DataFrames
+    with per-step columns and totals, and the ``*_frame`` methods and ``table`` the others.
+
+    What the analysis derives from the totals is asked of the result, so renderers only format:
+    ``notable()`` (each dimension's changes clearing the verdict's floors), ``shown()`` (the
+    summaries, overall rows and migration kernels per step when the scope is per step),
+    ``per_step()``, ``scope_label()``; the verdict's reasons are records (``Reason``)."""
 
     format_version: int = FORMAT_VERSION
     tool_version: str

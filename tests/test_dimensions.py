@@ -66,6 +66,16 @@ def test_every_dimension_is_declared_once_in_result_order():
     assert dimensions.sheet_dimensions()["KernelTypeCompare"] == "kernels"
 
 
+def test_each_dimension_names_the_option_and_selector_the_cli_and_policy_use():
+    from perfcmp import choices, policy
+
+    assert {d.option for d in dimensions.registry()} == set(choices.DIMENSIONS)
+    selectors = {d.name: d.selector for d in dimensions.registry() if d.selector}
+    assert selectors == {"overall": "overall", "communication": "comm", "operators": "op", "memory": "memory",
+                         "kernels": "kernel"}
+    assert set(selectors.values()) == set(policy.DIMENSIONS)
+
+
 def test_every_dimension_sheet_has_a_workbook_layout():
     laid_out = {s.name for s in load_layout().sheets}
     assert {s for d in dimensions.registry() for s in d.sheets} <= laid_out
