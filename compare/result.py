@@ -365,6 +365,13 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
         return notable_changes(self)
 
+    def floors(self):
+        """The verdict's floors the notable changes clear (``perfcmp.verdict.Thresholds``; the
+        defaults when the result has no verdict)."""
+        from perfcmp.notable import thresholds_of
+
+        return thresholds_of(self)
+
     def shown(self) -> "ComparisonResult":
         """The result with its side summaries and overall rows in the scope shown: per step
         (each side over its own step count) or totals (``perfcmp.scope.view``)."""

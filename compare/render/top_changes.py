@@ -75,7 +75,7 @@ def select(result: ComparisonResult, top: int) -> tuple[list[TopBlock], list[str
 
 def quiet_note(result: ComparisonResult, quiet: list[str]) -> str:
     """The sentence naming the dimensions where no change clears the floors."""
-    t = result.notable().thresholds
+    t = result.floors()
     return (f"No change in {', '.join(quiet)} clears the floors (≥ {t.relative * 100:g} %, "
             f"≥ {t.absolute_us:g} µs per step and ≥ {t.share_of_step * 100:g} % of the step).")
 
