@@ -116,3 +116,31 @@ def changes_of(records: list[dict], reading: Notable, per_side: tuple[float, flo
         comp = float(rec.get(reading.comp) or 0.0) / per_side[1]
         out.append(Change(name, base, comp, comp - base, index))
     return out
+
+
+def launched(result: ComparisonResult, sheet: str, rows: set[int]) -> dict[str, dict[int, list[tuple[str, object, float]]]]:
+    """The kernels under some rows of a sheet, per side ("base", "comp"), in the result's scope:
+    side -> row index -> [(name, number, dur_us)], longest first (ties by name), ``number`` the
+    child table's call count (None where it has none), ``dur_us`` over the side's step count
+    when the result shows per-step figures. Sides whose child table (``<side>_kernels``) lacks
+    row, name or dur_us are left out. ``result``: not a ``shown()`` view."""
+    table = result.details.get(sheet)
+    children = table.children if table is not None else {}
+    per_side = dict(zip(("base", "comp"), scope.divisors(result)))
+    out = {}
+    for side, divisor in per_side.items():
+        child = children.get(f"{side}_kernels")
+        if child is None:
+            continue
+        at = {c: i for i, c in enumerate(child.columns)}
+        if not {"row", "name", "dur_us"} <= at.keys():
+            continue
+        found: dict[int, list] = {}
+        for rec in child.rows:
+            if rec[at["row"]] in rows:
+                found.setdefault(rec[at["row"]], []).append(rec)
+        for recs in found.values():
+            recs.sort(key=lambda r: (-(r[at["dur_us"]] or 0.0), str(r[at["name"]])))
+        out[side] = {row: [(str(r[at["name"]]), r[at["number"]] if "number" in at else None,
+                            (r[at["dur_us"]] or 0.0) / divisor) for r in recs] for row, recs in found.items()}
+    return out

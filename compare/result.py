@@ -365,6 +365,13 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
         return notable_changes(self)
 
+    def launched(self, sheet: str, rows: set[int]) -> dict[str, dict[int, list[tuple[str, object, float]]]]:
+        """The kernels under rows ``rows`` of detail table ``sheet``, per side, in the scope
+        shown (``perfcmp.notable.launched``: side -> row -> [(name, calls or None, µs)])."""
+        from perfcmp.notable import launched
+
+        return launched(self, sheet, rows)
+
     def floors(self):
         """The verdict's floors the notable changes clear (``perfcmp.verdict.Thresholds``; the
         defaults when the result has no verdict)."""

@@ -26,7 +26,7 @@ from perfcmp.render import diagnosis, top_changes
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.render.terminal import shorten_distinct
-from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Table, Verdict, VerdictRow
+from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
 from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
 
 SUFFIX = ".html"
@@ -351,12 +351,9 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
     if not blocks:
         return ""
     kernels = {r.key: r for r in result.shown().migration}  # their kernels in the scope shown
-    d_base, d_comp = result.divisors()
     parts = []
     for block in blocks:
-        children = result.details[block.sheet].children if block.sheet in result.details else {}
-        launched = {side: _launched(children[f"{side}_kernels"], set(block.indices), divisor)
-                    for side, divisor in (("base", d_base), ("comp", d_comp)) if f"{side}_kernels" in children}
+        launched = {side: _launched(found) for side, found in result.launched(block.sheet, set(block.indices)).items()}
         texts = []  # per row: its base and comparison kernels, "–" where the sheet has none
         for i, (name, *_) in enumerate(block.rows):
             row, index = kernels.get(name), block.indices[i]
@@ -390,25 +387,16 @@ NAME_CHARS = 160  # a verdict row's key in its table
 KERNELS_SHOWN, KERNEL_CHARS = 3, 60  # per cell: the longest-running kernels, names cut in the middle
 
 
-def _launched(table: Table, rows: set[int], divisor: float) -> dict[int, str]:
-    """A sheet row's kernels as one cell's text, for the parent rows ``rows``: its
-    ``KERNELS_SHOWN`` longest (``dur_us`` / ``divisor``, in ms) as "0.710 ×8 name", names cut
-    in the middle (distinct within the cell), "+ n more" for the rest. ``table``: a kernel
-    child table (row, name, number or task_type, …, dur_us)."""
-    at = {c: i for i, c in enumerate(table.columns)}
-    if not {"row", "name", "dur_us"} <= at.keys():
-        return {}
-    found: dict[int, list] = {}
-    for rec in table.rows:
-        if rec[at["row"]] in rows:
-            found.setdefault(rec[at["row"]], []).append(rec)
+def _launched(found: dict[int, list[tuple[str, object, float]]]) -> dict[int, str]:
+    """Rows' kernels (``ComparisonResult.launched``, one side) as one cell's text each: the
+    ``KERNELS_SHOWN`` longest as "0.710 ×8 name" (ms; "×n" where calls are counted), names cut
+    in the middle (distinct within the cell), "+ n more" for the rest."""
     out = {}
-    for row, recs in found.items():
-        recs.sort(key=lambda r: (-(r[at["dur_us"]] or 0.0), str(r[at["name"]])))
-        names = shorten_distinct([str(r[at["name"]]) for r in recs[:KERNELS_SHOWN]], KERNEL_CHARS)
-        parts = [f"{fixed((r[at['dur_us']] or 0.0) / divisor / 1000, 3)}"
-                 + (f" ×{r[at['number']]}" if "number" in at else "") + f" {n}" for r, n in zip(recs, names)]
-        more = f" · + {len(recs) - KERNELS_SHOWN} more" if len(recs) > KERNELS_SHOWN else ""
+    for row, kernels in found.items():
+        names = shorten_distinct([k[0] for k in kernels[:KERNELS_SHOWN]], KERNEL_CHARS)
+        parts = [f"{fixed(dur_us / 1000, 3)}" + (f" ×{number}" if number is not None else "") + f" {n}"
+                 for (_, number, dur_us), n in zip(kernels, names)]
+        more = f" · + {len(kernels) - KERNELS_SHOWN} more" if len(kernels) > KERNELS_SHOWN else ""
         out[row] = " · ".join(parts) + more
     return out
 
