@@ -73,7 +73,8 @@ def notable_changes(result: ComparisonResult) -> Changes:
         table = result.details.get(reading.sheet)
         if table is None:
             continue
-        rows = [c for c in changes_of(table.records(), reading, per_side) if c.diff and clears(reading.memory, c.base, c.diff)]
+        rows = [c for c in changes_of(table.records(), reading, per_side)
+                if c.diff and clears(reading.memory, c.base, c.diff)]
         found.append(DimensionChanges(reading.title, reading.sheet, reading.memory,
                                       sorted((c for c in rows if c.diff > 0), key=lambda c: (-c.diff, c.name)),
                                       sorted((c for c in rows if c.diff < 0), key=lambda c: (c.diff, c.name))))
@@ -118,7 +119,10 @@ def changes_of(records: list[dict], reading: Notable, per_side: tuple[float, flo
     return out
 
 
-def launched(result: ComparisonResult, sheet: str, rows: set[int]) -> dict[str, dict[int, list[tuple[str, object, float]]]]:
+Kernels = dict[int, list[tuple[str, object, float]]]  # row index -> [(name, calls or None, µs)]
+
+
+def launched(result: ComparisonResult, sheet: str, rows: set[int]) -> dict[str, Kernels]:
     """The kernels under some rows of a sheet, per side ("base", "comp"), in the result's scope:
     side -> row index -> [(name, number, dur_us)], longest first (ties by name), ``number`` the
     child table's call count (None where it has none), ``dur_us`` over the side's step count

@@ -552,7 +552,8 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             if reading.sheet not in tables:
                 continue
             counted = changes_of(self.details[reading.sheet].records(), reading)
-            for field, total in ((reading.base, sum(c.base for c in counted)), (reading.comp, sum(c.comp for c in counted))):
+            for field, total in ((reading.base, sum(c.base for c in counted)),
+                                 (reading.comp, sum(c.comp for c in counted))):
                 totals[field] = float(total)
                 totals[f"{field}_per_step"] = float(total) / steps[field.split("_", 1)[0]]
         return DimensionFrames(name=name, tables=tables, totals=totals)

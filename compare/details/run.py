@@ -34,7 +34,8 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     """
     # The op alignment feeds the per-pair rows of the operator and memory detail sheets only
     # (not the statistic sheets): made once, when one of those is built.
-    sides = Sides(base, comp, opts, functools.cache(lambda: align_ops(base, comp, opts) if opts.details else Pairs.of([])))
+    pairs = functools.cache(lambda: align_ops(base, comp, opts) if opts.details else Pairs.of([]))
+    sides = Sides(base, comp, opts, pairs)
     chosen = [d for d in registry() if d.build is not None and d.option in opts.enabled]
     aside = [d for d in chosen if d.aside] if fork and any(_stands_in(d, sides) for d in chosen) else []
     here = sorted((d for d in chosen if d not in aside), key=lambda d: (d.stage, d.order))

@@ -16,6 +16,7 @@ def build(sides: Sides) -> Built:
     return left_out(built, SHEETS[0], "neither profile has per-op memory data ([memory] events or operator_memory.csv)")
 
 
-DIMENSION = Dimension(name="memory", order=40, option="memory", sheets=SHEETS, key=MEMORY, selector=MEMORY, build=build, stage=4, aside=True,
+DIMENSION = Dimension(name="memory", order=40, option="memory", sheets=SHEETS, key=MEMORY, selector=MEMORY, build=build,
+                      stage=4, aside=True,
                       notable=(Notable("memory", SHEETS[0], ("name",), "base_alloc_bytes", "comp_alloc_bytes",
                                        memory=True),))
