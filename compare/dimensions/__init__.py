@@ -50,11 +50,14 @@ Built = tuple[dict[str, Table], list[str]]
 class Notable:
     """How a dimension's notable changes are read off its table (``perfcmp.notable``).
 
-    ``sheet``: the table; ``name``: fields whose first non-empty value names a row (all of them,
-    space-joined, with ``join``); ``base`` / ``comp``: the fields compared (µs, or bytes when
-    ``memory``); rows named ``skip`` and rows whose fields differ from ``where`` are no rows."""
+    ``title``: what the console calls it; ``rank``: its place among the console's tables
+    (ascending); ``sheet``: the table; ``name``: fields whose first non-empty value names a row
+    (all of them, space-joined, with ``join``); ``base`` / ``comp``: the fields compared (µs, or
+    bytes when ``memory``); rows named ``skip`` and rows whose fields differ from ``where`` are
+    no rows."""
 
     title: str
+    rank: int
     sheet: str
     name: tuple[str, ...]
     base: str
@@ -91,7 +94,7 @@ class Dimension:
         replaces: a dimension whose tables this one's stand in for when it built any.
         applies: whether it builds tables for these sides (None: whenever enabled); a
             dimension that replaces another and applies has the ``aside`` ones built beside it.
-        notable: how its notable changes are read; None when it has none.
+        notable: how its notable changes are read; () when it has none.
     """
 
     name: str
@@ -144,12 +147,5 @@ def sheet_dimensions() -> dict[str, str]:
 
 
 def notables() -> list[Notable]:
-    """Every dimension's notable-change readings, in the console's order (``Notable`` title order
-    as the dimensions declare them, by ``NOTABLE_ORDER``)."""
-    readings = [n for d in registry() for n in d.notable]
-    return sorted(readings, key=lambda n: NOTABLE_ORDER.get(n.title, len(NOTABLE_ORDER)))
-
-
-# the console's order of the top-change tables (dimensions not named here come after)
-NOTABLE_ORDER = {"operators": 0, "modules": 1, "kernels": 2, "kernel types": 3, "communication": 4, "memory": 5,
-                 "host APIs": 6}
+    """Every dimension's notable-change readings, in the console's order (``Notable.rank``)."""
+    return sorted((n for d in registry() for n in d.notable), key=lambda n: (n.rank, n.title))

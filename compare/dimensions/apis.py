@@ -13,4 +13,4 @@ def build(sides: Sides) -> Built:
 
 
 DIMENSION = Dimension(name="apis", order=50, option="api", sheets=(SHEET,), build=build, stage=2,
-                      notable=(Notable("host APIs", SHEET, ("name",), "base_total_us", "comp_total_us"),))
+                      notable=(Notable("host APIs", 6, SHEET, ("name",), "base_total_us", "comp_total_us"),))

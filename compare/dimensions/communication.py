@@ -28,5 +28,5 @@ def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes:
 
 DIMENSION = Dimension(name="communication", order=10, option="communication", sheets=(SHEET,), key=COMM,
                       samples=samples, selector=COMM, build=build, stage=0,
-                      notable=(Notable("communication", SHEET, ("base_op", "comp_op"), "base_total_us",
+                      notable=(Notable("communication", 4, SHEET, ("base_op", "comp_op"), "base_total_us",
                                        "comp_total_us", skip="|"),))

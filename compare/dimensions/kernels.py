@@ -29,7 +29,7 @@ def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes:
 
 DIMENSION = Dimension(name="kernels", order=60, option="kernel", sheets=SHEETS, key=KERNEL, samples=samples,
                       selector=KERNEL, build=build, stage=1, reads_compute=True, aside=True,
-                      notable=(Notable("kernels", SHEETS[0], ("kernel", "input_shape"), "base_total_us",
+                      notable=(Notable("kernels", 2, SHEETS[0], ("kernel", "input_shape"), "base_total_us",
                                        "comp_total_us", join=True),
-                               Notable("kernel types", SHEETS[1], ("kernel_type", "core_type"), "base_total_us",
+                               Notable("kernel types", 3, SHEETS[1], ("kernel_type", "core_type"), "base_total_us",
                                        "comp_total_us", join=True)))

@@ -18,5 +18,5 @@ def build(sides: Sides) -> Built:
 
 DIMENSION = Dimension(name="memory", order=40, option="memory", sheets=SHEETS, key=MEMORY, selector=MEMORY, build=build,
                       stage=4, aside=True,
-                      notable=(Notable("memory", SHEETS[0], ("name",), "base_alloc_bytes", "comp_alloc_bytes",
+                      notable=(Notable("memory", 5, SHEETS[0], ("name",), "base_alloc_bytes", "comp_alloc_bytes",
                                        memory=True),))

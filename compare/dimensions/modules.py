@@ -26,5 +26,5 @@ def build(sides: Sides) -> Built:
 
 DIMENSION = Dimension(name="modules", order=20, option="operator", sheets=SHEETS, build=build, stage=3,
                       replaces="operators", applies=applies,
-                      notable=(Notable("modules", SHEETS[0], ("module_name",), "base_total_us", "comp_total_us",
+                      notable=(Notable("modules", 1, SHEETS[0], ("module_name",), "base_total_us", "comp_total_us",
                                        where=(("op_name", "[ TOTAL ]"),)),))

@@ -32,4 +32,4 @@ def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes:
 
 DIMENSION = Dimension(name="operators", order=30, option="operator", sheets=SHEETS, key=OP, samples=samples,
                       selector=OP, build=build, stage=3,
-                      notable=(Notable("operators", SHEETS[0], ("name",), "base_device_us", "comp_device_us"),))
+                      notable=(Notable("operators", 0, SHEETS[0], ("name",), "base_device_us", "comp_device_us"),))
