@@ -8,6 +8,7 @@ when a field changes meaning, and ``from_json`` refuses versions it does not kno
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
@@ -100,9 +101,11 @@ class WarningRecord(msgspec.Struct, kw_only=True):
 
 def encode_hook(value: object) -> object:
     """msgspec's hook for what it cannot encode itself: column-stored rows (``Rows``) are
-    written as the row lists they stand for."""
+    written as the row lists they stand for, a verdict's ``Reason`` as its sentence."""
     if isinstance(value, Rows):
         return list(value)
+    if isinstance(value, Reason):
+        return str(value)
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
@@ -177,12 +180,51 @@ class GateResult(msgspec.Struct, kw_only=True):
     undecided: bool = False  # a selected row changed beyond the gate but its verdict is "inconclusive"
 
 
+# the kinds of a verdict's reasons (``Reason.kind``)
+NOT_COMPARABLE, SEVERAL_RUNS, STEP_COUNTS, N1, NO_E2E, E2E_CHANGE, ROWS_MOVED = (
+    "not comparable", "several runs", "step counts", "n=1", "no e2e", "e2e", "rows moved")
+ROWS_MOVED_LEAD = "while E2E did not move: "  # opens the sentence of a ROWS_MOVED reason
+# (lead of the sentence, kind): how a reason read back from JSON gets its kind (the rest: E2E_CHANGE)
+_REASON_LEADS = (("not comparable", NOT_COMPARABLE), ("several runs a side", SEVERAL_RUNS),
+                 ("note: step counts differ", STEP_COUNTS), ("n=1", N1), ("no overall:e2e row", NO_E2E),
+                 (ROWS_MOVED_LEAD, ROWS_MOVED))
+
+
+class Reason(str):
+    """One reason of a verdict, as a record: ``kind`` (``NOT_COMPARABLE``, ``SEVERAL_RUNS``,
+    ``STEP_COUNTS``, ``N1``, ``NO_E2E``, ``E2E_CHANGE``, ``ROWS_MOVED``), ``rows`` (the verdict
+    rows it names) and ``numbers`` (the figures it states, by name). The value itself is its
+    sentence, which the JSON document holds (``encode_hook``), so the document is unchanged; a
+    reason read back from one gets its kind from the sentence's lead (``Reason.read``).
+    Renderers select reasons by ``kind``, never by their words."""
+
+    kind: str
+    rows: tuple[str, ...]
+    numbers: dict[str, float]
+
+    def __new__(cls, text: str, kind: str, rows: tuple[str, ...] = (), numbers: dict[str, float] | None = None):
+        reason = super().__new__(cls, text)
+        reason.kind, reason.rows, reason.numbers = kind, tuple(rows), dict(numbers or {})
+        return reason
+
+    def __reduce__(self):
+        return Reason, (str(self), self.kind, self.rows, self.numbers)
+
+    @classmethod
+    def read(cls, text: str) -> "Reason":
+        """A reason's record from its sentence alone (a document read back, a path made portable)."""
+        if isinstance(text, Reason):
+            return text
+        kind = next((kind for lead, kind in _REASON_LEADS if text.startswith(lead)), E2E_CHANGE)
+        return cls(text, kind)
+
+
 class Verdict(msgspec.Struct, kw_only=True):
     """The regression verdict of a comparison: per-row verdicts, the overall one and the gates."""
 
     overall: str  # regression | improvement | neutral | inconclusive
     comparable: bool = True
-    reasons: list[str] = []  # why not comparable or inconclusive, and other notes
+    reasons: list[str] = []  # why not comparable or inconclusive, and other notes: ``Reason`` records
     skip_steps: tuple[int, int] = (0, 0)  # warm-up steps dropped on the base / comparison side
     skip_reason: str = ""
     outlier_steps: dict[str, list[int]] = {}  # "base" / "comparison" -> step ids
@@ -191,6 +233,11 @@ class Verdict(msgspec.Struct, kw_only=True):
     rows: list[VerdictRow] = []
     gates: list[GateResult] = []
     exit_code: int = 0
+
+    def __post_init__(self) -> None:
+        # reasons given as sentences (a document read back) become records
+        if not all(isinstance(r, Reason) for r in self.reasons):
+            self.reasons = [Reason.read(r) for r in self.reasons]
 
 
 class KernelShare(msgspec.Struct, kw_only=True):
@@ -219,8 +266,14 @@ class MigrationRow(msgspec.Struct, kw_only=True):
 
 class ComparisonResult(msgspec.Struct, kw_only=True):
     """Everything a comparison found, in µs and bytes (the workbook's ms / KB / MB are the xlsx
-    renderer's). ``details`` holds the detail tables by sheet name; for notebooks, the
-    ``*_frame`` methods and ``table`` give them as pandas DataFrames."""
+    renderer's). ``details`` holds the detail tables by sheet name, the JSON document's shape;
+    ``dimension(name)`` gives one dimension's tables (``perfcmp.dimensions``) as tidy DataFrames
+    with per-step columns and totals, and the ``*_frame`` methods and ``table`` the others.
+
+    What the analysis derives from the totals is asked of the result, so renderers only format:
+    ``notable()`` (each dimension's changes clearing the verdict's floors), ``shown()`` (the
+    summaries, overall rows and migration kernels per step when the scope is per step),
+    ``per_step()``, ``scope_label()``; the verdict's reasons are records (``Reason``)."""
 
     format_version: int = FORMAT_VERSION
     tool_version: str
@@ -296,6 +349,55 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             warnings.warn(note, UserWarning, stacklevel=2)
         return written
 
+    # --- what the analysis derives from the totals (computed in compare/, formatted by render/) -----
+
+    def notable(self):
+        """Each dimension's notable changes, the rows clearing the verdict's floors, in µs or
+        bytes in the result's scope (``perfcmp.notable.Changes``). Not of a ``shown()`` view."""
+        from perfcmp.notable import notable_changes  # it imports this module
+
+        return notable_changes(self)
+
+    def launched(self, sheet: str, rows: set[int]) -> dict[str, dict[int, list[tuple[str, object, float]]]]:
+        """The kernels under rows ``rows`` of detail table ``sheet``, per side, in the scope
+        shown (``perfcmp.notable.launched``: side -> row -> [(name, calls or None, µs)])."""
+        from perfcmp.notable import launched
+
+        return launched(self, sheet, rows)
+
+    def floors(self):
+        """The verdict's floors the notable changes clear (``perfcmp.verdict.Thresholds``; the
+        defaults when the result has no verdict)."""
+        from perfcmp.notable import thresholds_of
+
+        return thresholds_of(self)
+
+    def shown(self) -> "ComparisonResult":
+        """The result with its side summaries and overall rows in the scope shown: per step
+        (each side over its own step count) or totals (``perfcmp.scope.view``)."""
+        from perfcmp import scope  # it imports this module
+
+        return scope.view(self)
+
+    def per_step(self) -> bool:
+        """Whether summaries of this result show times per step."""
+        from perfcmp import scope
+
+        return scope.per_step(self)
+
+    def divisors(self) -> tuple[float, float]:
+        """What each side's totals are divided by in the scope shown ((1, 1) for totals)."""
+        from perfcmp import scope
+
+        return scope.divisors(self)
+
+    def scope_label(self) -> str:
+        """What the numbers shown are: ``per step, mean of 8 vs 3 steps``, ``step 2 vs step 3``
+        or ``whole profile, 8 vs 8 steps``."""
+        from perfcmp import scope
+
+        return scope.label(self)
+
     # --- DataFrames for notebooks (pandas is imported when one is asked for) -----------------
 
     def overall_frame(self):
@@ -366,16 +468,17 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
     def tables(self) -> list[str]:
         """The detail tables this result holds, by the names ``table`` takes."""
-        return sorted(alias for alias, sheets in TABLE_ALIASES.items() if any(s in self.details for s in sheets))
+        return sorted(alias for alias, sheets in table_aliases().items() if any(s in self.details for s in sheets))
 
     def table(self, name: str):
         """One detail table as a tidy DataFrame in µs and bytes.
 
-        ``name`` is an alias — "operators" (OperatorCompareStatistic), "operator_pairs"
-        (OperatorCompare), "modules" (ModuleCompareStatistic), "module_pairs" (ModuleCompare),
-        "kernels" (KernelCompare or KernelTypeCompare), "communication" (CommunicationCompare),
-        "memory" (MemoryCompareStatistic), "memory_pairs" (MemoryCompare), "apis" (ApiCompare) —
-        or a sheet name. Columns are the table's fields: times in µs (``*_us``), sizes in bytes
+        ``name`` is a dimension's name (``perfcmp.dimensions``: its first table present) —
+        "operators" (OperatorCompareStatistic), "modules" (ModuleCompareStatistic), "kernels"
+        (KernelCompare or KernelTypeCompare), "communication" (CommunicationCompare), "memory"
+        (MemoryCompareStatistic), "apis" (ApiCompare) — or a pair table's alias,
+        "operator_pairs" (OperatorCompare), "module_pairs" (ModuleCompare), "memory_pairs"
+        (MemoryCompare), or a sheet name. Columns are the table's fields: times in µs (``*_us``), sizes in bytes
         (``*_bytes``), counts, ratios (comparison / base), text; plus ``presence`` ("both",
         "base only", "comparison only") where the table has per-side counts. Keyed tables
         (operators, communication) carry each row's ``verdict`` and ``p_adjusted``, joined by
@@ -391,7 +494,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         import pandas as pd
 
         name, _, child = name.partition(".")
-        sheet = next((s for s in TABLE_ALIASES.get(name, (name,)) if s in self.details), None)
+        sheet = next((s for s in table_aliases().get(name, (name,)) if s in self.details), None)
         if sheet is None:
             raise KeyError(f"no table {name!r} in this result; it has {', '.join(self.tables()) or 'none'}")
         source = self.details[sheet]
@@ -406,6 +509,47 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             c = pd.to_numeric(frame[counts[1]], errors="coerce").fillna(0).to_numpy() > 0
             frame["presence"] = np.where(b & c, "both", np.where(b, "base only", np.where(c, "comparison only", "")))
         return frame
+
+    def dimension_names(self) -> list[str]:
+        """The dimensions (``perfcmp.dimensions``) with a detail table in this result, in order."""
+        from perfcmp.dimensions import registry  # it imports this module
+
+        return [d.name for d in registry() if d.build is not None and any(s in self.details for s in d.sheets)]
+
+    def dimension(self, name: str) -> "DimensionFrames":
+        """One dimension's tables as tidy DataFrames in µs and bytes, with per-step columns and totals.
+
+        Each table (by sheet name) is ``table(sheet)``'s frame plus, for every ``base_*_us`` /
+        ``base_*_bytes`` column (and its ``comp_`` twin), ``<column>_per_step``: the value over
+        that side's step count (1 when one step is compared). ``totals`` holds the sums of the
+        dimension's measured columns (its ``Notable`` readings: e.g. "base_device_us") over the
+        rows they count, and their ``_per_step`` values.
+
+        Raises:
+            KeyError: no such dimension, or it has no table in this result.
+        """
+        from perfcmp.dimensions import dimension
+        from perfcmp.notable import changes_of
+        from perfcmp.scope import covered
+
+        found = dimension(name)
+        sheets = [s for s in found.sheets if s in self.details]
+        if not sheets:
+            raise KeyError(f"dimension {name!r} has no table in this result; it has "
+                           f"{', '.join(self.dimension_names()) or 'none'}")
+        steps = {"base": float(max(covered(self.base, self.comparison)[0], 1)),
+                 "comp": float(max(covered(self.base, self.comparison)[1], 1))}
+        tables = {sheet: _with_per_step(self.table(sheet), steps) for sheet in sheets}
+        totals: dict[str, float] = {}
+        for reading in found.notable:
+            if reading.sheet not in tables:
+                continue
+            counted = changes_of(self.details[reading.sheet].records(), reading)
+            for field, total in ((reading.base, sum(c.base for c in counted)),
+                                 (reading.comp, sum(c.comp for c in counted))):
+                totals[field] = float(total)
+                totals[f"{field}_per_step"] = float(total) / steps[field.split("_", 1)[0]]
+        return DimensionFrames(name=name, tables=tables, totals=totals)
 
     def _judged(self) -> dict[str, VerdictRow]:
         return {r.row: r for r in self.verdict.rows} if self.verdict else {}
@@ -474,14 +618,41 @@ STATISTIC_SUMS = (
     ("ModuleCompareStatistic", "ModuleCompare", [("total_us", "total_us", _TOTALS), ("self_us", "self_us", _TOTALS)]),
 )
 
-# table aliases for ``ComparisonResult.table``: the sheets each may be (the first present is used)
-TABLE_ALIASES = {
-    "operators": ("OperatorCompareStatistic",), "operator_pairs": ("OperatorCompare",),
-    "modules": ("ModuleCompareStatistic",), "module_pairs": ("ModuleCompare",),
-    "kernels": ("KernelCompare", "KernelTypeCompare"), "communication": ("CommunicationCompare",),
-    "memory": ("MemoryCompareStatistic",), "memory_pairs": ("MemoryCompare",), "apis": ("ApiCompare",),
-}
+# the per-pair tables' aliases for ``ComparisonResult.table`` (a dimension's name gives its first table)
+PAIR_ALIASES = {"operator_pairs": ("OperatorCompare",), "module_pairs": ("ModuleCompare",),
+                "memory_pairs": ("MemoryCompare",)}
+
+
+def table_aliases() -> dict[str, tuple[str, ...]]:
+    """Alias -> the sheets it may be (the first present is used): each dimension with detail
+    tables by its name, and the per-pair tables (``PAIR_ALIASES``)."""
+    from perfcmp.dimensions import registry  # it imports this module
+
+    return {**{d.name: d.sheets for d in registry() if d.build is not None}, **PAIR_ALIASES}
 COUNT_COLUMNS = (("base_count", "comp_count"), ("base_calls", "comp_calls"))
+
+
+@dataclass(frozen=True)
+class DimensionFrames:
+    """One dimension of a result as tidy DataFrames (``ComparisonResult.dimension``): ``tables``
+    by sheet name, in µs and bytes with ``*_per_step`` columns, and ``totals`` of its measured
+    columns (whole-profile or the compared step's, and per step)."""
+
+    name: str
+    tables: dict[str, object]
+    totals: dict[str, float]
+
+
+def _with_per_step(frame, steps: dict[str, float]):
+    """``frame`` with ``<col>_per_step`` = value / that side's step count, for every ``base_`` /
+    ``comp_`` column in µs or bytes (empty cells stay empty)."""
+    import pandas as pd
+
+    for column in list(frame.columns):
+        side = column.split("_", 1)[0]
+        if side in steps and column.endswith(("_us", "_bytes")):
+            frame[f"{column}_per_step"] = pd.to_numeric(frame[column], errors="coerce") / steps[side]
+    return frame
 
 
 def _side_repr(side: SideSummary) -> str:

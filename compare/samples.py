@@ -29,10 +29,10 @@ import pandas as pd
 
 from perfcmp.breakdown import Breakdown
 from perfcmp.details.extract import SideDetails
-from perfcmp.keys import COMM, KERNEL, OP, op_keys, row_name
+from perfcmp.keys import row_name
 from perfcmp.readers.model import COMM as COMM_KIND, COMPUTE, SDMA, Profile, frame as table_of
 from perfcmp.align import ramps
-from perfcmp.base.textmatch import factorize, object_array
+from perfcmp.base.textmatch import factorize
 
 SAMPLES_VERSION = 1
 MEMORY_ROWS = ("peak_allocated", "peak_reserved")
@@ -58,7 +58,8 @@ class SampleSet(msgspec.Struct, kw_only=True):
 
 def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], details: SideDetails | None,
                    op_shapes: bool = False) -> SampleSet:
-    """Per-step values of every overall row, memory peak, operator, kernel and collective key.
+    """Per-step values of every overall row and memory peak, and of every key of each dimension
+    that declares its samples (``perfcmp.dimensions``: operators, kernels, collectives).
 
     ``step_breakdowns``: each step's breakdown over its device window, by step id, in order.
     ``op_shapes``: op rows keyed by name and input shapes (``--use_input_shape``), as the
@@ -79,12 +80,14 @@ def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], deta
     instances: dict[str, list[list[float]]] = {}
     if details is not None and steps:
         spans = [b.window_us for b in step_breakdowns.values()]
-        for dimension, occurrences in ((OP, _top_ops(details, op_shapes)), (KERNEL, _in_steps(details.compute, spans)),
-                                       (COMM, _named(_in_steps(details.comm, spans)))):
+        from perfcmp.dimensions import registry  # its modules read this one's in_steps
+
+        for dimension in (d for d in registry() if d.samples is not None):
+            occurrences = dimension.samples(details, spans, op_shapes)
             for position, key, value in _step_sums(occurrences):
-                put(row_name(dimension, key), position, value)
+                put(row_name(dimension.key, key), position, value)
             for key, per_step in _instance_lists(occurrences, len(steps)).items():
-                instances[row_name(dimension, key)] = per_step
+                instances[row_name(dimension.key, key)] = per_step
     info = profile.info
     provenance = {"producer": info.producer, "device": info.device.value, **info.metadata}
     if info.device_name:
@@ -104,22 +107,9 @@ def _host_only(profile: Profile) -> bool:
     return not (len(device) and device["kind"].isin([COMPUTE, COMM_KIND, SDMA]).any()) and profile.timeline.empty
 
 
-def _top_ops(details: SideDetails, op_shapes: bool) -> pd.DataFrame:
-    """Top-level ops inside a step: step (position), key, start, value = device time (µs)."""
-    ops = details.ops
-    top = ops[(ops["top"].to_numpy()) & (ops["step"].to_numpy() >= 0)]
-    return table_of({"step": top["step"].to_numpy(), "key": object_array(op_keys(top, op_shapes)),
-                  "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
-
-
-def _named(occurrences: pd.DataFrame) -> pd.DataFrame:
-    """The occurrences with a key: a communication op whose name is lost (an empty string in a
-    damaged export) has no collective, so no row, as in CommunicationCompare (``keys.sheet_keys``)."""
-    return occurrences[occurrences["key"].astype(str) != ""] if len(occurrences) else occurrences
-
-
-def _in_steps(frame: pd.DataFrame, windows: list[tuple[float, float]]) -> pd.DataFrame:
-    """Device rows in the step window holding their start: step (position), key, start, value = dur_us."""
+def in_steps(frame: pd.DataFrame, windows: list[tuple[float, float]]) -> pd.DataFrame:
+    """Device rows (``SideDetails.compute`` / ``comm``: key, start_us, dur_us) in the step window
+    holding their start: step (position), key, start, value = dur_us."""
     if frame.empty:
         return pd.DataFrame({"step": [], "key": [], "start": [], "value": []})
     start = frame["start_us"].to_numpy()

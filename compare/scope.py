@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import msgspec
 
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary, ratio
+from perfcmp.result import ComparisonResult, KernelShare, MigrationRow, OverallRow, SideSummary, ratio
 
 PER_STEP, TOTAL, AUTO = "per step", "total", "auto"
 SCOPES = (AUTO, PER_STEP, TOTAL)
@@ -65,9 +65,10 @@ def label(result: ComparisonResult) -> str:
 
 
 def view(result: ComparisonResult) -> ComparisonResult:
-    """The result with its side summaries' times and its overall rows in the scope shown
-    (per step: each side divided by its step count; counts too, so they may be fractional).
-    Memory peaks, shares, steps, details and the verdict are unchanged. A view's view is itself."""
+    """The result with its side summaries' times, its overall rows and its migration rows'
+    kernels in the scope shown (per step: each side divided by its step count; counts too, so
+    they may be fractional). Memory peaks, shares, steps, details and the verdict are unchanged
+    (the migration rows' ``diff_shown_us`` is in scope already). A view's view is itself."""
     if result.scope != PER_STEP:  # totals, or a view already
         return result
     db, dc = divisors(result)
@@ -82,8 +83,15 @@ def view(result: ComparisonResult) -> ComparisonResult:
         return msgspec.structs.replace(r, base_us=base, comp_us=comp, diff_us=comp - base, ratio=ratio(comp, base),
                                        base_count=_per(r.base_count, db), comp_count=_per(r.comp_count, dc))
 
+    def kernels(shares: list[KernelShare], d: float) -> list[KernelShare]:
+        return [KernelShare(name=k.name, calls=k.calls / d, total_us=k.total_us / d) for k in shares]  # type: ignore[arg-type]
+
+    def migration(r: MigrationRow) -> MigrationRow:
+        return msgspec.structs.replace(r, base_kernels=kernels(r.base_kernels, db), comp_kernels=kernels(r.comp_kernels, dc))
+
     return msgspec.structs.replace(result, base=side(result.base, db), comparison=side(result.comparison, dc),
-                                   overall=[row(r) for r in result.overall], scope=SHOWN)
+                                   overall=[row(r) for r in result.overall], migration=[migration(r) for r in result.migration],
+                                   scope=SHOWN)
 
 
 def per_step(result: ComparisonResult) -> bool:

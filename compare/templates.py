@@ -47,8 +47,14 @@ class Layout:
     style: dict
 
 
-def load_layout() -> Layout:
-    text = resources.files("perfcmp.report_templates").joinpath("sheets.toml").read_text("utf-8")
+def shipped_layout_text() -> str:
+    """The text of the shipped ``report_templates/sheets.toml``."""
+    return resources.files("perfcmp.report_templates").joinpath("sheets.toml").read_text("utf-8")
+
+
+def load_layout(text: str | None = None) -> Layout:
+    """The workbook layout from ``text`` (a sheets.toml; None: the shipped one), validated."""
+    text = shipped_layout_text() if text is None else text
     try:
         data = tomllib.loads(text)
         formats = data["formats"]

@@ -370,3 +370,17 @@ def test_names_that_differ_near_the_middle_keep_a_window_on_the_difference():
     shown = shorten_distinct([x, y], 30)
     assert len(shown[0]) == len(shown[1]) == 30 and "X" in shown[0] and "Y" in shown[1]
     assert shown[0].startswith("k_") and shown[0].endswith("_end") and shown[0].count("…") == 2
+
+
+def test_the_verdict_lines_leave_out_the_rows_moved_reasons_by_kind_not_by_words():
+    """The rows that moved while E2E did not are the counts and "regressed:" lines already: the
+    reason of that kind is left out whatever its words, any other reason shown whatever its words."""
+    from perfcmp.result import E2E_CHANGE, ROWS_MOVED, ComparisonResult, Reason, SideSummary, Verdict
+
+    side = SideSummary(source="a.json", device="GPU", producer="PyTorch")
+    reasons = [Reason("rows that moved, worded anew", ROWS_MOVED, ("op:mm",)),
+               Reason("while E2E did not move: an E2E note that opens like one", E2E_CHANGE)]
+    result = ComparisonResult(tool_version="0", base=side, comparison=side, overall=[],
+                              verdict=Verdict(overall="neutral", reasons=reasons))
+    assert console.verdict_lines(result, None) == ["Verdict: neutral",
+                                                   "  while E2E did not move: an E2E note that opens like one"]

@@ -54,7 +54,11 @@ def test_demo_gpu_vs_npu_summary_fits_80_columns(monkeypatch):
     assert diffs == sorted(diffs, reverse=True) and min(diffs) > 0
     for r in result.migration:  # per step: each side's total over its steps (8 GPU, 3 NPU)
         assert abs(r.diff_shown_us - (r.comp_us / 3 - r.base_us / 8)) < 1e-6
-    lines = console.migration_lines(result, 80)
+    shown = result.shown()  # the view's kernels per step: GPU totals over 8 steps, NPU over 3
+    for total, per_step in zip(result.migration, shown.migration):
+        assert [(k.calls / 8, k.total_us / 8) for k in total.base_kernels] == [(k.calls, k.total_us) for k in per_step.base_kernels]
+        assert [(k.calls / 3, k.total_us / 3) for k in total.comp_kernels] == [(k.calls, k.total_us) for k in per_step.comp_kernels]
+    lines = console.migration_lines(shown, 80)
     assert lines[0] == "Migration: ops that added device time on the NPU (ms per step)"
     assert max(len(line) for line in lines) <= 80
     assert perfcmp.compare("golden/demo/gpu/base.pt.trace.json.gz", "golden/demo/gpu/comp.pt.trace.json.gz").migration == []

@@ -473,3 +473,19 @@ def test_one_occurrence_a_step_is_tested_on_the_steps():
     comp = with_instances({"comm:allreduce": c, "overall:e2e": [10_000.0] * 5}, {"comm:allreduce": [[v] for v in c]})
     row = by_row(judge(base, comp))["comm:allreduce"]
     assert (row.basis, row.test, row.verdict) == ("steps", "welch-log", "regressed")
+
+
+def test_reasons_are_records_whose_json_is_their_sentence():
+    """Single steps, op:big +10 % while E2E moved +2 %: the reasons are an n=1 record and a
+    rows-moved record naming op:big; the JSON holds their sentences, which read back as the same
+    kinds (renderers select by kind, never by words)."""
+    from perfcmp.result import N1, ROWS_MOVED, Verdict, encode_hook
+
+    base = sset({"overall:e2e": [10000], "op:big": [1000]})
+    comp = sset({"overall:e2e": [10200], "op:big": [1100]})
+    verdict = judge(base, comp)
+    assert [(r.kind, r.rows) for r in verdict.reasons] == [(N1, ()), (ROWS_MOVED, ("op:big",))]
+    encoded = msgspec.json.encode(verdict, enc_hook=encode_hook)
+    assert msgspec.json.decode(encoded)["reasons"][1] == "while E2E did not move: 1 row regressed: op:big (+10.0 %)"
+    again = msgspec.json.decode(encoded, type=Verdict)
+    assert [r.kind for r in again.reasons] == [N1, ROWS_MOVED] and again.reasons == verdict.reasons

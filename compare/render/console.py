@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfcmp import scope
 from perfcmp.render import diagnosis
 from perfcmp.render import top_changes
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.keys import OVERALL
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary, VerdictRow
-from perfcmp.verdict import OTHER_ROWS_NOTE
+from perfcmp.result import ROWS_MOVED, ComparisonResult, OverallRow, SideSummary, VerdictRow
 from perfcmp.wording import GIB, amount, ranked_rows, ratio_change, relative_change
 
 MAX_WARNING_LINES = 10
@@ -72,7 +70,7 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
         The text, ending in a newline.
     """
     paint = Paint(colour)
-    totals, result = result, scope.view(result)  # times per step when the step counts differ (perfcmp.scope)
+    totals, result = result, result.shown()  # times per step when the step counts differ (perfcmp.scope)
     profiling = "profiling" in str(result.options.get("compare", "profiling"))
     heads = wrap(headline(result), width) if profiling else []
     if quiet:
@@ -83,7 +81,7 @@ def render(result: ComparisonResult, width: int = DEFAULT_WIDTH, colour: bool = 
         parts += [distribution(result, width, paint), heads]
     shown = int(result.options.get("top") or 0) if top is None else top
     parts += [block.splitlines() for block in top_changes.render(totals, shown, width, paint)]
-    parts.append(migration_lines(totals, width, paint))
+    parts.append(migration_lines(result, width, paint))
     parts.append(diagnosis.console_lines(totals, width))
     if result.verdict is not None:
         parts.append(verdict_lines(result, width, paint))
@@ -115,7 +113,7 @@ def inputs(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = 
 def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
     """The time distribution's title and table (see the module docstring), per step when the
     result is shown per step (``perfcmp.scope``)."""
-    result = scope.view(result)
+    result = result.shown()
     verdicts = {r.row: r.verdict for r in result.verdict.rows} if result.verdict is not None else {}
     rows = []
     for m in distribution_metrics(result):
@@ -129,7 +127,7 @@ def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Pa
         rows.append([label, base, comp, (diff, style), (change, style)])
     columns = [Column("", align="l", name=True, cut="end"), Column("Base"), Column("Comparison"), Column("Diff"),
                Column("Change")]
-    title = paint(shorten(f"{TITLE} (ms; {scope.label(result)})", width, "end"), "bold")
+    title = paint(shorten(f"{TITLE} (ms; {result.scope_label()})", width, "end"), "bold")
     return [title] + table(columns, rows, width, paint)
 
 
@@ -192,13 +190,13 @@ def _memory_metrics(b: SideSummary, c: SideSummary) -> list[Metric]:
 def headline(result: ComparisonResult) -> str:
     """``E2E 464.6 ms → 745.2 ms (+60.4 %): computing +266.8 ms, uncovered communication −14.6 ms, free +28.5 ms``,
     starting ``E2E per step`` when the times are per step (``perfcmp.scope``)."""
-    result = scope.view(result)
+    result = result.shown()
     b, c = result.base, result.comparison
     change = f" ({_pct(c.e2e_us, b.e2e_us)})" if b.e2e_us else ""
     parts = [f"computing {_signed_ms(c.computing_us - b.computing_us)}",
              f"uncovered communication {_signed_ms(c.uncovered_us - b.uncovered_us)}",
              f"free {_signed_ms(c.free_us - b.free_us)}"]
-    what = "E2E per step" if scope.per_step(result) else "E2E"
+    what = "E2E per step" if result.per_step() else "E2E"
     return f"{what} {_ms_spaced(b.e2e_us)} → {_ms_spaced(c.e2e_us)}{change}: " + ", ".join(parts)
 
 
@@ -206,8 +204,9 @@ KERNEL_NAME = 32  # characters of a kernel name in the migration summary (cut in
 
 
 def kernel_list(kernels: list, divisor: float = 1.0, name_width: int | None = None) -> str:
-    """``0.257 ×1 MatMulV2 · 0.120 ×2 Cast``: each kernel's ms and calls (over ``divisor``,
-    the scope's step count), names cut in the middle to ``name_width``; "no kernels" for none."""
+    """``0.257 ×1 MatMulV2 · 0.120 ×2 Cast``: each kernel's ms and calls (over ``divisor``: 1
+    for the rows of a ``shown()`` view, in scope already), names cut in the middle to
+    ``name_width``; "no kernels" for none."""
     def name(text: str) -> str:
         return shorten(text, name_width) if name_width else text
 
@@ -217,18 +216,18 @@ def kernel_list(kernels: list, divisor: float = 1.0, name_width: int | None = No
 
 def migration_lines(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Paint = PLAIN) -> list[str]:
     """The migration summary (``perfcmp.migration``): the ops that added device time on the
-    comparison's device, each with its kernels on both sides; [] when there is none."""
+    comparison's device, each with its kernels on both sides; [] when there is none.
+    ``result``: a ``shown()`` view (its kernels in the scope shown)."""
     if not result.migration:
         return []
-    divisors = scope.divisors(result)
-    unit = "ms per step" if scope.per_step(result) else "ms"
+    unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     lines = [paint(shorten(f"Migration: ops that added device time on the {c} ({unit})", width, "end"), "bold")]
     for i, row in enumerate(result.migration, start=1):
         share = f", {row.share * 100:.0f} % of the E2E growth" if row.share is not None else ""
         lines += wrap(f"{i}. {row.key}: {row.diff_shown_us / 1000:+.3f} ms{share}", width)
-        for device, kernels, d in ((b, row.base_kernels, divisors[0]), (c, row.comp_kernels, divisors[1])):
-            lines.append(shorten(f"    {device}: {kernel_list(kernels, d, KERNEL_NAME)}", width, "end"))
+        for device, kernels in ((b, row.base_kernels), (c, row.comp_kernels)):
+            lines.append(shorten(f"    {device}: {kernel_list(kernels, 1.0, KERNEL_NAME)}", width, "end"))
     return lines
 
 
@@ -263,7 +262,7 @@ def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Pai
         if steps:
             items.append((f"  outlier steps ({side}): {', '.join(str(s) for s in steps)}", ()))
     # the rows that moved while E2E did not are the "regressed:" lines and counts above already
-    items += [(f"  {reason}", ()) for reason in v.reasons if not reason.startswith(OTHER_ROWS_NOTE)]
+    items += [(f"  {reason}", ()) for reason in v.reasons if reason.kind != ROWS_MOVED]
     items += _gate_items(result)
     return _lay_out(items, width, paint)
 

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from perfcmp import scope
 from perfcmp.render import diagnosis, top_changes
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.render.terminal import shorten_distinct
-from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Table, Verdict, VerdictRow
+from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
 from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
 
 SUFFIX = ".html"
@@ -58,7 +57,7 @@ def render(result: ComparisonResult, top: int = 10) -> str:
         A self-contained HTML5 page, byte-identical for an identical result and directory.
     """
     totals = portable(result)
-    result = scope.view(totals)  # per step when the step counts differ (perfcmp.scope)
+    result = totals.shown()  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "perfcmp" if v is None else f"perfcmp: {v.overall}"
     sections = [header_section(result), verdict_section(v), waterfall_section(result), steps_section(result),
@@ -109,7 +108,7 @@ def header_section(result: ComparisonResult) -> str:
               if facts is not None and not facts.comparable else "")
     return (f"<header>\n<nav>{nav}</nav>\n<h1>perfcmp{badge}</h1>\n<dl class=\"inputs\">{sides}</dl>\n{unlike}"
             f"<p class=\"headline\">{_e(headline(result))}</p>\n"
-            f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms, {_e(scope.label(result))}, "
+            f"<p class=\"note\">perfcmp {_e(result.tool_version)}. Times are ms, {_e(result.scope_label())}, "
             "unless a row says per step (median); memory in MiB (1024-based).</p>\n</header>")
 
 
@@ -323,20 +322,20 @@ def _padded(lo: float, hi: float) -> tuple[float, float]:
 
 def migration_section(result: ComparisonResult) -> str:
     """The migration summary (``perfcmp.migration``): the ops that added device time on the
-    comparison's device, each with its kernels on both sides; "" without one."""
+    comparison's device, each with its kernels on both sides; "" without one. ``result``: a
+    ``shown()`` view (its kernels in the scope shown)."""
     if not result.migration:
         return ""
-    d_base, d_comp = scope.divisors(result)
-    unit = "ms per step" if scope.per_step(result) else "ms"
+    unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     body = [f"<tr><td class=\"num\">{i}</td><td>{_e(r.key)}</td><td class=\"num\">{_e(_ms(r.diff_shown_us, True))}</td>"
             f"<td class=\"num\">{_e(f'{r.share * 100:.0f} %' if r.share is not None else '–')}</td>"
-            f"<td>{_e(kernel_list(r.base_kernels, d_base))}</td><td>{_e(kernel_list(r.comp_kernels, d_comp))}</td></tr>"
+            f"<td>{_e(kernel_list(r.base_kernels))}</td><td>{_e(kernel_list(r.comp_kernels))}</td></tr>"
             for i, r in enumerate(result.migration, start=1)]
     head = "".join(f"<th>{_e(h)}</th>" for h in ("#", "Op", f"Added ({unit})", "Of the E2E growth",
                                                  f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"))
     return (f"<section id=\"migration\">\n<h2>Migration: ops that added device time on the {_e(c)} "
-            f"(ms, {_e(scope.label(result))})</h2>\n"
+            f"(ms, {_e(result.scope_label())})</h2>\n"
             "<p class=\"note\">Framework ops by the device time of the kernels they launched, largest addition first; "
             "each side's own kernels (time, calls, name).</p>\n"
             f"<table class=\"migration\">\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body)
@@ -347,24 +346,21 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
     """The detail sheets' top changes, the console's blocks (``top_changes.select``: operators,
     modules, kernels, communication, memory, host APIs; each title says its unit and scope),
     an op's kernels on both sides beside it where the migration summary has them; "" when no
-    sheet has a change that clears the floors. ``result``: not a ``scope.view``."""
+    sheet has a change that clears the floors. ``result``: not a ``shown()`` view."""
     blocks, quiet = top_changes.select(result, top)
     if not blocks:
         return ""
-    kernels = {r.key: r for r in result.migration}
-    d_base, d_comp = scope.divisors(result)
+    kernels = {r.key: r for r in result.shown().migration}  # their kernels in the scope shown
     parts = []
     for block in blocks:
-        children = result.details[block.sheet].children if block.sheet in result.details else {}
-        launched = {side: _launched(children[f"{side}_kernels"], set(block.indices), divisor)
-                    for side, divisor in (("base", d_base), ("comp", d_comp)) if f"{side}_kernels" in children}
+        launched = {side: _launched(found) for side, found in result.launched(block.sheet, set(block.indices)).items()}
         texts = []  # per row: its base and comparison kernels, "–" where the sheet has none
         for i, (name, *_) in enumerate(block.rows):
             row, index = kernels.get(name), block.indices[i]
             texts.append([launched[side].get(index, "–") if side in launched
-                          else kernel_list(shares, divisor) if shares is not None else "–"
-                          for side, shares, divisor in (("base", row.base_kernels if row else None, d_base),
-                                                        ("comp", row.comp_kernels if row else None, d_comp))])
+                          else kernel_list(shares) if shares is not None else "–"
+                          for side, shares in (("base", row.base_kernels if row else None),
+                                               ("comp", row.comp_kernels if row else None))])
         with_kernels = any(t != "–" for pair in texts for t in pair)  # else no kernel columns
         head = ["#", "Name", "Base", "Comparison", "Diff", "Change"] + (["Base kernels", "Comparison kernels"]
                                                                        if with_kernels else [])
@@ -391,25 +387,16 @@ NAME_CHARS = 160  # a verdict row's key in its table
 KERNELS_SHOWN, KERNEL_CHARS = 3, 60  # per cell: the longest-running kernels, names cut in the middle
 
 
-def _launched(table: Table, rows: set[int], divisor: float) -> dict[int, str]:
-    """A sheet row's kernels as one cell's text, for the parent rows ``rows``: its
-    ``KERNELS_SHOWN`` longest (``dur_us`` / ``divisor``, in ms) as "0.710 ×8 name", names cut
-    in the middle (distinct within the cell), "+ n more" for the rest. ``table``: a kernel
-    child table (row, name, number or task_type, …, dur_us)."""
-    at = {c: i for i, c in enumerate(table.columns)}
-    if not {"row", "name", "dur_us"} <= at.keys():
-        return {}
-    found: dict[int, list] = {}
-    for rec in table.rows:
-        if rec[at["row"]] in rows:
-            found.setdefault(rec[at["row"]], []).append(rec)
+def _launched(found: dict[int, list[tuple[str, object, float]]]) -> dict[int, str]:
+    """Rows' kernels (``ComparisonResult.launched``, one side) as one cell's text each: the
+    ``KERNELS_SHOWN`` longest as "0.710 ×8 name" (ms; "×n" where calls are counted), names cut
+    in the middle (distinct within the cell), "+ n more" for the rest."""
     out = {}
-    for row, recs in found.items():
-        recs.sort(key=lambda r: (-(r[at["dur_us"]] or 0.0), str(r[at["name"]])))
-        names = shorten_distinct([str(r[at["name"]]) for r in recs[:KERNELS_SHOWN]], KERNEL_CHARS)
-        parts = [f"{fixed((r[at['dur_us']] or 0.0) / divisor / 1000, 3)}"
-                 + (f" ×{r[at['number']]}" if "number" in at else "") + f" {n}" for r, n in zip(recs, names)]
-        more = f" · + {len(recs) - KERNELS_SHOWN} more" if len(recs) > KERNELS_SHOWN else ""
+    for row, kernels in found.items():
+        names = shorten_distinct([k[0] for k in kernels[:KERNELS_SHOWN]], KERNEL_CHARS)
+        parts = [f"{fixed(dur_us / 1000, 3)}" + (f" ×{number}" if number is not None else "") + f" {n}"
+                 for (_, number, dur_us), n in zip(kernels, names)]
+        more = f" · + {len(kernels) - KERNELS_SHOWN} more" if len(kernels) > KERNELS_SHOWN else ""
         out[row] = " · ".join(parts) + more
     return out
 
@@ -489,7 +476,7 @@ def overall_section(result: ComparisonResult) -> str:
                    for s in (r.base_share, r.comp_share)),
                  *(_td(_or_dash(n, str), n) for n in (r.base_count, r.comp_count))]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
-    return ("<section id=\"overall\">\n<h2>Overall rows (ms, " + _e(scope.label(result)) + ")</h2>\n"
+    return ("<section id=\"overall\">\n<h2>Overall rows (ms, " + _e(result.scope_label()) + ")</h2>\n"
             "<p class=\"note\">The OverallMetrics breakdown of what was compared. <span class=\"hint\">Click a column header to sort; # restores the order."
             "</span></p>\n" + _sortable(header, body) + "\n</section>")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from perfcmp import scope
 from perfcmp.render import diagnosis
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
@@ -42,11 +41,11 @@ def render(result: ComparisonResult, top: int = 10) -> str:
     Returns:
         GitHub-flavoured Markdown, byte-identical for an identical result and directory.
     """
-    result = scope.view(portable(result))  # per step when the step counts differ (perfcmp.scope)
+    result = portable(result).shown()  # per step when the step counts differ (perfcmp.scope)
     v = result.verdict
     title = "## perfcmp" if v is None else f"## perfcmp: {v.overall}"
     blocks = [title, inputs_line(result), escape(headline(result)),
-              f"### Time distribution ({HEADLINE_UNIT}, {scope.label(result)})", _table(*headline_table(result))]
+              f"### Time distribution ({HEADLINE_UNIT}, {result.scope_label()})", _table(*headline_table(result))]
     blocks += migration_blocks(result)
     blocks += diagnosis.markdown_blocks(result)
     if v is not None:
@@ -108,15 +107,14 @@ def migration_blocks(result: ComparisonResult) -> list[str]:
     """The migration summary (``perfcmp.migration``) as a heading and a table; [] without one."""
     if not result.migration:
         return []
-    d_base, d_comp = scope.divisors(result)
-    unit = "ms per step" if scope.per_step(result) else "ms"
+    unit = "ms per step" if result.per_step() else "ms"
     b, c = result.base.device, result.comparison.device
     rows = [[str(i), escape(r.key), _ms(r.diff_shown_us, signed=True),
              f"{r.share * 100:.0f} %" if r.share is not None else "–",
-             escape(kernel_list(r.base_kernels, d_base)), escape(kernel_list(r.comp_kernels, d_comp))]
+             escape(kernel_list(r.base_kernels)), escape(kernel_list(r.comp_kernels))]
             for i, r in enumerate(result.migration, start=1)]
     header = ["#", "Op", f"Added ({unit})", "Of the E2E growth", f"{b} kernels (ms ×calls)", f"{c} kernels (ms ×calls)"]
-    return [f"### Migration: ops that added device time on the {c} (ms, {scope.label(result)})", _table(header, rows, align="llrrll")]
+    return [f"### Migration: ops that added device time on the {c} (ms, {result.scope_label()})", _table(header, rows, align="llrrll")]
 
 
 def verdict_blocks(v: Verdict, top: int) -> list[str]:

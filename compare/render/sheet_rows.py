@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-from perfcmp import scope
 from perfcmp.render import diagnosis
 from perfcmp.render.detail_text import lazy_text_columns, text_columns
 from perfcmp.result import ComparisonResult, Table, VerdictRow
@@ -25,10 +24,10 @@ VERDICT_ORDER = {"regressed": 0, "improved": 1, "inconclusive": 2}
 
 def overall(result: ComparisonResult) -> list[dict]:
     """OverallMetrics rows: the peer's whole-profile totals, and per step (each side's total over
-    its step count) when the result is shown per step (``perfcmp.scope``)."""
+    its step count, from the result's ``shown()`` view) when the result is shown per step."""
     judged = {r.row: r for r in result.verdict.rows} if result.verdict else {}
-    per_base, per_comp = scope.divisors(result)
-    stepwise = scope.per_step(result)
+    # per step: the rows of the result's shown() view (each side's total over its step count)
+    per_step = result.shown().overall if result.per_step() else [None] * len(result.overall)
     return [{
         "label": "\t" * r.level + r.label, "level": r.level, "key": r.key,
         "base_us": r.base_us, "base_share": r.base_share, "base_count": r.base_count,
@@ -36,10 +35,10 @@ def overall(result: ComparisonResult) -> list[dict]:
         "diff_us": r.diff_us, "ratio": r.ratio,
         "verdict": judged[f"overall:{r.key}"].verdict if f"overall:{r.key}" in judged else None,
         "p_adjusted": judged[f"overall:{r.key}"].p_adjusted if f"overall:{r.key}" in judged else None,
-        "base_step_us": r.base_us / per_base if stepwise else None,
-        "comp_step_us": r.comp_us / per_comp if stepwise else None,
-        "diff_step_us": r.comp_us / per_comp - r.base_us / per_base if stepwise else None,
-    } for r in result.overall]
+        "base_step_us": step.base_us if step else None,
+        "comp_step_us": step.comp_us if step else None,
+        "diff_step_us": step.diff_us if step else None,
+    } for r, step in zip(result.overall, per_step)]
 
 
 def verdicts(result: ComparisonResult) -> list[dict]:

@@ -1,0 +1,32 @@
+"""Communication: collectives keyed by their collective (``perfcmp.keys.COMM``), one
+CommunicationCompare row per collective and its tasks (``perfcmp.details.communication``)."""
+
+import pandas as pd
+
+from perfcmp.details.communication import communication_sheets
+from perfcmp.details.extract import SideDetails
+from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
+from perfcmp.keys import COMM
+from perfcmp.samples import in_steps
+
+SHEET = "CommunicationCompare"
+
+
+def build(sides: Sides) -> Built:
+    """CommunicationCompare: per collective, calls and µs per side (and its tasks' rows)."""
+    return left_out(communication_sheets(sides.base, sides.comp, sides.opts), SHEET,
+                    "neither profile has communication ops")
+
+
+def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes: bool) -> pd.DataFrame:
+    """The communication ops starting in a step: step (position), key (the collective), start,
+    value = duration (µs). An op whose name is lost (an empty string in a damaged export) has no
+    collective, so no row, as in CommunicationCompare (``keys.sheet_keys``)."""
+    occurrences = in_steps(details.comm, windows)
+    return occurrences[occurrences["key"].astype(str) != ""] if len(occurrences) else occurrences
+
+
+DIMENSION = Dimension(name="communication", order=10, option="communication", sheets=(SHEET,), key=COMM,
+                      samples=samples, selector=COMM, build=build, stage=0,
+                      notable=(Notable("communication", 4, SHEET, ("base_op", "comp_op"), "base_total_us",
+                                       "comp_total_us", skip="|"),))

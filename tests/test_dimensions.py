@@ -1,0 +1,124 @@
+"""The dimension registry: every dimension declared once, and a new one (a toy "events per op")
+added by one module and one sheets.toml entry shows in the result and the workbook."""
+
+import sys
+import textwrap
+
+import openpyxl
+import pytest
+
+import perfcmp.dimensions as dimensions
+from perfcmp.options import CompareOptions
+from perfcmp.pipeline import run
+from perfcmp.render import xlsx
+from perfcmp.templates import load_layout, shipped_layout_text
+
+TOY_MODULE = '''
+"""Events per op: how many framework op events of each name each side has (a toy dimension)."""
+
+import pandas as pd
+
+from perfcmp.dimensions import Dimension, Sides
+from perfcmp.result import Table
+
+
+def build(sides: Sides):
+    base = sides.base.ops["name"].value_counts()
+    comp = sides.comp.ops["name"].value_counts()
+    names = sorted(set(base.index) | set(comp.index))
+    rows = [[name, int(base.get(name, 0)), int(comp.get(name, 0))] for name in names]
+    return {"EventsPerOp": Table(columns=["name", "base_events", "comp_events"], rows=rows)}, []
+
+
+DIMENSION = Dimension(name="events_per_op", order=70, option="operator", sheets=("EventsPerOp",), build=build)
+'''
+
+TOY_SHEET = '''
+[[sheets]]
+name = "EventsPerOp"
+source = "details:EventsPerOp"
+columns = [
+  { field = "name", header = "Operator Name", format = "text" },
+  { field = "base_events", header = "Events", format = "integer", side = "base" },
+  { field = "comp_events", header = "Events", format = "integer", side = "comparison" },
+]
+'''
+
+
+@pytest.fixture
+def toy_dimension(tmp_path, monkeypatch):
+    """The toy module on the dimensions package's path, the registry read again around the test."""
+    folder = tmp_path / "more_dimensions"
+    folder.mkdir()
+    (folder / "events_per_op.py").write_text(textwrap.dedent(TOY_MODULE))
+    monkeypatch.setattr(dimensions, "__path__", [*dimensions.__path__, str(folder)])
+    dimensions.registry.cache_clear()
+    yield
+    sys.modules.pop("perfcmp.dimensions.events_per_op", None)
+    dimensions.registry.cache_clear()
+
+
+def test_every_dimension_is_declared_once_in_result_order():
+    names = [d.name for d in dimensions.registry()]
+    assert names == ["overall", "communication", "modules", "operators", "memory", "apis", "kernels"]
+    sheets = [s for d in dimensions.registry() for s in d.sheets]
+    assert len(sheets) == len(set(sheets))
+    assert dimensions.sheet_dimensions()["KernelTypeCompare"] == "kernels"
+
+
+def test_each_dimension_names_the_option_and_selector_the_cli_and_policy_use():
+    from perfcmp import choices, policy
+
+    assert {d.option for d in dimensions.registry()} == set(choices.DIMENSIONS)
+    selectors = {d.name: d.selector for d in dimensions.registry() if d.selector}
+    assert selectors == {"overall": "overall", "communication": "comm", "operators": "op", "memory": "memory",
+                         "kernels": "kernel"}
+    assert set(selectors.values()) == set(policy.DIMENSIONS)
+
+
+def test_every_dimension_sheet_has_a_workbook_layout():
+    laid_out = {s.name for s in load_layout().sheets}
+    assert {s for d in dimensions.registry() for s in d.sheets} <= laid_out
+
+
+def _trace(write_kineto, name, ops):
+    """One step of 100 µs holding ``ops`` (names), 10 µs apart, 5 µs each."""
+    t0 = 1_700_000_000_000_000
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": t0, "dur": 100}]
+    events += [{"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": t0 + 10 * (i + 1), "dur": 5}
+               for i, op in enumerate(ops)]
+    return str(write_kineto(events, name))
+
+
+def test_a_toy_dimension_is_one_module_and_one_sheet_entry(toy_dimension, write_kineto, tmp_path, monkeypatch):
+    base = _trace(write_kineto, "base.pt.trace.json", ["aten::mm", "aten::add", "aten::mm"])
+    comp = _trace(write_kineto, "comp.pt.trace.json", ["aten::mm", "aten::relu", "aten::mm", "aten::mm"])
+    result = run(CompareOptions(base_path=base, comp_path=comp))
+    # by hand: base mm ×2, add ×1; comparison mm ×3, relu ×1
+    assert result.details["EventsPerOp"].rows == [["aten::add", 1, 0], ["aten::mm", 2, 3], ["aten::relu", 0, 1]]
+    assert "events_per_op" in result.tables()
+    assert result.table("events_per_op")["comp_events"].tolist() == [0, 3, 1]
+    monkeypatch.setattr(xlsx, "load_layout", lambda: load_layout(shipped_layout_text() + TOY_SHEET))
+    out = tmp_path / "out.xlsx"
+    xlsx.render_file(result, str(out), 10, 1)
+    sheet = openpyxl.load_workbook(out)["EventsPerOp"]
+    rows = [[c.value for c in row] for row in sheet.iter_rows(min_row=3)]
+    assert rows == [["Operator Name", "Events", "Events"], ["aten::add", 1, 0], ["aten::mm", 2, 3],
+                    ["aten::relu", 0, 1]]
+
+
+def test_a_dimension_as_tidy_tables_with_totals_and_per_step_columns(small_gpu_trace):
+    """Two steps a side, one aten::mm a step launching one kernel: 10 µs (base), 15 µs (comp)."""
+    base, comp = small_gpu_trace("base.pt.trace.json"), small_gpu_trace("comp.pt.trace.json", kernel_us=15.0)
+    result = run(CompareOptions(base_path=str(base), comp_path=str(comp)))
+    assert result.dimension_names() == ["operators", "apis", "kernels"]
+    ops = result.dimension("operators")
+    assert list(ops.tables) == ["OperatorCompareStatistic", "OperatorCompare"]
+    stat = ops.tables["OperatorCompareStatistic"]
+    assert stat[["name", "base_device_us", "comp_device_us"]].values.tolist() == [["aten::mm", 20.0, 30.0]]
+    assert stat[["base_device_us_per_step", "comp_device_us_per_step"]].values.tolist() == [[10.0, 15.0]]
+    assert ops.totals == {"base_device_us": 20.0, "base_device_us_per_step": 10.0,
+                          "comp_device_us": 30.0, "comp_device_us_per_step": 15.0}
+    assert result.dimension("kernels").totals["comp_total_us_per_step"] == 15.0
+    with pytest.raises(KeyError, match="no table"):
+        result.dimension("memory")
