@@ -7,10 +7,8 @@ be checked by hand. Sections below this one may add options and fixtures of thei
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -376,20 +374,3 @@ def ascend_pt(tmp_path):
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the expected files of golden/cases instead of comparing with them")
-
-
-# --- the project's trace generator -----------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def gen_traces():
-    """benchmarks/gen_traces.py as a module (it is a script, not part of the package)."""
-    name = "perfcmp_test_gen_traces"
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "benchmarks" / "gen_traces.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file executes
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
