@@ -1,11 +1,13 @@
 """Command line of the simulator (``python benchmarks/gen_traces.py ...`` or ``python -m simulator ...`` from
-``tests/``): write a GPU or NPU profile, describe one, or self-check."""
+``tests/``): write a GPU or NPU profile or a cluster run, describe a profile, or self-check."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
+from .cluster import write_cluster
 from .dims import WORLD
 from .expected import describe, pick_size
 from .selfcheck import selfcheck
@@ -94,9 +96,25 @@ def main(argv=None):
     p = sub.add_parser("selfcheck", help="generate + verify tiny pairs (and a 35 MB trace with --big)")
     p.add_argument("--dir", default="selfcheck_out")
     p.add_argument("--big", action="store_true")
+    p = sub.add_parser("cluster", help="write a cluster run: RANKS tiny ranks of one job under OUT")
+    p.add_argument("out")
+    p.add_argument("--ranks", type=int, default=4, help="ranks in the job (default 4)")
+    p.add_argument("--kind", choices=("npu", "gpu"), default="npu", help="rank{r}_ascend_pt or rank{r}.pt.trace.json")
+    p.add_argument("--slow-rank", nargs=2, type=float, metavar=("RANK", "FACTOR"),
+                   help="this rank's kernels take FACTOR times as long (the others wait for it)")
+    p.add_argument("--slow-link", nargs=2, type=float, metavar=("RANK", "FACTOR"),
+                   help="NPU: this rank's HCCS links carry 1/FACTOR of their bandwidth")
+    p.add_argument("--steps", type=int, default=2, help="profiled steps (default 2)")
+    p.add_argument("--layers", type=int, default=1, help="transformer layers (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="noise seed of the run (default 0)")
     a = ap.parse_args(argv)
     if a.cmd == "selfcheck":
         print(json.dumps(selfcheck(a.dir, a.big), indent=2))
+        return 0
+    if a.cmd == "cluster":
+        slow_rank, slow_link = ((int(x[0]), x[1]) if x else None for x in (a.slow_rank, a.slow_link))
+        write_cluster(Path(a.out), a.ranks, a.kind, slow_rank, slow_link, a.steps, a.layers, seed=a.seed)
+        print(json.dumps({"dir": a.out, "ranks": a.ranks, "kind": a.kind}))
         return 0
     kind = a.kind if a.cmd == "describe" else a.cmd
     kw = _knobs_from_args(a, kind)
