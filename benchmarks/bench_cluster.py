@@ -32,7 +32,7 @@ print(f"BENCH {code} {wall:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_max
 
 def generate(root: Path, ranks: int, steps: int, layers: int) -> tuple[Path, Path]:
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from cluster_helpers import write_cluster
+    from simulator.cluster import write_cluster
 
     base, new = root / "base", root / "new"
     if not base.is_dir():

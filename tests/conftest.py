@@ -7,10 +7,8 @@ be checked by hand. Sections below this one may add options and fixtures of thei
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -75,15 +73,21 @@ def _a_stop_stops_the_session(request, monkeypatch):
 
 # --- the quick selection: `pytest` leaves these to `pytest -m slow` (.ci/run runs both) ------------
 
-# Tests of several seconds each on a quiet 2-core machine, by module and test function name: the
-# fuzz and property sessions, multi-rank clusters, and end-to-end runs repeated to compare their
-# outputs. Each behaviour they check is also checked quickly elsewhere in the quick selection (one
-# rank, a fixed pair, one seed). Measured with `pytest --durations` (issue 28: the README's `pytest`
-# in under 2 minutes).
+# Tests of several seconds each on a quiet 2-core machine, by module and test name: the fuzz and
+# property sessions, multi-rank clusters, end-to-end runs repeated to compare their outputs, and the
+# further cases of a parametrised end-to-end test (an entry "name[case]" marks that case only; a bare
+# name marks every case). Each behaviour they check keeps a quick representative in the quick
+# selection (one rank, one export, one seed, one signal). Measured in CPU seconds per test, not wall
+# (issue 27: the quick selection 260 -> 175 CPU-s; docs/performance.md, "The fast lane").
 SLOW = {
     "test_fuzz.py": {"test_fuzz", "test_fuzz_documents"},  # the short fuzz sessions: 5-75 s a strategy
-    "test_html.py": {"test_gpu_to_npu_report_has_no_horizontal_scroll"},  # two headless-browser screenshots
-    "test_samples.py": {"test_every_gpu_sample_compares_and_keeps_the_invariants"},  # the 35 MB real traces
+    "test_html.py": {"test_gpu_to_npu_report_has_no_horizontal_scroll",  # headless-browser screenshots
+                     "test_demo_report_in_headless_chromium",
+                     "test_same_result_same_bytes"},  # determinism: test_outputs' byte-identical runs
+    "test_samples.py": {"test_every_gpu_sample_compares_and_keeps_the_invariants",  # the 35 MB real traces
+                        "test_step_sums_are_pandas_groupby_sums",  # a property session (9.7 s)
+                        "test_every_applicable_detail_sheet_is_filled[gpu/nccl_data.pt.trace.json.gz-sheets1]",
+                        "test_every_applicable_detail_sheet_is_filled[npu/synthetic_full_ascend_pt-sheets3]"},
     "test_align.py": {"test_random_pairs_match_dp", "test_deterministic"},  # random pairs against the DP
     "test_api.py": {"test_profiles_or_paths_give_the_same_result"},
     "test_api_equivalence.py": {"test_cli_api_map_replaces_the_shipped_table"},
@@ -95,21 +99,78 @@ SLOW = {
                               "test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here",
                               "test_module_sheets_replace_operator_sheets_when_both_sides_have_modules",
                               "test_doubled_npu_wait_tops_the_communication_sheet"},
-    "test_console.py": {"test_render_gives_the_same_workbook_as_compare"},
-    "test_outputs_reliability.py": {"test_forty_concurrent_runs_in_one_second_each_get_a_whole_set"},
+    "test_console.py": {"test_render_gives_the_same_workbook_as_compare",
+                        "test_every_line_fits_80_and_200_columns_with_the_same_rows[gpu_vs_npu]",
+                        "test_every_line_fits_80_and_200_columns_with_the_same_rows[npu]"},
+    "test_outputs_reliability.py": {"test_forty_concurrent_runs_in_one_second_each_get_a_whole_set",
+                                    # SIGKILL's cases stay quick; a signal while writing: test_signal_while_writing_*
+                                    "test_the_read_worker_dies_with_the_run[SIGTERM]",
+                                    "test_the_read_worker_dies_with_the_run[Ctrl-C]",
+                                    "test_the_second_workbook_writer_dies_with_the_run[SIGTERM]",
+                                    "test_the_second_workbook_writer_dies_with_the_run[Ctrl-C]",
+                                    "test_sigterm_while_a_real_run_writes_its_files"},
     "test_history.py": {"test_without_gates_the_exit_code_is_0_and_outputs_are_deterministic",
                         "test_baselines_saved_with_golden_save_are_runs_too"},
     "test_side_stats.py": {"test_side_stats_is_pandas_grouping"},
     "test_workbook.py": {"test_rows_written_in_blocks_give_the_same_bytes",
                          "test_a_block_of_rows_is_the_cells_written_one_by_one"},  # equivalences of two writers
-    "test_pipeline.py": {"test_one_process_parks_the_first_side_on_disk_and_gets_the_same_result"},
+    "test_pipeline.py": {"test_one_process_parks_the_first_side_on_disk_and_gets_the_same_result",
+                         "test_no_room_for_the_handoff_file_sends_the_side_through_the_pipe"},
+    "test_trace_output.py": {"test_chosen_steps_and_default_without_trace"},
+    # 20 A/A seeds: seed 0 stays quick; the recorded A/A pair of 3 steps stays quick
+    "test_verdict_end_to_end.py": {*(f"test_a_a_is_neutral_with_no_regressed_row[{seed}]" for seed in range(1, 20)),
+                                   "test_recorded_a_a_pairs_pass_an_e2e_gate_with_no_regressed_op[base6-aa6]"},
+    # one GPU and one NPU mechanism, one setup difference, one side of each injected pair stay quick
+    "test_diagnosis_validation.py": {*(f"test_injected_mechanism_ranks_first_with_its_cost[{m}]"
+                                       for m in ("dataloader", "extra_casts", "sync_point", "dataloader_npu")),
+                                     "test_setup_difference_is_said_first[versions]",
+                                     "test_unfused_attention_is_missing_fusion_paired_with_the_fused_kernels[npu]",
+                                     "test_fragmentation_says_fragmentation_and_expandable_segments[npu]",
+                                     "test_aa_pairs_have_no_finding_above_one_percent[npu]"},
+    # real exports: every generation's own step breakdown stays quick (test_each_export_equals_*);
+    # the rank-against-rank and text-against-DB comparisons keep one export each
+    "test_real_npu_communication.py": {f"test_level0_rank1_against_rank0_is_inside_each_collective_and_adds_up[{e}]"
+                                       for e in ("2024 db", "2024 text", "2025 db")},
+    "test_real_npu_memory.py": {*(f"test_rank1_against_rank0_shows_no_memory_difference[{e}]"
+                                  for e in ("db-real_msinsight_2024_level0", "text-real_msinsight_2024_level0",
+                                            "text-real_msinsight_level0")),
+                                "test_text_against_db_of_one_job_shows_no_memory_difference[real_msinsight_2024_level0]"},
+    "test_real_npu_generations.py": {*(f"test_rank_pairs_check_themselves_without_a_warning[{e}]"
+                                       for e in ("real_msinsight_2024_level0-db", "real_msinsight_2024_level0-text",
+                                                 "real_msinsight_level0-db")),
+                                     "test_text_against_db_of_one_job_pairs_every_kernel_and_api[real_msinsight_2024_level0]"},
+    "test_real_npu_cluster.py": {"test_text_against_db_every_group_pairs[real_msinsight_2024_level0]",
+                                 "test_2025_group_uncovered_is_the_profilers[db]"},
+    "test_real_npu_exports.py": {"test_text_and_db_exports_give_the_same_sheets_and_columns"},  # per kernel: generations
+    # one case of each odd value stays quick, and one input of each format
+    "test_malformed_inputs.py": {*(f"test_odd_parallel_group_info_in_the_db_meta_data[{c}]"
+                                   for c in ("deep", "entry-string", "list", "not-json", "null")),
+                                 *(f"test_odd_values_in_profiler_info_and_metadata_are_read_around[{c}]"
+                                   for c in ("list", "null", "number", "whole-string")),
+                                 *(f"test_leading_whitespace_and_a_bom_are_skipped[{c}]"
+                                   for c in ("array-400 whitespace", "array-spaces then bom", "object-64 spaces")),
+                                 "test_an_odd_thread_sort_index_sorts_as_a_missing_one[10**400]",
+                                 "test_an_odd_thread_sort_index_sorts_as_a_missing_one[1e400]",
+                                 "test_db_text_that_is_not_utf8_is_read_with_replacement[blob in STRING_IDS]",
+                                 "test_db_text_that_is_not_utf8_is_read_with_replacement[blob in an enum]",
+                                 "test_deep_nesting_in_a_side_json_file_ignores_it_with_a_warning[profiler_info_0.json]",
+                                 "test_a_time_that_is_not_finite_or_out_of_range_drops_its_event_with_a_warning[dur]",
+                                 "test_a_step_number_beyond_int64_is_no_step_npu", "test_a_step_number_beyond_int64_is_no_step_db",
+                                 "test_a_timestamp_far_from_the_others_is_dropped_saying_how_much_it_would_stretch",
+                                 "test_absurd_memory_sizes_in_a_kineto_trace"},
+    # every bad input stays quick as the baseline (-bp); as the profile under test (-d) one does
+    "test_cli_errors.py": {f"test_bad_input_is_one_line_exit_2_and_writes_nothing[{c}--d]"
+                           for c in ("ascend_pt without trace_view", "corrupt gzip", "empty dir", "empty file", "foreign dir",
+                                     "json array of numbers", "json array, not torch_npu", "not a trace", "sqlite",
+                                     "truncated gzip", "truncated json", "two traces")},
 }
 
 
 def pytest_collection_modifyitems(config, items):
     """Mark the tests of ``SLOW`` ``slow`` (pyproject's addopts deselects them in a plain `pytest`)."""
     for item in items:
-        if getattr(item, "originalname", item.name) in SLOW.get(item.path.name, ()):
+        names = SLOW.get(item.path.name, ())
+        if item.name in names or getattr(item, "originalname", item.name) in names:
             item.add_marker(pytest.mark.slow)
 
 
@@ -376,20 +437,3 @@ def ascend_pt(tmp_path):
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the expected files of golden/cases instead of comparing with them")
-
-
-# --- the project's trace generator -----------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def gen_traces():
-    """benchmarks/gen_traces.py as a module (it is a script, not part of the package)."""
-    name = "perfcmp_test_gen_traces"
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "benchmarks" / "gen_traces.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file executes
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)

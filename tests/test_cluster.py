@@ -11,8 +11,10 @@ import re
 
 import openpyxl
 import pytest
-from cluster_helpers import gen_traces, rank_knobs, write_cluster
 
+import simulator
+from simulator.cluster import rank_knobs, write_cluster
+from simulator.dims import NPU_GROUP
 from perfcmp.cli import main
 
 REAL = ("npu", "real_msinsight_level0")
@@ -91,8 +93,7 @@ def _check_slow_link_sentence(out: str, doc: dict) -> None:
 def _check_rank5_sheets(book) -> None:
     """Rank 5's detail sheets hold the generator's own numbers: each side's kernels and
     Computing as the generator made them, every kernel 1.15 times as long in the new run."""
-    gen = gen_traces()
-    base, new = (gen.describe("npu", **rank_knobs(5, 16, **knobs)) for knobs in ({}, NEW_KNOBS))
+    base, new = (simulator.describe("npu", **rank_knobs(5, 16, **knobs)) for knobs in ({}, NEW_KNOBS))
     overall = {r[0]: r for r in book["R5 OverallMetrics"].iter_rows(min_row=4, values_only=True)}
     computing = overall["Computing Time"]
     assert (computing[1], computing[4]) == (pytest.approx(base["total"]["compute_union_us"] / 1000, abs=1e-6),
@@ -271,10 +272,10 @@ def test_cluster_against_one_profile_is_refused(tmp_path, capsys):
     assert code == 2 and "is one profile, but" in err and "--rank N" in err
 
 
-def test_two_profiles_of_one_rank_are_an_error(tmp_path, capsys, gen_traces):
+def test_two_profiles_of_one_rank_are_an_error(tmp_path, capsys):
     run_dir = tmp_path / "run"
     for name in ("a_ascend_pt", "b_ascend_pt"):
-        gen_traces.write_npu_profile(str(run_dir / name), steps=1, layers=1)  # both record rank 0
+        simulator.write_npu_profile(str(run_dir / name), steps=1, layers=1)  # both record rank 0
     code, _, err = run(capsys, "-d", str(run_dir), "-bp", str(run_dir))
     assert code == 2 and "rank 0 is held by 2 profiles (a_ascend_pt, b_ascend_pt)" in err
 
@@ -338,7 +339,6 @@ def test_groups_and_links_pair_across_launches(tmp_path, capsys):
     and, without profiler_metadata.json, neither its name nor its ranks (as at profiler level
     0). Every group and link still pairs, keyed by ranks and kind, and Bandwidth Change is the
     ratio of the two runs' bandwidths."""
-    gen = gen_traces()
     base = write_cluster(tmp_path / "base", 4)
     new = write_cluster(tmp_path / "new", 4, seed=1)
     for rank in range(4):
@@ -347,7 +347,7 @@ def test_groups_and_links_pair_across_launches(tmp_path, capsys):
         for name in ("trace_view.json", "communication_matrix.json", "communication.json"):
             path = export / "ASCEND_PROFILER_OUTPUT" / name
             if path.is_file():
-                path.write_text(path.read_text().replace(gen.NPU_GROUP, "10.0.0.1%eth0_60000_0_1736407029972691"))
+                path.write_text(path.read_text().replace(NPU_GROUP, "10.0.0.1%eth0_60000_0_1736407029972691"))
     code, _, err = run(capsys, "-d", str(new), "-bp", str(base), "--format", "json", "-o", str(tmp_path / "out.xlsx"))
     assert code == 0, err
     doc = json.loads((tmp_path / "out.json").read_text())

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster_helpers import write_cluster
+import simulator
+from simulator.cluster import write_cluster
 from perfcmp import pipeline
 from perfcmp.breakdown import Analyzer
 from perfcmp.categories import load_rules
@@ -43,10 +44,10 @@ def _listing(root: Path) -> list[tuple[str, int, int]]:
 
 
 @pytest.fixture
-def gpu_pair(tmp_path, gen_traces):
+def gpu_pair(tmp_path):
     base, comp = tmp_path / "base.pt.trace.json", tmp_path / "comp.pt.trace.json"
-    gen_traces.write_gpu_trace(str(base), steps=3, layers=2, seed=1)
-    gen_traces.write_gpu_trace(str(comp), steps=3, layers=2, seed=2)
+    simulator.write_gpu_trace(str(base), steps=3, layers=2, seed=1)
+    simulator.write_gpu_trace(str(comp), steps=3, layers=2, seed=2)
     return base, comp
 
 

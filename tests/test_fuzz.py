@@ -13,7 +13,7 @@ an intact one of the same kind. The contract:
 
 Input kinds (``KINDS``) and what is mutated:
 
-* ``kineto``: a Kineto GPU trace (``benchmarks/gen_traces.py``, 2 steps, 1 layer, 888 events);
+* ``kineto``: a Kineto GPU trace (``tests/simulator``, 2 steps, 1 layer, 888 events);
 * ``trace_view``, ``kernel_details``, ``memory_record``, ``operator_memory``,
   ``step_trace_time``, ``profiler_info``, ``profiler_metadata``: that one file of a generated
   torch_npu text export (2 steps, 1 layer), the other files left intact;
@@ -62,7 +62,6 @@ import contextlib
 import copy
 import csv
 import gzip
-import importlib.util
 import io
 import json
 import math
@@ -83,6 +82,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+import simulator
 from perfcmp.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,15 +135,15 @@ class Seeds:
     db_tables: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # file -> table -> columns
 
 
-def build_seeds(root: Path, generator) -> Seeds:
-    """Write the seed profiles under ``root`` with ``generator`` (benchmarks/gen_traces.py)."""
+def build_seeds(root: Path) -> Seeds:
+    """Write the seed profiles under ``root`` with the trace simulator."""
     gpu, gpu_base = root / "gpu" / "comp.pt.trace.json", root / "gpu_base" / "base.pt.trace.json"
     for path, rng in ((gpu, 1), (gpu_base, 0)):
         path.parent.mkdir(parents=True)
-        generator.write_gpu_trace(str(path), steps=2, layers=1, seed=rng)
+        simulator.write_gpu_trace(str(path), steps=2, layers=1, seed=rng)
     npu, npu_base = root / "npu" / "comp_ascend_pt", root / "npu_base" / "base_ascend_pt"
     for path, rng in ((npu, 1), (npu_base, 0)):
-        generator.write_npu_profile(str(path), steps=2, layers=1, seed=rng)
+        simulator.write_npu_profile(str(path), steps=2, layers=1, seed=rng)
     headers = {kind: next(csv.reader(io.StringIO((npu / NPU_FILES[kind]).read_text(encoding="utf-8")))) for kind in CSV_KINDS}
     paths = {kind: _json_paths(json.loads((npu / NPU_FILES[kind]).read_bytes())) for kind in SIDE_JSON_KINDS}
     header = {k: v for k, v in json.loads(gpu.read_bytes()).items() if k != "traceEvents"}
@@ -177,8 +177,8 @@ def _q(name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def fuzz_seeds(tmp_path_factory, gen_traces) -> Seeds:
-    return build_seeds(tmp_path_factory.mktemp("fuzz_seeds"), gen_traces)
+def fuzz_seeds(tmp_path_factory) -> Seeds:
+    return build_seeds(tmp_path_factory.mktemp("fuzz_seeds"))
 
 
 # --- values ---------------------------------------------------------------------------------------
@@ -1286,18 +1286,9 @@ def test_fuzz_documents(kind: str, family: str, session: str, doc_seeds: DocSeed
 # --- replaying one plan: python tests/test_fuzz.py KIND 'PLAN' -----------------------------------------
 
 
-def _load_generator():
-    name = "perfcmp_fuzz_gen_traces"
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / "gen_traces.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
-
-
 def replay(kind: str, plan: list[tuple]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        seeds = build_seeds(Path(tmp) / "seeds", _load_generator())
+        seeds = build_seeds(Path(tmp) / "seeds")
         try:
             code = run_example(kind, seeds, plan, Path(tmp))
         except ContractError as exc:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import simulator
 from perfcmp.cli import main
 from perfcmp.output import _umask
 
@@ -16,14 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, gen_traces):
-    gen = gen_traces
+def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     paths = {}
     for name, knobs in {"base": dict(seed=0), "same": dict(seed=1),
                         "slower": dict(seed=1, scale=[("aten::mm", 1.2)])}.items():
         paths[name] = str(out / f"{name}.pt.trace.json.gz")
-        gen.write_gpu_trace(paths[name], steps=8, layers=1, **knobs)
+        simulator.write_gpu_trace(paths[name], steps=8, layers=1, **knobs)
     return paths
 
 

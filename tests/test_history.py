@@ -17,6 +17,7 @@ import numpy as np
 import openpyxl
 import pytest
 
+import simulator
 from perfcmp.cli import main
 from perfcmp.history.changepoints import MIN_NOISE, median_interval, noise, segment
 from perfcmp.history import HistoryOptions
@@ -244,12 +245,12 @@ def test_gates_fail_on_the_latest_regression_beyond_their_limit():
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, gen_traces):
+def run_dir(tmp_path_factory):
     """6 GPU runs; from run 4 on every aten::mm kernel is 27 % slower (E2E about +10 %)."""
     root = tmp_path_factory.mktemp("history") / "runs"
     root.mkdir()
     for i in range(1, 7):
-        gen_traces.write_gpu_trace(str(root / f"run{i}.pt.trace.json.gz"), steps=4, layers=1, seed=i - 1,
+        simulator.write_gpu_trace(str(root / f"run{i}.pt.trace.json.gz"), steps=4, layers=1, seed=i - 1,
                                    scale=[("aten::mm", 1.27)] if i >= 4 else [])
     return root
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+import simulator
 from perfcmp import output
 from perfcmp.cli import main
 from perfcmp.options import CompareOptions
@@ -259,12 +260,12 @@ def test_signal_while_claiming_names_is_held_then_undoes_the_set(tmp_path, capsy
 # --- real processes: a signal while writing, the read worker's lifetime --------------------------
 
 @pytest.fixture(scope="module")
-def large_pair(tmp_path_factory, gen_traces):
+def large_pair(tmp_path_factory):
     """Two 20 MB GPU traces: large enough that ``pipeline.run`` reads one side in a worker."""
     root = tmp_path_factory.mktemp("large")
-    steps, layers = gen_traces.pick_size("gpu", 20)
+    steps, layers = simulator.pick_size("gpu", 20)
     base = root / "base.pt.trace.json"
-    gen_traces.write_gpu_trace(str(base), steps=steps, layers=layers, seed=0)
+    simulator.write_gpu_trace(str(base), steps=steps, layers=layers, seed=0)
     comp = root / "comp.pt.trace.json"
     shutil.copyfile(base, comp)  # the same run twice: the sides' sizes, not their contents, matter here
     assert base.stat().st_size + comp.stat().st_size >= 16 * 1024 * 1024
@@ -272,11 +273,11 @@ def large_pair(tmp_path_factory, gen_traces):
 
 
 @pytest.fixture(scope="module")
-def medium_trace(tmp_path_factory, gen_traces):
+def medium_trace(tmp_path_factory):
     """A 6 MB GPU trace: read by one process, its outputs (3 MB JSON) take a few tenths of a second to write."""
     path = tmp_path_factory.mktemp("medium") / "run.pt.trace.json"
-    steps, layers = gen_traces.pick_size("gpu", 6)
-    gen_traces.write_gpu_trace(str(path), steps=steps, layers=layers, seed=0)
+    steps, layers = simulator.pick_size("gpu", 6)
+    simulator.write_gpu_trace(str(path), steps=steps, layers=layers, seed=0)
     return path
 
 

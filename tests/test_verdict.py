@@ -14,6 +14,7 @@ import msgspec
 import numpy as np
 import pytest
 
+import simulator
 from perfcmp.base.errors import InputError
 from perfcmp.samples import SampleSet
 from perfcmp.verdict import Thresholds, choose_skip, judge, outlier_steps
@@ -374,11 +375,11 @@ def _profile_samples(path: Path) -> SampleSet:
     return sample_profile(profile, per_step, details)
 
 
-def test_generated_profiles_aa_then_slower_gemm(gen_traces, tmp_path):
+def test_generated_profiles_aa_then_slower_gemm(tmp_path):
     paths = {}
     for name, seed, scale in (("base", 1, ()), ("aa", 2, ()), ("mm", 2, ("aten::mm=1.2",))):
         paths[name] = tmp_path / f"{name}.pt.trace.json"
-        gen_traces.write_gpu_trace(str(paths[name]), steps=8, layers=1, seed=seed, scale=scale)
+        simulator.write_gpu_trace(str(paths[name]), steps=8, layers=1, seed=seed, scale=scale)
     base, aa, mm = (_profile_samples(paths[n]) for n in ("base", "aa", "mm"))
     assert len(base.steps) == 8 and any(r.startswith("op:") for r in base.rows)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import simulator
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.policy import load_policy
@@ -16,29 +17,24 @@ from perfcmp.policy import load_policy
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def gen(gen_traces):
-    return gen_traces
-
-
 def compare(base: Path, comp: Path, *gates: str):
     return run(CompareOptions(str(base), str(comp), policy=load_policy(None, list(gates)))).verdict
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_a_a_is_neutral_with_no_regressed_row(gen, tmp_path, seed):
+def test_a_a_is_neutral_with_no_regressed_row(tmp_path, seed):
     a, b = tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz"
-    gen.write_gpu_trace(str(a), steps=8, layers=1, seed=100 + 2 * seed)
-    gen.write_gpu_trace(str(b), steps=8, layers=1, seed=101 + 2 * seed)
+    simulator.write_gpu_trace(str(a), steps=8, layers=1, seed=100 + 2 * seed)
+    simulator.write_gpu_trace(str(b), steps=8, layers=1, seed=101 + 2 * seed)
     verdict = compare(a, b, "e2e:+5%")
     assert verdict.overall == "neutral" and verdict.exit_code == 0
     assert not [r.row for r in verdict.rows if r.verdict == "regressed"]
 
 
-def test_a_slower_operator_is_flagged_and_fails_its_gate(gen, tmp_path):
+def test_a_slower_operator_is_flagged_and_fails_its_gate(tmp_path):
     a, b = tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz"
-    gen.write_gpu_trace(str(a), steps=8, layers=1, seed=0)
-    gen.write_gpu_trace(str(b), steps=8, layers=1, seed=1, scale=[("aten::mm", 1.2)])  # every GEMM 20 % slower
+    simulator.write_gpu_trace(str(a), steps=8, layers=1, seed=0)
+    simulator.write_gpu_trace(str(b), steps=8, layers=1, seed=1, scale=[("aten::mm", 1.2)])  # every GEMM 20 % slower
     verdict = compare(a, b, "op:aten::linear:+10%")
     rows = {r.row: r for r in verdict.rows}
     assert rows["op:aten::linear"].verdict == "regressed" and rows["overall:computing.matmul"].verdict == "regressed"
@@ -46,10 +42,10 @@ def test_a_slower_operator_is_flagged_and_fails_its_gate(gen, tmp_path):
     assert verdict.exit_code == 1 and verdict.gates[0].failed and "op:aten::linear" in verdict.gates[0].rows
 
 
-def test_doubled_communication_wait_is_flagged_in_communication(gen, tmp_path):
+def test_doubled_communication_wait_is_flagged_in_communication(tmp_path):
     a, b = tmp_path / "a_ascend_pt", tmp_path / "b_ascend_pt"
-    gen.write_npu_profile(str(a), steps=8, layers=1, seed=0)
-    gen.write_npu_profile(str(b), steps=8, layers=1, seed=1, comm_wait=2.0)
+    simulator.write_npu_profile(str(a), steps=8, layers=1, seed=0)
+    simulator.write_npu_profile(str(b), steps=8, layers=1, seed=1, comm_wait=2.0)
     verdict = compare(a, b, "communication:+5%")
     rows = {r.row: r for r in verdict.rows}
     assert rows["overall:comm"].verdict == "regressed"
@@ -58,10 +54,10 @@ def test_doubled_communication_wait_is_flagged_in_communication(gen, tmp_path):
     assert verdict.exit_code == 1
 
 
-def test_a_higher_memory_peak_is_flagged_in_memory(gen, tmp_path):
+def test_a_higher_memory_peak_is_flagged_in_memory(tmp_path):
     a, b = tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz"
-    gen.write_gpu_trace(str(a), steps=8, layers=1, seed=0)
-    gen.write_gpu_trace(str(b), steps=8, layers=1, seed=1, mem_scale=1.15)
+    simulator.write_gpu_trace(str(a), steps=8, layers=1, seed=0)
+    simulator.write_gpu_trace(str(b), steps=8, layers=1, seed=1, mem_scale=1.15)
     verdict = compare(a, b, "memory.peak_allocated:+2%")
     rows = {r.row: r for r in verdict.rows}
     assert rows["memory:peak_allocated"].verdict == "regressed"
@@ -69,12 +65,12 @@ def test_a_higher_memory_peak_is_flagged_in_memory(gen, tmp_path):
     assert verdict.exit_code == 1
 
 
-def test_single_step_pairs_judge_repeated_ops_on_their_occurrences(gen, tmp_path):
+def test_single_step_pairs_judge_repeated_ops_on_their_occurrences(tmp_path):
     # one step a side, 4 layers: each layer's linears are occurrences of op:aten::linear, paired
     # layer with layer; GEMMs 20 % slower in every layer -> regressed with a p-value from them
     a, b = tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz"
-    gen.write_gpu_trace(str(a), steps=1, layers=4, seed=0)
-    gen.write_gpu_trace(str(b), steps=1, layers=4, seed=1, scale=[("aten::mm", 1.2)])
+    simulator.write_gpu_trace(str(a), steps=1, layers=4, seed=0)
+    simulator.write_gpu_trace(str(b), steps=1, layers=4, seed=1, scale=[("aten::mm", 1.2)])
     verdict = compare(a, b)
     rows = {r.row: r for r in verdict.rows}
     linear = rows["op:aten::linear"]
@@ -93,10 +89,10 @@ def test_single_step_pairs_judge_repeated_ops_on_their_occurrences(gen, tmp_path
 RECORDED = ROOT / "golden" / "recorded"
 
 
-def test_three_npu_steps_with_slower_matmul_fail_an_e2e_gate_and_name_the_cause(gen, tmp_path):
+def test_three_npu_steps_with_slower_matmul_fail_an_e2e_gate_and_name_the_cause(tmp_path):
     a, b = tmp_path / "a_ascend_pt", tmp_path / "b_ascend_pt"
-    gen.write_npu_profile(str(a), steps=3, layers=2, seed=0)
-    gen.write_npu_profile(str(b), steps=3, layers=2, seed=1, scale=[("aten::mm", 1.25)])
+    simulator.write_npu_profile(str(a), steps=3, layers=2, seed=0)
+    simulator.write_npu_profile(str(b), steps=3, layers=2, seed=1, scale=[("aten::mm", 1.25)])
     verdict = compare(a, b, "e2e:+5%")
     rows = {r.row: r for r in verdict.rows}
     assert verdict.overall == "regression" and verdict.exit_code == 1
@@ -109,12 +105,12 @@ def test_three_npu_steps_with_slower_matmul_fail_an_e2e_gate_and_name_the_cause(
     assert rows["op:autograd::engine::evaluate_function: MmBackward0"].verdict == "regressed"
 
 
-def test_six_steps_with_much_slower_compute_fail_a_computing_gate(gen, tmp_path):
+def test_six_steps_with_much_slower_compute_fail_a_computing_gate(tmp_path):
     from perfcmp.render import markdown
 
     a, b = tmp_path / "a.pt.trace.json.gz", tmp_path / "b.pt.trace.json.gz"
-    gen.write_gpu_trace(str(a), steps=6, layers=2, seed=0)
-    gen.write_gpu_trace(str(b), steps=6, layers=2, seed=1, scale=[("aten::", 1.7)])  # every kernel 70 % slower
+    simulator.write_gpu_trace(str(a), steps=6, layers=2, seed=0)
+    simulator.write_gpu_trace(str(b), steps=6, layers=2, seed=1, scale=[("aten::", 1.7)])  # every kernel 70 % slower
     result = run(CompareOptions(str(a), str(b), policy=load_policy(None, ["computing:+10%"])))
     rows = {r.row: r for r in result.verdict.rows}
     assert rows["overall:computing"].verdict == "regressed" and result.verdict.exit_code == 1
