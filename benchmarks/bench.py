@@ -1,21 +1,31 @@
-"""Time perfcmp (and msprof-analyze, when installed) on generated GPU or NPU profile pairs.
+"""Time perfcmp (and msprof-analyze, when installed) on a pair of profiles: generated, or given.
 
-    python benchmarks/bench.py                      # a ~35 MB GPU pair, 5 runs each
+    python benchmarks/bench.py                      # a generated ~35 MB GPU pair, 5 runs each
     python benchmarks/bench.py --size-mb 140        # 4x the size: time should grow ~linearly
     python benchmarks/bench.py --kind npu --runs 3
     python benchmarks/bench.py --peer msprof-analyze --peer-runs 1
     python benchmarks/bench.py --perfcmp-args=--enable_profiling_compare   # the overall breakdown only
+    # the real GPU pair (HTA's trace-diff control and test), against the peer, interleaved:
+    python benchmarks/bench.py --pair ../shared/samples/gpu/hta_trace_diff_control.pt.trace.json.gz \
+        ../shared/samples/gpu/hta_trace_diff_test.pt.trace.json.gz --runs 3 --peer msprof-analyze --peer-runs 3
 
 Each run is a fresh process, measured by ``treemem.py``: wall time, and peak memory of the
 whole process tree (PSS summed over perfcmp and its read worker, or the peer and its children)
 and of the largest process. perfcmp's and the peer's runs alternate, so the machine's drift
-hits both alike. The pair is generated once into ``benchmarks/out/`` (git-ignored) with
-gen_traces.py. Prints one line per tool and the perfcmp / peer ratios.
+hits both alike. A generated pair is made once into ``benchmarks/out/`` (git-ignored) with
+gen_traces.py; a given pair (``--pair BASE COMP``) is used as it is, except that gzipped
+traces are unpacked there once (the peer reads only .json). Both tools run as installed, with
+their bytecode compiled (a ``PYTHONDONTWRITEBYTECODE`` in the environment is dropped for the
+runs, and perfcmp's modules are compiled first, as a non-editable install has them). Prints the
+input measured, one line per tool and the perfcmp / peer ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import gzip
+import os
 import shutil
 import statistics
 import subprocess
@@ -44,10 +54,43 @@ def generate(kind: str, size_mb: float, out: Path, same_code: bool = False) -> t
     return base, comp
 
 
+def given(pair: list[str], out: Path) -> tuple[Path, Path]:
+    """The (base, comparison) pair as given; a gzipped trace unpacked once into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in pair:
+        path = Path(name)
+        if path.name.endswith(".gz"):
+            unpacked = out / path.name[:-3]
+            if not unpacked.exists() or unpacked.stat().st_mtime < path.stat().st_mtime:
+                with gzip.open(path, "rb") as packed, open(unpacked, "wb") as plain:
+                    shutil.copyfileobj(packed, plain, 1 << 20)
+            path = unpacked
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def run_env() -> dict[str, str]:
+    """The environment of the measured runs: bytecode cached as an installed tool has it."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def compile_perfcmp() -> None:
+    """Compile perfcmp's modules (an editable install compiles them only when first imported)."""
+    import perfcmp
+    import perfcmp.readers
+    import perfcmp.report_templates
+    for package in (perfcmp, perfcmp.readers, perfcmp.report_templates):
+        for folder in package.__path__:
+            compileall.compile_dir(folder, quiet=1)
+
+
 def measure_once(command: list[str]) -> dict:
     """One run in a fresh process: wall seconds and the peak memory of its whole process tree
     (PSS, ``treemem.py``) and of its largest process (RSS)."""
-    result = treemem.measure(command)
+    result = treemem.measure(command, env=run_env())
     if result["rc"] != 0:
         raise SystemExit(f"{command[0]} failed (exit {result['rc']}): {result['stderr_tail']}")
     return result
@@ -74,10 +117,18 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--same-code", action="store_true", help="an A/A pair: same program, independent noise")
     parser.add_argument("--perfcmp-args", default="", help="extra perfcmp arguments, e.g. '--enable_profiling_compare'")
+    parser.add_argument("--pair", nargs=2, metavar=("BASE", "COMP"),
+                        help="measure this pair (real profiles; .gz unpacked) instead of a generated one")
     args = parser.parse_args()
 
-    base, comp = generate(args.kind, args.size_mb, args.out, args.same_code)
-    print(f"pair: {base.name} ({size_of(base):.1f} MB), {comp.name} ({size_of(comp):.1f} MB)")
+    if args.pair:
+        base, comp = given(args.pair, args.out)
+        what = "given pair"
+    else:
+        base, comp = generate(args.kind, args.size_mb, args.out, args.same_code)
+        what = f"generated {args.kind} pair ({'same code' if args.same_code else 'GEMMs 20 % slower, one more op a layer'})"
+    print(f"input: {what}: base {base} ({size_of(base):.1f} MB), comparison {comp} ({size_of(comp):.1f} MB)")
+    compile_perfcmp()
     perfcmp = shutil.which("perfcmp") or "perfcmp"
     ours, peers = [], []
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Cluster comparison benchmark: two generated runs of N ranks a side (default 64), compared
-with 1 and 2 local worker processes and on a Dask ``LocalCluster``; wall time and the driver's
-peak RSS (``ru_maxrss`` of the perfcmp process: the workers are its children and not counted,
-except with ``--jobs 1``, where the driver reads every rank itself).
+with 1 and 2 local worker processes and on a Dask ``LocalCluster``; wall time, peak memory of
+the whole process tree (PSS summed over perfcmp and its local workers, sampled by
+``treemem.py``) and the driver's own peak RSS (``ru_maxrss``). A Dask cluster's workers are not
+perfcmp's children (the cluster is started here), so its tree is the driver's alone.
 
     python benchmarks/bench_cluster.py --dir scratch/cluster --ranks 64 [--steps 3 --layers 2]
 
-Each run is a fresh ``python -c`` process calling ``perfcmp.cli.main`` (JSON output only), and
-the JSON of every executor is checked to be byte-identical.
+The input is generated (``tests/cluster_helpers.write_cluster``: one slow rank, one slow link)
+and named in the first line printed. Each run is a fresh ``python -c`` process calling
+``perfcmp.cli.main`` (JSON output only), and the JSON of every executor is checked to be
+byte-identical.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import treemem  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 RUNNER = """
 import resource, sys, time
 from perfcmp.cli import main
@@ -42,14 +47,16 @@ def generate(root: Path, ranks: int, steps: int, layers: int) -> tuple[Path, Pat
     return base, new
 
 
-def once(base: Path, new: Path, out: Path, extra: list[str]) -> tuple[float, int]:
+def once(base: Path, new: Path, out: Path, extra: list[str]) -> tuple[float, float, int]:
+    """One comparison in a fresh process: its wall seconds (in the process, start-up excluded),
+    its whole tree's peak PSS and the driver's peak RSS, in bytes."""
     args = ["compare", "-d", str(new), "-bp", str(base), "--format", "json", "-o", str(out), *extra]
-    proc = subprocess.run([sys.executable, "-c", RUNNER, *args], capture_output=True, text=True, check=False)
-    line = next((x for x in proc.stderr.splitlines() if x.startswith("BENCH ")), None)
-    if proc.returncode != 0 or line is None:
-        raise SystemExit(f"perfcmp failed: {proc.stderr}")
+    result = treemem.measure([sys.executable, "-c", RUNNER, *args])
+    line = next((x for x in result["stderr_tail"].splitlines() if x.startswith("BENCH ")), None)
+    if result["rc"] != 0 or line is None:
+        raise SystemExit(f"perfcmp failed: {result['stderr_tail']}")
     _, _, wall, rss_kib = line.split()
-    return float(wall), int(rss_kib) * 1024
+    return float(wall), result["tree_pss_mib"] * 2**20, int(rss_kib) * 1024
 
 
 def main(argv=None) -> int:
@@ -63,7 +70,8 @@ def main(argv=None) -> int:
     root = Path(a.dir)
     base, new = generate(root, a.ranks, a.steps, a.layers)
     size = sum(f.stat().st_size for f in base.rglob("*") if f.is_file())
-    print(f"{a.ranks} ranks a side, {size / 1e6:.1f} MB a side ({size / a.ranks / 1e6:.2f} MB per rank)")
+    print(f"input: generated cluster runs {base} and {new} (write_cluster, {a.steps} steps, {a.layers} layers): "
+          f"{a.ranks} ranks a side, {size / 1e6:.1f} MB a side ({size / a.ranks / 1e6:.2f} MB per rank)")
     results, docs = {}, {}
     setups = {"--jobs 1": ["--jobs", "1"], "--jobs 2": ["--jobs", "2"]}
     try:
@@ -83,8 +91,8 @@ def main(argv=None) -> int:
     identical = len(set(docs.values())) == 1
     summary = json.loads(docs["--jobs 1"])
     per_rank = len(docs["--jobs 1"]) / (2 * a.ranks)
-    for name, (wall, rss) in results.items():
-        print(f"{name:<32} wall {wall:6.2f} s   driver peak RSS {rss / 1e6:6.0f} MB")
+    for name, (wall, tree, rss) in results.items():
+        print(f"{name:<32} wall {wall:6.2f} s   peak {tree / 1e6:6.0f} MB whole tree, driver RSS {rss / 1e6:6.0f} MB")
     print(f"JSON identical across executors: {identical}; result {len(docs['--jobs 1']) / 1e3:.0f} kB "
           f"({per_rank / 1e3:.1f} kB per rank); findings: "
           + ", ".join(f"{f['kind']} {f.get('rank') if f.get('rank') is not None else f['link']}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,19 +53,22 @@ def _field_kib(pid: int, field: str, name: str = "status") -> int:
     return 0
 
 
-def measure(command: list[str], interval: float = 0.05) -> dict:
-    """Wall seconds, peak whole-tree PSS and peak largest-process RSS (MiB), and the exit code."""
+def measure(command: list[str], interval: float = 0.05, env: dict[str, str] | None = None) -> dict:
+    """Wall seconds, peak whole-tree PSS and peak largest-process RSS (MiB), and the exit code
+    of ``command`` run with ``env`` (None: this process's environment)."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak_tree = peak_procs = largest = 0
-    while child.poll() is None:
-        pids = _tree(child.pid)
-        peak_tree = max(peak_tree, sum(_pss_kib(p) for p in pids))
-        largest = max([largest, *(_field_kib(p, "VmHWM:") for p in pids)])  # each process's own peak RSS
-        peak_procs = max(peak_procs, len(pids))
-        time.sleep(interval)
-    wall = time.perf_counter() - start
-    stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty child never blocks on it
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, env=env)
+        peak_tree = peak_procs = largest = 0
+        while child.poll() is None:
+            pids = _tree(child.pid)
+            peak_tree = max(peak_tree, sum(_pss_kib(p) for p in pids))
+            largest = max([largest, *(_field_kib(p, "VmHWM:") for p in pids)])  # each process's own peak RSS
+            peak_procs = max(peak_procs, len(pids))
+            time.sleep(interval)
+        wall = time.perf_counter() - start
+        errors.seek(0)
+        stderr = errors.read().decode(errors="replace")
     return {
         "wall_s": round(wall, 2),
         "tree_pss_mib": round(peak_tree / 1024, 1),

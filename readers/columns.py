@@ -111,6 +111,18 @@ def flow_columns(events: list[Event], memo: Memo) -> dict:
     }
 
 
+def compact(parts: list[dict]) -> dict:
+    """Per-chunk column dicts (all with the same keys) joined into one, text columns staying
+    codes (``Coded``): a trace's small chunks then cost a few arrays per role, not a few per chunk."""
+    return {key: _codes_joined([p[key] for p in parts]) for key in parts[0]}
+
+
+def _codes_joined(pieces: list) -> np.ndarray | Coded:
+    if isinstance(pieces[0], Coded):
+        return Coded(np.concatenate([piece.codes for piece in pieces]), pieces[0].dictionary)
+    return np.concatenate(pieces)
+
+
 def concat(parts: list[dict]) -> dict[str, np.ndarray]:
     """Join per-chunk column dicts (all with the same keys; arrays, or ``Coded`` text columns,
     made into their values here) into one; ``parts`` is emptied."""

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, Restart, event_chunks
-from perfcmp.readers.columns import (NO_ARGS, Memo, common_columns, concat, flow_columns, floats, host_columns, ints,
+from perfcmp.readers.columns import (NO_ARGS, Memo, common_columns, compact, concat, flow_columns, floats, host_columns, ints,
                                      thread_key, warn_cut)
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
                                     merge_warnings, steps_from_host, valid_durations)
@@ -94,17 +94,23 @@ def _read_columns(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...],
 
 
 class _Columns:
-    """Turns chunks of decoded events into per-role column arrays, one chunk at a time."""
+    """Turns chunks of decoded events into per-role column arrays, one chunk at a time.
+
+    One pass over a chunk sorts its events by role; each role's columns are then made a field
+    at a time, for the roles the chunk has (a chunk is a few hundred events: a role's fixed
+    cost would show). Every ``PARTS_KEPT`` parts of a role are joined into one."""
 
     def __init__(self, flow_cats: tuple[str, ...], source: str, warnings: list[ReadWarning]) -> None:
         self.flow_cats, self.source, self.warnings = flow_cats, source, warnings
         self.parts: dict[str, list[dict[str, np.ndarray]]] = {"host": [], "device": [], "memory": [], "flow": [], "fwdbwd": []}
+        self.loose = dict.fromkeys(self.parts, 0)  # a role's parts added since its parts were last joined
         self.fwdbwd_tids: set = set()
         self.untimed = 0
         self.memo = Memo()
         self.roles: dict[str | None, object] = {}  # category as written -> _role of it
 
     def add(self, events: list[Event]) -> None:
+        """One chunk's events into columns (the events are not kept)."""
         host, host_cats, device, memory, flow, fwdbwd = [], [], [], [], [], []
         roles = self.roles
         for e in events:
@@ -131,39 +137,69 @@ class _Columns:
                         self.fwdbwd_tids.add(thread_key(e.tid))
             elif ph in ("i", "I") and e.name == "[memory]":
                 memory.append(e)
+        # in the order the roles were always made in, so that a bad value's error is the same
+        for role, found, make in (("host", host, lambda: self._host(host, host_cats)), ("device", device, lambda: self._device(device)),
+                                  ("memory", memory, lambda: self._memory(memory)),
+                                  ("flow", flow, lambda: flow_columns(flow, self.memo)),
+                                  ("fwdbwd", fwdbwd, lambda: flow_columns(fwdbwd, self.memo))):
+            if found:
+                self._keep(role, make())
+
+    def _keep(self, role: str, part: dict) -> None:
+        parts = self.parts[role]
+        parts.append(part)
+        self.loose[role] += 1
+        if self.loose[role] == PARTS_KEPT:
+            parts[-PARTS_KEPT:] = [compact(parts[-PARTS_KEPT:])]
+            self.loose[role] = 0
+
+    def _host(self, host: list[Event], host_cats: list[str]) -> dict:
+        """Host events' columns: ``host_columns``, correlation (int64, -1 absent), process_group
+        (text) and comm_bytes (float64 bytes, NaN absent)."""
         args = [e.args or NO_ARGS for e in host]
-        self.parts["host"].append({
+        return {
             **host_columns(host, HOST_CATS, self.memo, host_cats),
             "correlation": ints([a.correlation for a in args]),
             "process_group": self.memo.encode("process_group", [  # named on collectives only: no call for the rest
                 "" if a.pg_name is None and a.pg_desc is None else _process_group(a) for a in args]),
             "comm_bytes": _message_bytes(args),
-        })
+        }
+
+    def _device(self, device: list[Event]) -> dict:
+        """Device tasks' columns: the common ones, task_type (text), stream and correlation (int64)."""
         args = [e.args or NO_ARGS for e in device]
-        self.parts["device"].append({
+        return {
             **common_columns(device, self.memo),
             "task_type": self.memo.encode("task_type", [DEVICE_CATS[(e.cat or "").lower()] for e in device]),
             "stream": ints([a.stream if a.stream is not None else e.tid for a, e in zip(args, device)]),
             "correlation": ints([a.correlation for a in args]),
-        })
+        }
+
+    def _memory(self, memory: list[Event]) -> dict:
+        """``[memory]`` instants' columns: the common ones, device_id and addr (int64), and
+        bytes, allocated and reserved (float64 bytes, NaN unknown)."""
         args = [e.args or NO_ARGS for e in memory]
-        self.parts["memory"].append({
+        return {
             **common_columns(memory, self.memo, with_dur=False),
             "device_id": ints([a.device_id for a in args]),
             "addr": ints([a.addr for a in args]),
             "bytes": byte_sizes(floats([a.bytes for a in args]), self.source, "[memory] sizes", self.warnings),
             "allocated": byte_sizes(floats([a.total_allocated for a in args]), self.source, "[memory] totals", self.warnings),
             "reserved": byte_sizes(floats([a.total_reserved for a in args]), self.source, "[memory] totals", self.warnings),
-        })
-        self.parts["flow"].append(flow_columns(flow, self.memo))
-        self.parts["fwdbwd"].append(flow_columns(fwdbwd, self.memo))
+        }
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
-        out = {role: concat(parts) for role, parts in self.parts.items()}
+        """Each role's columns, joined; a role no chunk had, its columns empty."""
+        empty = {"host": lambda: self._host([], []), "device": lambda: self._device([]), "memory": lambda: self._memory([]),
+                 "flow": lambda: flow_columns([], self.memo), "fwdbwd": lambda: flow_columns([], self.memo)}
+        out = {role: concat(parts or [empty[role]()]) for role, parts in self.parts.items()}
         self.parts = {}
         return out
 
 
+# Chunks' columns are joined this many at a time (``columns.compact``): a chunk is small
+# (``chrome.CHUNK_BYTES``), and a 1 GB trace's ~8,000 chunks would otherwise hold ~300,000 arrays.
+PARTS_KEPT = 128
 _UNSEEN = object()
 _DEVICE = object()
 

@@ -50,6 +50,28 @@ def test_every_chunk_size_reads_the_same_profile(tmp_path, monkeypatch, chunk_by
     assert cut.info.device_name == "Test GPU"
 
 
+def test_chunks_joined_a_few_at_a_time_and_roles_a_chunk_lacks_read_the_same_profile(tmp_path, monkeypatch):
+    # [memory] samples after every 7th op only: most chunks of one or two events have none,
+    # and with PARTS_KEPT = 3 each role's parts are joined (columns.compact) several times.
+    trace = _trace(tricky=False)
+    for k, i in enumerate(range(0, 40, 7)):  # ops 0, 7, 14, 21, 28, 35
+        trace["traceEvents"].append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+                                     "ts": 10 + i * 200 + 150, "s": "t",
+                                     "args": {"Total Allocated": 1000 * (k + 1), "Total Reserved": 4096, "Device Id": 0,
+                                              "Addr": 64 * (k + 1), "Bytes": 1000}})
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps(trace, indent=1))
+    whole = load_profile(str(path))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 50)
+    monkeypatch.setattr(torch_trace, "PARTS_KEPT", 3)
+    cut = load_profile(str(path))
+    for a, b in zip([*_frames(whole), whole.memory], [*_frames(cut), cut.memory]):
+        pd.testing.assert_frame_equal(a, b)
+    assert len(cut.host) == 81  # the step, 40 ops, 40 launches
+    assert len(cut.device) == 40 and cut.device["launch"].ge(0).all()
+    assert cut.memory["allocated_bytes"].tolist() == [1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 6000.0]
+
+
 def test_a_cut_inside_a_string_falls_back_to_the_sure_way(tmp_path, monkeypatch):
     # One event whose name is mostly a run of boundaries: the first cut past 10 bytes lands in it.
     trace = {"traceEvents": [
