@@ -71,9 +71,9 @@ def under_a_cap() -> None:
         return
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
-    from perfcmp.base.heap import _libc_function
+    from perfcmp.base.heap import libc_function
 
-    mallopt = _libc_function("mallopt")
+    mallopt = libc_function("mallopt")
     if mallopt is not None:
         mallopt(M_ARENA_MAX, 1)
     if cap < LIBRARIES_BYTES:

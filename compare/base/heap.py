@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 
 @functools.cache
-def _libc_function(name: str):
+def libc_function(name: str):
     """A glibc function (malloc_trim, mallopt), or None elsewhere (musl, macOS, Windows)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -31,7 +31,7 @@ def _libc_function(name: str):
 
 def give_back_free_memory() -> None:
     """Return the allocator's free pages to the system (glibc ``malloc_trim(0)``)."""
-    trim = _libc_function("malloc_trim")
+    trim = libc_function("malloc_trim")
     if trim is not None:
         trim(0)
 
@@ -52,7 +52,7 @@ def map_large_blocks_apart() -> None:
     comparison's temporaries cost the 1.1 GB pair 8 s of system time (53 s in all, against 50 s
     at 8 MiB; the same peaks: 5 M events 1.31 GiB either way). No-op outside glibc.
     """
-    mallopt = _libc_function("mallopt")
+    mallopt = libc_function("mallopt")
     if mallopt is not None:
         mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK)
 

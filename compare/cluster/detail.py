@@ -130,19 +130,10 @@ def compare_chosen(chosen: list[DetailRank], options: CompareOptions, layout: La
 def sheets(rank: int, comparison: ComparisonResult, layout: Layout) -> list[tuple[SheetSpec, Table]]:
     """The sheets ``compare`` would write for ``comparison``, prepared as the workbook renderer
     prepares them, each renamed ``R{rank} <name>``; none when no sheet has data."""
-    from perfcmp.render import xlsx
-    from perfcmp.render.sheet_rows import table_for
+    from perfcmp.render.xlsx import prepare_sheets
 
-    made = [(spec, table) for spec in layout.sheets for table in [table_for(comparison, spec.source)] if table.rows]
-    if not made:
-        return []
-    made, long = xlsx._within_row_limit(made)
-    cut = sum(xlsx._cells_over_limit(spec, table) for spec, table in made)
-    counted = [(xlsx.row_limit_note(name, rows), 1) for name, rows in long] + ([(xlsx.cut_note(cut), cut)] if cut else [])
-    if counted:
-        made = xlsx._with_warnings(made, layout, counted)
-    return [(dataclasses.replace(xlsx._without_empty_optional_columns(spec, table), name=sheet_name(rank, spec.name)),
-             table) for spec, table in made]
+    made, _, _ = prepare_sheets(comparison, layout)
+    return [(dataclasses.replace(spec, name=sheet_name(rank, spec.name)), table) for spec, table in made]
 
 
 def sheet_name(rank: int, name: str) -> str:

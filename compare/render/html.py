@@ -448,18 +448,18 @@ def _verdict_table(rows: list[VerdictRow], ranked: bool) -> str:
     body = []
     for i, r in enumerate(rows, start=1):
         unit, fmt = (MIB, _mib) if r.unit == "bytes" else (1000.0, _ms)
-        change = (_td(_pct(r.relative), r.relative * 100) if r.relative is not None
-                  else _td("new" if (r.comp_median or 0) > 0 and not (r.base_median or 0) else "–", None))
+        change = (td(_pct(r.relative), r.relative * 100) if r.relative is not None
+                  else td("new" if (r.comp_median or 0) > 0 and not (r.base_median or 0) else "–", None))
         p = r.p_adjusted
         p_text = ("< 0.001" if p < 0.001 else f"{p:.3f}") if p is not None else ("n=1" if r.n1 else "–")
         test = f"{r.test} on {r.basis} ({r.n_base_samples} vs {r.n_comp_samples})" if r.test else ""
-        cells = [_td(str(i), i), _td(names[i - 1], title=r.row, cls="name"),
+        cells = [td(str(i), i), td(names[i - 1], title=r.row, cls="name"),
                  f"<td class=\"verdict {VERDICT_CLASS.get(r.verdict, '')}\" title=\"{_e(r.note)}\">{_e(r.verdict)}</td>",
-                 *(_td(_or_dash(val, fmt), None if val is None else val / unit) for val in (r.base_median, r.comp_median)),
-                 _td("–" if r.diff is None else fmt(r.diff, True), None if r.diff is None else r.diff / unit),
-                 change, _td(p_text, p), f"<td>{_e(test)}</td>"]
+                 *(td(_or_dash(val, fmt), None if val is None else val / unit) for val in (r.base_median, r.comp_median)),
+                 td("–" if r.diff is None else fmt(r.diff, True), None if r.diff is None else r.diff / unit),
+                 change, td(p_text, p), f"<td>{_e(test)}</td>"]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
-    return _sortable(header, body)
+    return sortable(header, body)
 
 
 def overall_section(result: ComparisonResult) -> str:
@@ -469,16 +469,16 @@ def overall_section(result: ComparisonResult) -> str:
     body = []
     for i, r in enumerate(result.overall, start=1):
         change = None if r.ratio is None else (r.ratio - 1) * 100
-        cells = [_td(str(i), i), _td(r.label, title=r.key, cls=f"name l{min(r.level, 3)}"),
-                 _td(_ms(r.base_us), r.base_us / 1000), _td(_ms(r.comp_us), r.comp_us / 1000),
-                 _td(_ms(r.diff_us, True), r.diff_us / 1000), _td(ratio_change(r.comp_us, r.base_us).replace("-", "−"), change),
-                 *(_td(_or_dash(s, lambda x: f"{x * 100:.1f} %"), None if s is None else s * 100)
+        cells = [td(str(i), i), td(r.label, title=r.key, cls=f"name l{min(r.level, 3)}"),
+                 td(_ms(r.base_us), r.base_us / 1000), td(_ms(r.comp_us), r.comp_us / 1000),
+                 td(_ms(r.diff_us, True), r.diff_us / 1000), td(ratio_change(r.comp_us, r.base_us).replace("-", "−"), change),
+                 *(td(_or_dash(s, lambda x: f"{x * 100:.1f} %"), None if s is None else s * 100)
                    for s in (r.base_share, r.comp_share)),
-                 *(_td(_or_dash(n, str), n) for n in (r.base_count, r.comp_count))]
+                 *(td(_or_dash(n, str), n) for n in (r.base_count, r.comp_count))]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
     return ("<section id=\"overall\">\n<h2>Overall rows (ms, " + _e(result.scope_label()) + ")</h2>\n"
             "<p class=\"note\">The OverallMetrics breakdown of what was compared. <span class=\"hint\">Click a column header to sort; # restores the order."
-            "</span></p>\n" + _sortable(header, body) + "\n</section>")
+            "</span></p>\n" + sortable(header, body) + "\n</section>")
 
 
 def warnings_section(result: ComparisonResult) -> str:
@@ -496,14 +496,14 @@ def warnings_section(result: ComparisonResult) -> str:
 
 # --- helpers -------------------------------------------------------------------------------------
 
-def _sortable(header: list[tuple[str, str]], body: list[str]) -> str:
+def sortable(header: list[tuple[str, str]], body: list[str]) -> str:
     ths = "".join(f"<th data-type=\"{t}\" class=\"{t}\"><button type=\"button\">{_e(h)}</button></th>"
                   for h, t in header)
     return (f"<div class=\"scroll\"><table class=\"sortable\"><thead><tr>{ths}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
-def _td(text: str, number: float | None = None, title: str = "", cls: str = "num") -> str:
+def td(text: str, number: float | None = None, title: str = "", cls: str = "num") -> str:
     """A cell; ``number`` (None: empty, sorted last) is what a numeric column sorts on."""
     sort = "" if cls != "num" else f" data-v=\"{'' if number is None else repr(float(number))}\""
     hint = f" title=\"{_e(title)}\"" if title else ""

@@ -64,17 +64,7 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None,
     ``processes``: 1 writes every sheet here, 2 splits them with a forked writer, None decides
     by the workbook's size (``_worth_a_second_process``)."""
     layout = layout or load_layout()
-    sheets = [(spec, table) for spec in layout.sheets for table in [table_for(result, spec.source)] if table.rows]
-    if not sheets:  # a workbook needs a sheet: say why it has nothing else
-        spec = next(s for s in layout.sheets if s.source == "warnings")
-        sheets = [(spec, Table(columns=WARNING_COLUMNS, rows=[["", "", "no sheet has data for the comparisons asked for", 1]]))]
-    sheets, long = _within_row_limit(sheets)
-    cut = sum(_cells_over_limit(spec, table) for spec, table in sheets)
-    counted = [(row_limit_note(name, rows), 1) for name, rows in long] + ([(cut_note(cut), cut)] if cut else [])
-    notes = [note for note, _ in counted]
-    if counted:
-        sheets = _with_warnings(sheets, layout, counted)
-    sheets = [(_without_empty_optional_columns(spec, table), table) for spec, table in sheets]
+    sheets, cut, notes = prepare_sheets(result, layout, placeholder=True)
     filters = {spec.name: f"A{HEAD_ROWS}:{column_letter(len(spec.columns) - 1)}{HEAD_ROWS + len(table.rows)}"
                for spec, table in sheets}
     book = Workbook(path, [spec.name for spec, _ in sheets], layout.style["font_name"], layout.style["font_size"],
@@ -90,6 +80,31 @@ def _write(result: ComparisonResult, path: str, layout: Layout | None = None,
             _emit(book, sheet)
     book.close()
     return cut, notes
+
+
+def prepare_sheets(result: ComparisonResult, layout: Layout, placeholder: bool = False
+                   ) -> tuple[list[tuple[SheetSpec, Table]], int, list[str]]:
+    """The sheets the workbook holds for ``result``, as they are written: those with rows, each
+    within Excel's row limit, the warnings sheet telling what was cut, optional columns without
+    values left out. With ``placeholder``, a result with no sheet gets the warnings sheet saying
+    why (a workbook needs a sheet); without, it gets none (a cluster's rank adds no sheet).
+
+    Returns:
+        The (sheet, table) pairs, the number of text cells cut to Excel's limit, the notes for stderr.
+    """
+    sheets = [(spec, table) for spec in layout.sheets for table in [table_for(result, spec.source)] if table.rows]
+    if not sheets and placeholder:  # a workbook needs a sheet: say why it has nothing else
+        spec = next(s for s in layout.sheets if s.source == "warnings")
+        sheets = [(spec, Table(columns=WARNING_COLUMNS, rows=[["", "", "no sheet has data for the comparisons asked for", 1]]))]
+    if not sheets:
+        return [], 0, []
+    sheets, long = _within_row_limit(sheets)
+    cut = sum(_cells_over_limit(spec, table) for spec, table in sheets)
+    counted = [(row_limit_note(name, rows), 1) for name, rows in long] + ([(cut_note(cut), cut)] if cut else [])
+    if counted:
+        sheets = _with_warnings(sheets, layout, counted)
+    sheets = [(_without_empty_optional_columns(spec, table), table) for spec, table in sheets]
+    return sheets, cut, [note for note, _ in counted]
 
 
 SUFFIX = ".xlsx"
@@ -305,7 +320,7 @@ def _with_warnings(sheets: list[tuple[SheetSpec, Table]], layout: Layout,
     return [(s, tables[s.name]) for s in layout.sheets if s.name in tables]
 
 
-def _write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
+def write_sheet(book: Workbook, spec: SheetSpec, table: Table, result: ComparisonResult, layout: Layout) -> None:
     _emit(book, _plan(book, spec, table, result, layout))
 
 

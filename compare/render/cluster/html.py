@@ -22,7 +22,7 @@ from pathlib import Path
 from perfcmp.cluster import wording
 from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians
 from perfcmp.render.cluster.jsonout import portable
-from perfcmp.render.html import VERDICT_CLASS, _sortable, _td, page
+from perfcmp.render.html import VERDICT_CLASS, sortable, td, page
 
 MINUS = "\u2212"
 METRICS = (("E2E", "e2e_us"), ("Computing", "computing_us"), ("Comm.", "uncovered_us"), ("Free", "free_us"))
@@ -70,13 +70,13 @@ def _findings(result: ClusterResult) -> str:
         link = f.kind == "slow link"
         unit, scale = (" GB/s", 1.0) if link else (" ms", 1000.0)
         wait = f.others_wait_us / 1000 if f.others_wait_us is not None else None
-        cells = [_td(f.run, cls="text"), _td(f.kind, cls="text"), _td(f.subject, cls="name"),
-                 *(_td(f"{v / scale:.3f}{unit}" if not link else f"{v:.2f}{unit}", v / scale)
+        cells = [td(f.run, cls="text"), td(f.kind, cls="text"), td(f.subject, cls="name"),
+                 *(td(f"{v / scale:.3f}{unit}" if not link else f"{v:.2f}{unit}", v / scale)
                    for v in (f.value, f.median, f.threshold)),
-                 _td(_pct(f.excess), f.excess * 100), _td("–" if wait is None else f"{wait:.3f}", wait),
-                 _td(status.get((f.kind, f.subject), ""), cls="text")]
+                 td(_pct(f.excess), f.excess * 100), td("–" if wait is None else f"{wait:.3f}", wait),
+                 td(status.get((f.kind, f.subject), ""), cls="text")]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
-    table = _sortable(header, body) if body else ""
+    table = sortable(header, body) if body else ""
     return (f"<section id=\"findings\">\n<h2>Findings</h2>\n{lines}\n"
             f"<p class=\"note\">Diagnosis rule: {_e(result.rule)}.</p>\n{table}\n</section>")
 
@@ -89,16 +89,16 @@ def _ranks(result: ClusterResult) -> str:
     for i, r in enumerate(result.ranks, start=1):
         change = r.e2e_relative
         verdict = r.verdict if r.presence == "both" else r.presence
-        cells = [_td(f"{r.rank}{'*' if r.rank in flagged else ''}", r.rank),
+        cells = [td(f"{r.rank}{'*' if r.rank in flagged else ''}", r.rank),
                  f"<td class=\"verdict {VERDICT_CLASS.get(verdict, 'neutral')}\">{_e(verdict)}</td>",
-                 _td("–" if change is None else _pct(change), None if change is None else change * 100)]
+                 td("–" if change is None else _pct(change), None if change is None else change * 100)]
         for _, metric in METRICS:
-            cells += [_td(_ms(m, metric), _value(m, metric)) for m in (r.base, r.comp)]
+            cells += [td(_ms(m, metric), _value(m, metric)) for m in (r.base, r.comp)]
         body.append(f"<tr data-i=\"{i}\">{''.join(cells)}</tr>")
     return ("<section id=\"ranks\">\n<h2>Ranks</h2>\n<p class=\"note\">Each rank's median per step in both runs "
             "(ms; Comm. is the uncovered communication) and the verdict <code>compare</code> would give it; * marks "
             "a rank with a finding. "
-            "<span class=\"hint\">Click a column header to sort.</span></p>\n" + _sortable(header, body)
+            "<span class=\"hint\">Click a column header to sort.</span></p>\n" + sortable(header, body)
             + "\n</section>")
 
 
@@ -110,11 +110,11 @@ def _transports(result: ClusterResult) -> str:
     body = []
     for i, (t, b, c) in enumerate(found, start=1):
         mb, mc = (statistics.median(v) if v else None for v in (b, c))
-        body.append(f"<tr data-i=\"{i}\">{_td(t, cls='text')}{_td(str(max(len(b), len(c))), max(len(b), len(c)))}"
-                    + "".join(_td("–" if m is None else f"{m:.2f}", m) for m in (mb, mc)) + "</tr>")
+        body.append(f"<tr data-i=\"{i}\">{td(t, cls='text')}{td(str(max(len(b), len(c))), max(len(b), len(c)))}"
+                    + "".join(td("–" if m is None else f"{m:.2f}", m) for m in (mb, mc)) + "</tr>")
     return ("<section id=\"links\">\n<h2>Links</h2>\n<p class=\"note\">Median bandwidth of the links of each "
             "transport type, each link as its sender reported it; every link is in the workbook and the JSON.</p>\n"
-            + _sortable(header, body) + "\n</section>")
+            + sortable(header, body) + "\n</section>")
 
 
 def _details(result: ClusterResult) -> str:

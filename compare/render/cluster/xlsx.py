@@ -93,7 +93,7 @@ def write_detail_sheets(book: Workbook, detail: RankDetail, layout: Layout) -> N
     from perfcmp.render import xlsx
 
     for spec, table in detail.sheets:
-        xlsx._write_sheet(book, spec, table, detail.comparison, layout)
+        xlsx.write_sheet(book, spec, table, detail.comparison, layout)
 
 
 def detail_filters(detail: RankDetail) -> dict[str, str]:

@@ -1,0 +1,95 @@
+"""The house's floor plan, checked from the source: which package may import what.
+
+* ``perfcmp.base`` (``compare/base/``) is the ground floor: it imports nothing else of perfcmp;
+* renderers only format: ``compare/render`` never imports the engines (verdict, scope, samples,
+  pipeline, history);
+* no ``_private`` name of one package is used from another (imported, or reached as an attribute
+  of an imported module);
+* processes are started in one module (``perfcmp.base.procs``), and file formats (SQLite, gzip)
+  are known only under ``readers/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"compare": "perfcmp", "readers": "perfcmp.readers", "report_templates": "perfcmp.report_templates"}
+
+
+def module_name(path: Path) -> str:
+    """``compare/render/xlsx.py`` -> ``perfcmp.render.xlsx`` (the package-dir mapping of pyproject)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join([PACKAGES[parts[0]], *(p for p in parts[1:] if p != "__init__")])
+
+
+def sources(*folders: str) -> list[Path]:
+    return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
+
+
+def perfcmp_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported perfcmp name) for each import in ``path``, lazy ones included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("perfcmp"):
+            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("perfcmp")]
+    return found
+
+
+def package_of(name: str, is_package: bool = False) -> str:
+    return name if is_package else name.rsplit(".", 1)[0]
+
+
+def test_the_ground_floor_imports_nothing_else_of_perfcmp():
+    outside = [(p.name, line, name) for p in sources("compare/base") for line, name in perfcmp_imports(p)
+               if not name.startswith("perfcmp.base")]
+    assert outside == []
+
+
+def test_renderers_do_not_import_the_engines():
+    engines = re.compile(r"^perfcmp\.(verdict|scope|samples|pipeline|history)\b")
+    found = [(str(p.relative_to(ROOT)), line, name) for p in sources("compare/render")
+             for line, name in perfcmp_imports(p) if engines.match(name)]
+    assert found == []
+
+
+def test_no_private_name_is_used_across_packages():
+    crossings = []
+    for path in sources("compare", "readers"):
+        me = module_name(path)
+        home = package_of(me, path.name == "__init__.py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = {}  # local name -> the perfcmp module or name it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("perfcmp"):
+                for a in node.names:
+                    modules[a.asname or a.name] = f"{node.module}.{a.name}"
+                    if _private(a.name) and package_of(node.module) != home:
+                        crossings.append((str(path.relative_to(ROOT)), node.lineno, f"{node.module}.{a.name}"))
+            elif isinstance(node, ast.Import):
+                modules.update({a.asname or a.name: a.name for a in node.names if a.name.startswith("perfcmp")})
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+                    and node.value.id in modules and package_of(modules[node.value.id]) != home):
+                crossings.append((str(path.relative_to(ROOT)), node.lineno, f"{modules[node.value.id]}.{node.attr}"))
+    assert crossings == []
+
+
+def test_processes_are_started_in_one_module():
+    starts = re.compile(r"\bos\.fork\(|ProcessPoolExecutor|\bimport multiprocessing\b|subprocess\.Popen")
+    found = sorted({str(p.relative_to(ROOT)) for p in sources("compare", "readers") if starts.search(p.read_text(encoding="utf-8"))})
+    assert found == ["compare/base/procs.py"]
+
+
+def test_file_formats_are_known_only_under_readers():
+    formats = re.compile(r"\bimport sqlite3\b|\bimport gzip\b|\\x1f\\x8b|SQLite format 3")
+    found = [str(p.relative_to(ROOT)) for p in sources("compare") if formats.search(p.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
