@@ -33,7 +33,7 @@ from perfcmp.result import ComparisonResult
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from perfcmp.cluster.result import ClusterReport
+    from perfcmp.results.cluster import ClusterReport
     from perfcmp.cluster.run import ClusterOptions
     from perfcmp.golden import Baseline, CheckOptions, SaveOptions
     from perfcmp.history import HistoryOptions

@@ -34,7 +34,7 @@ from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.base.errors import InputError, UsageError
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord, decode_versioned
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 from perfcmp.validate import check_baseline
 
 BASELINE_VERSION = 1

@@ -38,7 +38,8 @@ from perfcmp.policy import evaluate, exit_code, selects
 from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
 from perfcmp import budget, comparability, invariants, migration, scope
 from perfcmp.diagnosis import detect as diagnosis, timeline
-from perfcmp.samples import SampleSet, sample_profile
+from perfcmp.results.samples import SampleSet
+from perfcmp.samples import sample_profile
 from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
 from perfcmp.keys import KEYED_SHEETS, OP, OVERALL, sheet_keys
 from perfcmp.vendors import across_vendors, vendor_of_path, vendor_of_profile

@@ -1,7 +1,8 @@
 """Steps as samples: one value per profiled step for every comparable key of one profile.
 
-A ``SampleSet`` is what the regression verdicts need of a profile, and what a golden baseline
-stores: compact (a few kilobytes to a few megabytes), versioned, and free of raw trace data.
+A ``SampleSet`` (the record: ``perfcmp.results.samples``) is what the regression verdicts need
+of a profile, and what a golden baseline stores: compact (a few kilobytes to a few megabytes),
+versioned, and free of raw trace data. This module builds it from a profile (numpy, pandas).
 
 Row names are ``<dimension>:<key>``; values are per step, in ``steps`` order, None where the
 key did not occur in that step. Units: µs for time rows, bytes for memory rows.
@@ -23,7 +24,6 @@ counts match, so positional pairs stay pairs), which keeps a baseline small.
 
 from __future__ import annotations
 
-import msgspec
 import numpy as np
 import pandas as pd
 
@@ -33,27 +33,10 @@ from perfcmp.keys import row_name
 from perfcmp.readers.model import COMM as COMM_KIND, COMPUTE, SDMA, Profile, frame as table_of
 from perfcmp.align import ramps
 from perfcmp.base.textmatch import factorize
+from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 
-SAMPLES_VERSION = 1
 MEMORY_ROWS = ("peak_allocated", "peak_reserved")
 MAX_INSTANCES = 64  # per row and step
-TIME_BASE = "time base"  # provenance key: HOST_OPS when the profile has no device work
-HOST_OPS = "host ops"
-
-
-class SampleSet(msgspec.Struct, kw_only=True):
-    """One profile's per-step samples (see the module docstring)."""
-
-    format_version: int = SAMPLES_VERSION
-    device: str
-    source: str
-    steps: list[int]
-    rows: dict[str, list[float | None]]
-    provenance: dict[str, str] = {}
-    instances: dict[str, list[list[float]]] = {}  # row -> per step, the occurrences' values (µs)
-
-    def values(self, row: str) -> list[float | None]:
-        return self.rows.get(row, [None] * len(self.steps))
 
 
 def sample_profile(profile: Profile, step_breakdowns: dict[int, Breakdown], details: SideDetails | None,

@@ -160,7 +160,7 @@ import numpy as np
 from perfcmp.base.errors import InputError
 from perfcmp.result import (E2E_CHANGE, N1, NO_E2E, NOT_COMPARABLE, ROWS_MOVED, ROWS_MOVED_LEAD, SEVERAL_RUNS, STEP_COUNTS,
                             Reason, Verdict, VerdictRow)
-from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
+from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.stats import (benjamini_hochberg, holm, mann_whitney_interval, mann_whitney_p, pooled_t, signed_rank_interval,
                            t_quantile, welch_t, wilcoxon_signed_rank_p)
 from perfcmp.wording import amount, relative_change

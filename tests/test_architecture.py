@@ -1,6 +1,8 @@
 """The house's floor plan, checked from the source: which package may import what.
 
 * ``perfcmp.base`` (``compare/base/``) is the ground floor: it imports nothing else of perfcmp;
+* ``perfcmp.results`` (``compare/results/``), the result types, stand on it: they import only
+  ``perfcmp.base``, each other and msgspec (so never pandas or numpy);
 * renderers only format: ``compare/render`` never imports the engines (verdict, scope, samples,
   pipeline, history);
 * no ``_private`` name of one package is used from another (imported, or reached as an attribute
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +52,50 @@ def test_the_ground_floor_imports_nothing_else_of_perfcmp():
     outside = [(p.name, line, name) for p in sources("compare/base") for line, name in perfcmp_imports(p)
                if not name.startswith("perfcmp.base")]
     assert outside == []
+
+
+# Names a result module may use in annotations only (under ``if TYPE_CHECKING``), never at run
+# time: the pair result (a cluster's per-rank detail holds one; it joins the floor as
+# ``results.pair``) and the workbook layout's sheet spec (the detail's prepared sheets).
+TYPE_ONLY = {"perfcmp.result.ComparisonResult", "perfcmp.result.Table", "perfcmp.templates.SheetSpec"}
+
+
+def runtime_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level module or perfcmp name) of each import in ``path`` outside an
+    ``if TYPE_CHECKING:`` block, lazy ones included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                   for stmt in block.body for n in ast.walk(stmt)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            perfcmp = node.module.startswith("perfcmp")
+            found += [(node.lineno, f"{node.module}.{a.name}" if perfcmp else node.module.split(".")[0]) for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name if a.name.startswith("perfcmp") else a.name.split(".")[0]) for a in node.names]
+    return found
+
+
+def test_result_types_import_only_the_ground_floor_each_other_and_msgspec():
+    allowed = re.compile(r"^(perfcmp\.(base|results)\b|msgspec$|__future__$|dataclasses$|typing$)")
+    outside = [(p.name, line, name) for p in sources("compare/results") for line, name in runtime_imports(p)
+               if not allowed.match(name)]
+    assert outside == []
+    annotations = {name for p in sources("compare/results") for _, name in perfcmp_imports(p)
+                   if not re.match(r"^perfcmp\.(base|results)\b", name)}
+    assert annotations <= TYPE_ONLY
+
+
+def test_importing_a_result_type_loads_neither_pandas_nor_numpy():
+    modules = [module_name(p) for p in sources("compare/results")]
+    code = (f"import sys\nfor m in {modules!r}: __import__(m)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'numpy') or "
+            "(m.startswith('perfcmp.') and not m.startswith(('perfcmp.base', 'perfcmp.results')))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
 
 
 def test_renderers_do_not_import_the_engines():

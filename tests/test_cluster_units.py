@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from perfcmp.cluster import detail, diagnose, discover, links, wording
-from perfcmp.cluster.result import ClusterResult, ClusterSide, Finding, Link, Movement, RankMedians, RankRow
+from perfcmp.results.cluster import ClusterResult, ClusterSide, Finding, Link, Movement, RankMedians, RankRow
 from perfcmp.base.errors import InputError, UsageError
 from perfcmp.templates import load_layout
 from perfcmp.readers import ascend_links, layout
@@ -228,14 +228,14 @@ def test_group_labels_from_metadata_and_ops():
 
 
 def _rank(rank: int, groups: list, links: list = ()) -> "RankSummary":
-    from perfcmp.cluster.result import RankSummary
+    from perfcmp.results.cluster import RankSummary
 
     return RankSummary(rank=rank, source=f"r{rank}", rank_from="profile", device="NPU", producer="p", groups=groups,
                        links=list(links))
 
 
 def _group(hccl: str, uncovered: float, kinds=("allreduce",), ranks=(), name="", order=1) -> "GroupTime":
-    from perfcmp.cluster.result import GroupTime
+    from perfcmp.results.cluster import GroupTime
 
     return GroupTime(group=f"label of {hccl}", uncovered_us=uncovered, wait_us=uncovered / 4, transmit_us=uncovered * 3 / 4,
                      hccl=hccl, name=name, ranks=list(ranks), kinds=list(kinds), order=order)

@@ -25,7 +25,7 @@ from perfcmp.history.engine import analyse, detect
 from perfcmp.results.history import Point
 from perfcmp.policy import load_policy
 from perfcmp.base.errors import UsageError
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 from perfcmp.verdict import Thresholds
 
 SCHEMA = Path(__file__).resolve().parents[1] / "report_templates" / "history.schema.json"

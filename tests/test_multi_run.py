@@ -11,7 +11,7 @@ from perfcmp.golden import check, load, save
 from perfcmp.options import CompareOptions
 from perfcmp.policy import Policy, evaluate, exit_code, parse_gate, selects
 from perfcmp.base.errors import UsageError
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 from perfcmp.stats import pooled_t, t_quantile
 from perfcmp.verdict import judge, run_medians, runs_skip
 

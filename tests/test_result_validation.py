@@ -15,7 +15,7 @@ from perfcmp.cli import main
 from perfcmp.history import HistoryOptions
 from perfcmp.history.engine import analyse
 from perfcmp.base.errors import InputError, NotComparableError, UsageError
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE, COMP = (str(ROOT / "golden" / "demo" / "gpu" / f"{s}.pt.trace.json.gz") for s in ("base", "comp"))
@@ -81,7 +81,7 @@ def test_a_result_out_of_range_or_misshapen_is_one_line(result_doc, tmp_path, ca
 
 
 def test_a_cluster_result_is_named_as_one_not_called_older(tmp_path, capsys):
-    from perfcmp.cluster.result import CLUSTER_VERSION, ClusterResult, ClusterSide
+    from perfcmp.results.cluster import CLUSTER_VERSION, ClusterResult, ClusterSide
 
     side = ClusterSide(source="runs", device="NPU", producer="x", ranks=[0, 1])
     path = tmp_path / "cluster.json"

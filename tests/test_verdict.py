@@ -16,7 +16,7 @@ import pytest
 
 import simulator
 from perfcmp.base.errors import InputError
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 from perfcmp.verdict import Thresholds, choose_skip, judge, outlier_steps
 
 ROOT = Path(__file__).resolve().parents[1]

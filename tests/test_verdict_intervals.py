@@ -11,7 +11,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 from perfcmp.stats import mann_whitney_interval, mann_whitney_p, signed_rank_interval, wilcoxon_signed_rank_p
 from perfcmp.verdict import judge
 

@@ -4,7 +4,7 @@ Wilcoxon's count after dropping zeros (perfcmp.verdict, issue 24). Numbers worke
 from __future__ import annotations
 
 from perfcmp.policy import Policy, evaluate, exit_code, parse_gate, selects
-from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
+from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.verdict import RUN_ALLOWANCE, judge
 
 

@@ -11,8 +11,10 @@ profiles compares the two runs rank by rank. The modules, one role each:
 ``diagnose``   the robust outlier rules: slow ranks, waited-for ranks, slow links
 ``detail``     the ranks that matter compared as two profiles, for the workbook's per-rank sheets
 ``run``        the options, and ``run(options) -> ClusterReport``
-``result``     the ``ClusterResult`` model and the ``ClusterReport`` every renderer reads
 ``wording``    the sentences the renderers share (``perfcmp.render.cluster``: formatting only)
+
+The result (``ClusterResult`` and the ``ClusterReport`` every renderer reads) is
+``perfcmp.results.cluster``, on the results floor.
 
 Kept light: nothing here is imported by ``perfcmp`` itself until a cluster is compared.
 """

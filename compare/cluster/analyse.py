@@ -26,7 +26,7 @@ import numpy as np
 from perfcmp import __version__
 from perfcmp.cluster import diagnose
 from perfcmp.cluster.discover import FROM_NAME
-from perfcmp.cluster.result import (ClusterResult, ClusterSide, Finding, GroupTime, Link, RankMedians, RankRow,
+from perfcmp.results.cluster import (ClusterResult, ClusterSide, Finding, GroupTime, Link, RankMedians, RankRow,
                                     RankSummary, StepPair)
 from perfcmp.readers.groups import describe
 from perfcmp.verdict import Thresholds, judge

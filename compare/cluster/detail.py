@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from perfcmp.cluster.result import ClusterResult, DetailRank, RankDetail, RankRow
+from perfcmp.results.cluster import ClusterResult, DetailRank, RankDetail, RankRow
 from perfcmp.cluster.wording import ranks_text
 from perfcmp.base.errors import UsageError
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfcmp.cluster.result import Finding, Link, Movement, RankMedians
+from perfcmp.results.cluster import Finding, Link, Movement, RankMedians
 
 K = 3.0
 MAD_SCALE = 1.4826

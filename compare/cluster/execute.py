@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 
 from perfcmp.base.procs import map_units
-from perfcmp.cluster.result import RankSummary
+from perfcmp.results.cluster import RankSummary
 from perfcmp.cluster.summary import RankFailure, WorkUnit, decode, summarise
 
 SCHEDULER_ENV = "PERFCMP_SCHEDULER"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfcmp.cluster.result import Link, Transport
+from perfcmp.results.cluster import Link, Transport
 from perfcmp.readers import formats
 from perfcmp.readers.formats import LinkTables
 from perfcmp.readers.model import COMM, Profile

@@ -21,7 +21,7 @@ import msgspec
 from perfcmp.cluster import analyse, detail, discover
 from perfcmp.cluster.discover import RankInput
 from perfcmp.cluster.execute import run_units
-from perfcmp.cluster.result import ClusterReport, ClusterResult, RankDetail
+from perfcmp.results.cluster import ClusterReport, ClusterResult, RankDetail
 from perfcmp.cluster.summary import RankFailure, ReadOptions, WorkUnit
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.base.errors import InputError, UsageError

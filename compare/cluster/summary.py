@@ -24,7 +24,7 @@ import msgspec
 import numpy as np
 
 from perfcmp.cluster import links
-from perfcmp.cluster.result import GroupTime, RankStep, RankSummary
+from perfcmp.results.cluster import GroupTime, RankStep, RankSummary
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.readers import load_profile
 from perfcmp.base.procs import InputWatch

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from perfcmp.cluster.result import ClusterResult, DetailRank, Finding, Movement
+from perfcmp.results.cluster import ClusterResult, DetailRank, Finding, Movement
 
 WHAT = {"slow rank": ("the slow rank", "computing"), "host-bound rank": ("a host-bound rank", "free time"),
         "waited for": ("the rank the others wait for", "wait"), "slow link": ("a slow link", "bandwidth")}

@@ -18,7 +18,7 @@ from perfcmp.history.gates import judge_gates
 from perfcmp.history.options import MIN_RUNS, HistoryOptions
 from perfcmp.policy import Gate
 from perfcmp.results.history import ChangePoint, History, Point, Run, Series
-from perfcmp.samples import HOST_OPS, TIME_BASE, SampleSet
+from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.stats import mann_whitney_p
 from perfcmp.verdict import Thresholds, choose_skip
 from perfcmp.wording import signed_bytes, signed_time

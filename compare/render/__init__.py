@@ -15,7 +15,7 @@ for stdout instead.
 
 The products and their result types: a pair comparison (``perfcmp.result.ComparisonResult``,
 also ``perfcmp render`` and ``perfcmp golden check``), a cluster comparison
-(``perfcmp.cluster.result.ClusterReport``, ``render.cluster``) and a history
+(``perfcmp.results.cluster.ClusterReport``, ``render.cluster``) and a history
 (``perfcmp.results.history.History``, ``render.history``). Modules are keyed by the result
 type's name and imported only when asked for (the xlsx writer and the HTML template are not
 needed for a JSON-only run).

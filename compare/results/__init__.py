@@ -1,9 +1,10 @@
 """Result types on one low floor: plain records that renderers read, importing only
-``perfcmp.base`` and each other.
+``perfcmp.base``, msgspec and each other (never pandas or numpy: importing one is cheap).
 
 ``history``  ``History``, the result of ``perfcmp history``
+``cluster``  ``ClusterResult`` and ``ClusterReport``, the result of a cluster comparison
+``samples``  ``SampleSet``, a profile's per-step samples (what verdicts and golden baselines read)
 
-The pair comparison's ``ComparisonResult`` is ``perfcmp.result`` and the cluster comparison's
-``ClusterReport`` / ``ClusterResult`` is ``perfcmp.cluster.result`` (both reshaped by other work
-this round; they move here when it has landed).
+The pair comparison's ``ComparisonResult`` is still ``perfcmp.result`` (reshaped by other work
+this round; it moves here, as ``pair``, when that has landed).
 """

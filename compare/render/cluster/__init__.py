@@ -1,2 +1,2 @@
 """Outputs of a cluster comparison (console, xlsx, JSON, Markdown, HTML), one module per format,
-each formatting a ``perfcmp.cluster.result.ClusterReport`` only (``perfcmp.render`` protocol)."""
+each formatting a ``perfcmp.results.cluster.ClusterReport`` only (``perfcmp.render`` protocol)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 
 from perfcmp.cluster import wording
-from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians, RankRow
+from perfcmp.results.cluster import ClusterReport, ClusterResult, RankMedians, RankRow
 from perfcmp.render.terminal import DEFAULT_WIDTH, Column, shorten, table, wrap
 
 MAX_RANK_ROWS = 24

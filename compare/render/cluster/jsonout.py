@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from perfcmp.cluster.result import ClusterReport, ClusterResult
+from perfcmp.results.cluster import ClusterReport, ClusterResult
 from perfcmp.render.jsonout import portable_path
 
 

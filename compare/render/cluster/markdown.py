@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 
 from perfcmp.cluster import wording
-from perfcmp.cluster.result import ClusterReport, ClusterResult, RankMedians
+from perfcmp.results.cluster import ClusterReport, ClusterResult, RankMedians
 from perfcmp.render.cluster.jsonout import portable
 from perfcmp.render.markdown import escape
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from perfcmp.cluster import wording
-from perfcmp.cluster.result import ClusterReport, ClusterResult, RankDetail, RankMedians, RankStep
+from perfcmp.results.cluster import ClusterReport, ClusterResult, RankDetail, RankMedians, RankStep
 from perfcmp.render.ooxml import Style, Workbook, column_letter
 from perfcmp.templates import load_layout
 

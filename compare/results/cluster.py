@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 
 if TYPE_CHECKING:
     from perfcmp.result import ComparisonResult, Table
