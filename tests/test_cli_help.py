@@ -115,3 +115,54 @@ def test_help_loads_no_analysis_code_nor_value_converter(argv):
 
 def test_version_answers_before_typer_loads():
     assert loaded_after(["--version"]) == []
+
+
+def parsed(argv: list[str], typers_own: bool) -> dict:
+    """``ctx.params`` of ``perfcmp <argv>`` as parsed (nothing run); ``typers_own``: every value
+    through typer's own (pydantic) validator instead of ``commands.common.PlainValues``."""
+    command, names = typer.main.get_command(app), []
+    while hasattr(command, "get_command"):  # a group: the next word names its command
+        names.append(argv[len(names)])
+        command = command.get_command(None, names[-1])
+    if typers_own:
+        for param in command.params:
+            param._runtime_param = None
+    return command.make_context(" ".join(names), argv[len(names):]).params
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", "-d", "a", "-bp", "b"],
+    ["compare", "-d", "a", "-bp", "b", "--top", "7", "--base-step", "-3", "--jobs", "07", "--fail-on", "e2e:+3%",
+     "--fail_on", "op:x:+1%", "--detail-rank", "0", "--detail-rank", "12", "--base-run", "c", "--format", "json"],
+    ["compare", "-d", "a", "-bp", "b", "--skip-steps", "+2", "--rank", " 4", "--top", "1_0"],
+    ["history", "x", "y", "z", "--order", "name", "--top", "3", "--skip-steps", "0"],
+    ["golden", "check", "ref", "p1", "p2", "--fail-on", "e2e:+1%", "--skip-steps", "2"],
+    ["render", "r.json", "--top", "12", "-o", "-"],
+], ids=["defaults", "plain", "not-plain", "history", "golden", "render"])
+def test_plain_values_are_taken_as_typers_own_validator_takes_them(argv):
+    """The same values, of the same types (lists stay lists), whether or not they went
+    through pydantic; values not certainly plain (07, +2, ' 4', 1_0) go to typer's validator."""
+    ours, typers = parsed(argv, False), parsed(argv, True)
+    assert ours == typers and [type(v) for v in ours.values()] == [type(v) for v in typers.values()]
+    if argv == ["compare", "-d", "a", "-bp", "b"]:
+        assert ours["fail_on"] == () and ours["top"] == 10 and ours["base_step"] is None
+
+
+def test_a_bad_integer_is_refused_with_typers_own_message():
+    ours = pytest.raises(typer.BadParameter, parsed, ["compare", "-d", "a", "-bp", "b", "--top", "ten"], False)
+    typers = pytest.raises(typer.BadParameter, parsed, ["compare", "-d", "a", "-bp", "b", "--top", "ten"], True)
+    assert ours.value.format_message() == typers.value.format_message() and "'--top'" in ours.value.format_message()
+
+
+def test_a_comparison_parses_its_options_without_pydantic(tmp_path):
+    """Every value of a full command line is plain: typer's pydantic validator (~0.1 s of
+    imports) is never loaded; the command stops at its first check (a missing input)."""
+    import subprocess
+    import sys
+
+    argv = ["compare", "-d", str(tmp_path / "missing"), "-bp", str(tmp_path / "b"), "--top", "5", "--fail-on",
+            "e2e:+3%", "--format", "console", "--jobs", "1", "--skip-steps", "1"]
+    code = (f"import sys\nfrom perfcmp import cli\nassert cli.main({argv!r}) == 2\n"
+            "print(sorted(m for m in ('pydantic', 'perfcmp.cluster.run', 'perfcmp.cluster.analyse') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -3,6 +3,7 @@
 ``perfcmp compare -d NEW_RUN -bp BASE_RUN`` where a side is a directory of several rank
 profiles compares the two runs rank by rank. The modules, one role each:
 
+``plan``       which comparison the paths ask for: two profiles, or two cluster runs
 ``discover``   which rank profiles a run directory holds, and each one's rank id
 ``summary``    one rank read by a worker into a compact ``RankSummary`` (kilobytes)
 ``links``      a rank's communication links and transport bandwidths (communication*.json, DB)

@@ -1,12 +1,9 @@
-"""``perfcmp compare`` on cluster inputs: which comparison the paths ask for, running it, and
-publishing its outputs.
+"""``perfcmp compare`` on cluster inputs: the options and running the comparison.
 
-``resolve`` decides from the two paths and the rank options: today's one-profile comparison
-(neither path is a cluster input, or ``--rank`` / ``--base-rank`` / ``--comparison-rank``
-picked one rank of each), or a cluster comparison (both paths are cluster inputs). ``run``
-reads every rank of both runs through ``execute`` and puts them together with ``analyse``; a
-rank that cannot be read is left out of both runs and the result says the comparison is
-partial (its first warnings; ``--require-verdict`` then exits 3);
+``perfcmp.cluster.plan.resolve`` has decided from the two paths and the rank options that both
+are cluster inputs (its ``Plan``). ``run`` reads every rank of both runs through ``execute`` and
+puts them together with ``analyse``; a rank that cannot be read is left out of both runs and the
+result says the comparison is partial (its first warnings; ``--require-verdict`` then exits 3);
 then, when a workbook is asked for, the ranks that matter are compared as two profiles each
 (``detail``), for its per-rank sheets. The result is a ``ClusterReport``, which the renderers
 under ``perfcmp.render.cluster`` format.
@@ -18,57 +15,15 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from perfcmp.cluster import analyse, detail, discover
-from perfcmp.cluster.discover import RankInput
+from perfcmp.cluster import analyse, detail
 from perfcmp.cluster.execute import run_units
+from perfcmp.cluster.plan import Plan
 from perfcmp.results.cluster import ClusterReport, ClusterResult, RankDetail
 from perfcmp.cluster.summary import RankFailure, ReadOptions, WorkUnit
 from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.base.errors import InputError, UsageError
 
 FORMATS = ("console", "xlsx", "json", "md", "html")
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What ``compare`` was asked: the two paths to compare one to one, or two clusters."""
-
-    base_path: str
-    comp_path: str
-    base_ranks: list[RankInput] | None = None  # both set: a cluster comparison
-    comp_ranks: list[RankInput] | None = None
-
-    @property
-    def cluster(self) -> bool:
-        return self.base_ranks is not None
-
-
-def resolve(base_path: str, comp_path: str, rank: int | None = None, base_rank: int | None = None,
-            comp_rank: int | None = None) -> Plan:
-    """The comparison the paths and rank options ask for (module docstring)."""
-    if rank is not None and (base_rank is not None or comp_rank is not None):
-        raise UsageError("--rank picks one rank on both sides; give it, or --base-rank and --comparison-rank, not both")
-    for option, value in (("--rank", rank), ("--base-rank", base_rank), ("--comparison-rank", comp_rank)):
-        if value is not None and value < 0:
-            raise UsageError(f"{option} {value}: expected a rank id, 0 or more")
-    base_rank = rank if base_rank is None else base_rank
-    comp_rank = rank if comp_rank is None else comp_rank
-    if base_rank is not None or comp_rank is not None:
-        for option, value, path in (("--base-rank", base_rank, base_path), ("--comparison-rank", comp_rank, comp_path)):
-            if value is None and discover.members(path) is not None:
-                raise UsageError(f"is a cluster run, so {option} is needed too (or --rank N for both sides)", path)
-        names = ("--rank", "--rank") if rank is not None else ("--base-rank", "--comparison-rank")
-        return Plan(discover.choose(base_path, base_rank, names[0]) if base_rank is not None else base_path,
-                    discover.choose(comp_path, comp_rank, names[1]) if comp_rank is not None else comp_path)
-    base_ranks, comp_ranks = discover.members(base_path), discover.members(comp_path)
-    if base_ranks is None and comp_ranks is None:
-        return Plan(base_path, comp_path)
-    if base_ranks is None or comp_ranks is None:
-        one, many = (base_path, comp_path) if base_ranks is None else (comp_path, base_path)
-        n = len(base_ranks or comp_ranks or [])
-        raise UsageError(f"is one profile, but {many} holds {n} ranks; compare two cluster runs, or pick one rank "
-                         "of the cluster with --rank N (--base-rank / --comparison-rank)", one)
-    return Plan(base_path, comp_path, base_ranks, comp_ranks)
 
 
 @dataclass(frozen=True)

@@ -133,20 +133,22 @@ def compare(
 ) -> int:
     """Compare -d (new) against -bp (baseline): console summary, xlsx workbook, JSON / Markdown, verdict."""
     from perfcmp import api
-    from perfcmp.cluster import run as cluster
-    from perfcmp.cluster.execute import scheduler_address
-    from perfcmp.cluster.summary import ReadOptions
+    from perfcmp.cluster.plan import resolve
     from perfcmp.output import check_outputs, write_outputs
 
     formats = parse_formats(output_format)
-    plan = cluster.resolve(benchmark_profiling_path, profiling_path, rank, base_rank, comparison_rank)
+    plan = resolve(benchmark_profiling_path, profiling_path, rank, base_rank, comparison_rank)
     chosen = tuple(name for name, on in zip(DIMENSIONS, (enable_profiling, enable_operator, enable_memory,
                                                          enable_communication, enable_api, enable_kernel)) if on)
     detail = dict(dimensions=chosen or None, details=not disable_details, modules=not disable_module,
                   max_kernel_num=max_kernel_num, use_input_shape=use_input_shape, use_kernel_type=use_kernel_type,
                   op_name_map=op_name_map, api_map=api_map, top=top)
     checked = api.detail_options(**detail)  # a bad value fails first, whichever comparison the paths ask for
-    if plan.cluster:
+    if plan.cluster:  # the cluster engine loads only here: a pair comparison does not pay for it
+        from perfcmp.cluster import run as cluster
+        from perfcmp.cluster.execute import scheduler_address
+        from perfcmp.cluster.summary import ReadOptions
+
         scope = scope_of(per_step, total)
         refused = {"--base-step": base_step is not None, "--comparison-step": comparison_step is not None,
                    "--fail-on": bool(fail_on), "--policy": policy_file is not None, "--base-run": bool(base_run),
