@@ -1,6 +1,7 @@
 """``--help`` and ``--version``: one spelling per option (the others still parse), metavars,
-panels, examples, nothing cut at 80 columns. The help is rendered by typer with rich, so the
-assertions are on words, not layout, and colour escapes are stripped first."""
+panels, examples, nothing cut at 80 columns. The help screens are drawn in plain text by
+``perfcmp.commands.helpscreen`` (not rich); the assertions are on words and boxes, not on
+column widths, and colour escapes are stripped first."""
 
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def loaded_after(argv: list[str]) -> list[str]:
     import subprocess
     import sys
 
-    heavy = ("pandas", "numpy", "perfcmp.pipeline", "perfcmp.readers.detect", "pydantic", "typer")
+    heavy = ("pandas", "numpy", "perfcmp.pipeline", "perfcmp.readers.detect", "pydantic", "rich", "typer")
     code = ("import contextlib, io, sys\nfrom perfcmp import cli\n"
             f"with contextlib.redirect_stdout(io.StringIO()):\n    cli.main({argv!r})\n"
             f"print(','.join(sorted(m for m in {heavy!r} if m in sys.modules)))")
@@ -108,8 +109,9 @@ def loaded_after(argv: list[str]) -> list[str]:
 @pytest.mark.parametrize("argv", [["--help"], ["compare", "--help"], ["history", "--help"], ["golden", "check", "--help"]])
 def test_help_loads_no_analysis_code_nor_value_converter(argv):
     """``--help`` answers before pandas or numpy are imported (start-up time: the analysis costs
-    ~0.4 s of imports that help never needs), and without typer's pydantic value converter (a
-    flag not given is False, which typer takes as it is)."""
+    ~0.4 s of imports that help never needs), without typer's pydantic value converter (a
+    flag not given is False, which typer takes as it is), and without rich (the screens are
+    drawn in plain text)."""
     assert loaded_after(argv) == ["typer"]
 
 
@@ -166,3 +168,26 @@ def test_a_comparison_parses_its_options_without_pydantic(tmp_path):
             "print(sorted(m for m in ('pydantic', 'perfcmp.cluster.run', 'perfcmp.cluster.analyse') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_every_option_help_is_on_the_screen_in_its_panel(capsys, monkeypatch):
+    """The plain screen shows what typer's help records hold: each shown option's help words
+    (with its [default: ...] / [required]) under the box titled by its panel."""
+    text = help_text(capsys, monkeypatch, "compare")
+    command = typer.main.get_command(app).get_command(None, "compare")
+    ctx = command.make_context("compare", ["-d", "a", "-bp", "b"])
+    boxes = {m.group(1): m.group(2) for m in re.finditer(r"╭─ (.+?) ─+╮\n(.*?)╰", text, re.S)}
+    for param in command.get_params(ctx):
+        box = " ".join(boxes[getattr(param, "rich_help_panel", None) or "Options"].replace("│", " ").split())
+        words = " ".join(param.get_help_record(ctx)[1].split())
+        assert words.replace("  [", " [") in box, param.name
+
+
+def test_a_narrow_screen_puts_the_help_under_the_names(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "50")
+    assert main(["history", "--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 50
+    order = lines.index(next(line for line in lines if "--order" in line))
+    assert lines[order].split() == ["│", "--order", "auto|name|given", "│"]
+    assert lines[order + 1].startswith("│     auto: recording time")  # the help, 4 spaces in

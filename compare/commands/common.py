@@ -99,6 +99,12 @@ class OneSpelling(TyperCommand):
         quiet_flags(params)
         return params
 
+    def format_help(self, ctx, formatter) -> None:
+        """The help screen in plain text (``perfcmp.commands.helpscreen``), not typer's rich one."""
+        from perfcmp.commands.helpscreen import help_screen
+
+        formatter.write(help_screen(self, ctx))
+
     def make_parser(self, ctx):
         params = [p for p in self.get_params(ctx) if p.name in self.aliases]
         shown = [p.opts for p in params]
@@ -112,12 +118,18 @@ class OneSpelling(TyperCommand):
 
 
 class Group(TyperGroup):
-    """The command groups: flags (``--version``, ``--install-completion``) show no value either."""
+    """The command groups: flags (``--version``, ``--install-completion``) show no value either,
+    and the help screen is drawn in plain text as a command's is."""
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
         quiet_flags(params)
         return params
+
+    def format_help(self, ctx, formatter) -> None:
+        from perfcmp.commands.helpscreen import help_screen
+
+        formatter.write(help_screen(self, ctx))
 
 
 # --- shell completion of option values (perfcmp --install-completion) -----------------------------
