@@ -353,7 +353,7 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
     kernels = {r.key: r for r in result.shown().migration}  # their kernels in the scope shown
     parts = []
     for block in blocks:
-        launched = {side: _launched(found) for side, found in result.launched(block.sheet, set(block.indices)).items()}
+        launched = {side: _launched(found) for side, found in result.launched(block.table, set(block.indices)).items()}
         texts = []  # per row: its base and comparison kernels, "–" where the sheet has none
         for i, (name, *_) in enumerate(block.rows):
             row, index = kernels.get(name), block.indices[i]
