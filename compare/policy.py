@@ -63,7 +63,8 @@ from fnmatch import fnmatchcase
 
 from perfcmp.optionfiles import OptionFileError, load_toml
 from perfcmp.base.errors import UsageError
-from perfcmp.result import GateResult, Verdict, VerdictRow
+from perfcmp.render.reasons import why_not_comparable
+from perfcmp.result import NOT_COMPARABLE, GateResult, Verdict, VerdictRow
 from perfcmp.verdict import Thresholds
 from perfcmp.wording import GIB, KIB, MIB, amount, relative_change
 
@@ -386,8 +387,8 @@ def _evaluate_gate(gate: Gate, verdict: Verdict) -> GateResult:
         return GateResult(expression=gate.expression, failed=True, rows=[row.row for row in failing],
                           message=f"{gate.expression}: FAILED — {shown}{more}")
     if not verdict.comparable:
-        why = "; ".join(r.removeprefix("not comparable: ") for r in verdict.reasons
-                        if r.startswith("not comparable")) or "pair not comparable"
+        why = "; ".join(why_not_comparable(r) for r in verdict.reasons
+                        if r.kind in NOT_COMPARABLE) or "pair not comparable"
         return GateResult(expression=gate.expression, failed=False, undecided=True, rows=[],
                           message=f"{gate.expression}: UNDECIDED — the pair cannot be evaluated ({why})")
     undecided = [row for row in matched if breaks(gate, row, UNDECIDED_VERDICTS)]

@@ -105,11 +105,14 @@ class WarningRecord(msgspec.Struct, kw_only=True):
 
 def encode_hook(value: object) -> object:
     """msgspec's hook for what it cannot encode itself: column-stored rows (``Rows``) are
-    written as the row lists they stand for, a verdict's ``Reason`` as its sentence."""
+    written as the row lists they stand for; a verdict's ``Reason`` read back from a document
+    as its sentence (the others are worded by ``document``, which has the verdict's rows)."""
     if isinstance(value, Rows):
         return list(value)
+    if isinstance(value, Reason) and value.text:
+        return value.text
     if isinstance(value, Reason):
-        return str(value)
+        raise NotImplementedError("a verdict's reasons are records: encode the result's document() (it words them)")
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
@@ -184,43 +187,62 @@ class GateResult(msgspec.Struct, kw_only=True):
     undecided: bool = False  # a selected row changed beyond the gate but its verdict is "inconclusive"
 
 
-# the kinds of a verdict's reasons (``Reason.kind``)
-NOT_COMPARABLE, SEVERAL_RUNS, STEP_COUNTS, N1, NO_E2E, E2E_CHANGE, ROWS_MOVED = (
-    "not comparable", "several runs", "step counts", "n=1", "no e2e", "e2e", "rows moved")
-ROWS_MOVED_LEAD = "while E2E did not move: "  # opens the sentence of a ROWS_MOVED reason
-# (lead of the sentence, kind): how a reason read back from JSON gets its kind (the rest: E2E_CHANGE)
-_REASON_LEADS = (("not comparable", NOT_COMPARABLE), ("several runs a side", SEVERAL_RUNS),
+# the kinds of a verdict's reasons (``Reason.kind``); the first three make the pair not comparable
+NO_STEPS, DEVICES_DIFFER, FEW_MATCHED, SEVERAL_RUNS, STEP_COUNTS, N1, NO_E2E, E2E_CHANGE, ROWS_MOVED = (
+    "no steps", "devices differ", "few matched ops", "several runs", "step counts", "n=1", "no e2e", "e2e",
+    "rows moved")
+NOT_COMPARABLE = (NO_STEPS, DEVICES_DIFFER, FEW_MATCHED)
+# (lead of a sentence, kind): how a reason read back from a JSON document gets its kind (the
+# rest: E2E_CHANGE); the sentences are ``perfcmp.render.reasons``'
+_REASON_LEADS = (("not comparable: the ", NO_STEPS), ("not comparable: devices differ", DEVICES_DIFFER),
+                 ("not comparable: only", FEW_MATCHED), ("several runs a side", SEVERAL_RUNS),
                  ("note: step counts differ", STEP_COUNTS), ("n=1", N1), ("no overall:e2e row", NO_E2E),
-                 (ROWS_MOVED_LEAD, ROWS_MOVED))
+                 ("while E2E did not move: ", ROWS_MOVED))
 
 
-class Reason(str):
-    """One reason of a verdict, as a record: ``kind`` (``NOT_COMPARABLE``, ``SEVERAL_RUNS``,
-    ``STEP_COUNTS``, ``N1``, ``NO_E2E``, ``E2E_CHANGE``, ``ROWS_MOVED``), ``rows`` (the verdict
-    rows it names) and ``numbers`` (the figures it states, by name). The value itself is its
-    sentence, which the JSON document holds (``encode_hook``), so the document is unchanged; a
-    reason read back from one gets its kind from the sentence's lead (``Reason.read``).
-    Renderers select reasons by ``kind``, never by their words."""
+class Reason:
+    """One reason of a verdict, a record: ``kind`` (``NO_STEPS``, ``DEVICES_DIFFER``,
+    ``FEW_MATCHED`` — the pair is not comparable —, ``SEVERAL_RUNS``, ``STEP_COUNTS``, ``N1``,
+    ``NO_E2E``, ``E2E_CHANGE``, ``ROWS_MOVED``), ``rows`` (the verdict rows it is about, whose
+    figures its sentence quotes), ``numbers`` (the other figures it states, by name) and
+    ``names`` (the words it quotes: a side, the devices, a verdict label).
 
-    kind: str
-    rows: tuple[str, ...]
-    numbers: dict[str, float]
+    Its sentence is made by ``perfcmp.render.reasons`` (every renderer, and the JSON document,
+    which holds sentences). A reason read back from a document has its ``kind`` from the
+    sentence's lead and keeps the sentence as ``text``, which is then what it says. Code
+    selects reasons by ``kind``, never by their words."""
 
-    def __new__(cls, text: str, kind: str, rows: tuple[str, ...] = (), numbers: dict[str, float] | None = None):
-        reason = super().__new__(cls, text)
-        reason.kind, reason.rows, reason.numbers = kind, tuple(rows), dict(numbers or {})
-        return reason
+    __slots__ = ("kind", "rows", "numbers", "names", "text")
+
+    def __init__(self, kind: str, rows: tuple[str, ...] = (), numbers: dict[str, float] | None = None,
+                 names: dict[str, str] | None = None, text: str = ""):
+        self.kind, self.rows, self.text = kind, tuple(rows), text
+        self.numbers, self.names = dict(numbers or {}), dict(names or {})
+
+    def _fields(self) -> tuple:
+        return self.kind, self.rows, self.numbers, self.names, self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reason) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.rows, self.text))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self._fields()) if value)
+        return f"Reason({shown})"
 
     def __reduce__(self):
-        return Reason, (str(self), self.kind, self.rows, self.numbers)
+        return Reason, self._fields()
 
     @classmethod
     def read(cls, text: str) -> "Reason":
-        """A reason's record from its sentence alone (a document read back, a path made portable)."""
+        """A reason from its sentence alone (a document read back): its kind by the lead, the
+        sentence kept as ``text``."""
         if isinstance(text, Reason):
             return text
         kind = next((kind for lead, kind in _REASON_LEADS if text.startswith(lead)), E2E_CHANGE)
-        return cls(text, kind)
+        return cls(kind, text=text)
 
 
 class Verdict(msgspec.Struct, kw_only=True):
@@ -228,7 +250,8 @@ class Verdict(msgspec.Struct, kw_only=True):
 
     overall: str  # regression | improvement | neutral | inconclusive
     comparable: bool = True
-    reasons: list[str] = []  # why not comparable or inconclusive, and other notes: ``Reason`` records
+    # why not comparable or inconclusive, and other notes: ``Reason`` records (sentences in JSON)
+    reasons: list[str] = []
     skip_steps: tuple[int, int] = (0, 0)  # warm-up steps dropped on the base / comparison side
     skip_reason: str = ""
     outlier_steps: dict[str, list[int]] = {}  # "base" / "comparison" -> step ids
@@ -815,13 +838,18 @@ def result_document() -> type:
 
 def document(result: ComparisonResult):
     """``result`` as its JSON document (``result_document``): the tables under the peer's sheet
-    names, in the result's order. No table is copied."""
+    names, in the result's order, and the verdict's reasons as their sentences
+    (``perfcmp.render.reasons``). No table is copied."""
     from perfcmp.dimensions import peer_names  # it imports this module
 
     names = peer_names()
     details = {names[(dim, role)]: table for dim, tables in result.dimension_tables.items()
                for role, table in tables.items()}
     values = {f: getattr(result, f) for f in result.__struct_fields__ if f != "dimension_tables"}
+    if result.verdict is not None:
+        from perfcmp.render.reasons import sentences  # the reasons' one wording (it imports this module)
+
+        values["verdict"] = msgspec.structs.replace(result.verdict, reasons=sentences(result.verdict))
     return result_document()(**values, details=details)
 
 

@@ -27,7 +27,8 @@ from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.render.terminal import shorten_distinct
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
-from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
+from perfcmp.render.reasons import verdict_notes
+from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change
 
 SUFFIX = ".html"
 CONCURRENT = "computing.concurrent"  # perfcmp.breakdown.CONCURRENT: kernel time counted twice (subtracted)

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import msgspec
 
-from perfcmp.result import ComparisonResult, SideSummary, Verdict, WarningRecord, document, encode_hook
+from perfcmp.result import ComparisonResult, Reason, SideSummary, Verdict, WarningRecord, document, encode_hook
 
 _PATH_END = r"(?=$|[/\\\s'\"`),;:])"  # what may follow a whole path inside a message
 
@@ -130,8 +130,14 @@ def _warning(w: WarningRecord, swap, fix) -> WarningRecord:
 
 def _verdict(verdict: Verdict, swap) -> Verdict:
     gates = [msgspec.structs.replace(g, message=swap(g.message)) for g in verdict.gates]
-    return msgspec.structs.replace(verdict, reasons=[swap(r) for r in verdict.reasons],
+    return msgspec.structs.replace(verdict, reasons=[_reason(r, swap) for r in verdict.reasons],
                                    skip_reason=swap(verdict.skip_reason), gates=gates)
+
+
+def _reason(reason: Reason, swap) -> Reason:
+    """A reason with the paths in the words it quotes (or its sentence, read back) made portable."""
+    return Reason(reason.kind, reason.rows, reason.numbers, {k: swap(v) for k, v in reason.names.items()},
+                  swap(reason.text) if reason.text else "")
 
 
 def _spellings(cwd: Path) -> list[Path]:
