@@ -1,5 +1,6 @@
-"""Which detail sheets a comparison gets, and building them: every enabled dimension of the
-registry (``perfcmp.dimensions``) that has detail tables, each by its own ``build``.
+"""Which detail tables a comparison gets, and building them: every enabled dimension of the
+registry (``perfcmp.dimensions``) that has detail tables, each by its own ``build``, kept by
+dimension and role (``ComparisonResult.dimension_tables``).
 
 The peer's decision table (peer doc §5.1), with its gaps closed: module sheets when both sides
 have ``nn.Module`` data (else operator sheets, with a warning saying why); memory sheets only
