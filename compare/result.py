@@ -509,7 +509,8 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
     def tables(self) -> list[str]:
         """The detail tables this result holds, by the names ``table`` takes."""
-        return sorted(alias for alias, found in table_aliases().items() if any(self.detail(*t) for t in found))
+        return sorted(alias for alias, found in table_aliases().items()
+                      if any(self.detail(*t) is not None for t in found))
 
     def table(self, name: str):
         """One detail table as a tidy DataFrame in µs and bytes.
@@ -538,7 +539,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         name, _, child = name.partition(".")
         by_peer = {sheet: (table,) for table, sheet in peer_names().items()}
         found = table_aliases().get(name) or by_peer.get(name, ())
-        source = next((self.detail(*t) for t in found if self.detail(*t)), None)
+        source = next((self.detail(*t) for t in found if self.detail(*t) is not None), None)
         if source is None:
             raise KeyError(f"no table {name!r} in this result; it has {', '.join(self.tables()) or 'none'}")
         if child:
@@ -559,7 +560,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         from perfcmp.dimensions import registry  # it imports this module
 
         return [d.name for d in registry()
-                if d.build is None or any(self.detail(d.name, role) for role in d.tables)]
+                if d.build is None or any(self.detail(d.name, role) is not None for role in d.tables)]
 
     def dimension(self, name: str) -> "DimensionFrames":
         """One dimension's tables as tidy DataFrames in µs and bytes, with per-step columns and totals.
