@@ -1,4 +1,4 @@
-"""Detail sheets held to the overall rows they refine.
+"""Detail tables held to the overall rows they refine.
 
 A detail row that contradicts the headline is an error a user cannot see, so each refinement is
 checked where the result is made: a violation becomes a warning in the report naming the sheet,
@@ -7,16 +7,16 @@ every result a test makes is held to the same rules.
 
 The rules, per side (base, comparison):
 
-* CommunicationCompare: on each collective's row and each op's row under it, wait, transit,
+* communication (its statistic table): on each collective's row and each op's row under it, wait, transit,
   synchronization and idle time are each ≥ 0 and none exceeds the elapsed time; wait + transit ≤
   elapsed; the uncovered time ≤ elapsed and its wait part ≤ it; where every collective has its
   uncovered time, those (and their wait parts) add up to OverallMetrics' communication group rows
   (and their Wait rows): each group's ops share any time they overlap.
-* MemoryCompareStatistic: the per-op sizes add up to the export's own operator memory
+* memory (its statistic table): the per-op sizes add up to the export's own operator memory
   (``SideSummary.op_memory_bytes``: Σ of the operator_memory.csv / OP_MEMORY blocks that belong
   to an op of the trace; the others are a warning of their own), when the whole profile is
   compared.
-* KernelCompare: the sheet (every kernel of the profile) holds at least the time and calls the
+* kernels (their statistic table, by kernel): every kernel of the profile holds at least the time and calls the
   Computing rows count (those in the compared window, concurrency not double counted).
 
 Tolerance: a part-per-million of the larger number, and 1e-6 µs or byte: sums of the same
@@ -28,18 +28,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from perfcmp.result import CONCURRENT, ComparisonResult
+from perfcmp.dimensions import peer_names
+from perfcmp.result import CONCURRENT, STATISTIC, ComparisonResult
 
 SIDES = (("base", "base"), ("comp", "comparison"))
-COMM_PARTS = ("wait", "transit", "sync", "idle")  # CommunicationCompare per-op columns {side}_{part}_us
+COMM_PARTS = ("wait", "transit", "sync", "idle")  # communication per-op columns {side}_{part}_us
+COMMUNICATION, MEMORY, KERNELS = (("communication", STATISTIC), ("memory", STATISTIC), ("kernels", STATISTIC))
 
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken rule: ``sheet`` and ``row`` say where, ``got`` is the detail's number,
-    ``want`` the one it must equal or respect (``relation``: "=", "<=", ">="), in ``unit``."""
+    """One broken rule: ``table`` ((dimension, role)) and ``row`` say where, ``got`` is the
+    detail's number, ``want`` the one it must equal or respect (``relation``: "=", "<=", ">="),
+    in ``unit``."""
 
-    sheet: str
+    table: tuple[str, str]
     row: str
     side: str  # "base" or "comparison"
     what: str
@@ -48,6 +51,11 @@ class Violation:
     want: float
     against: str
     unit: str  # "us", "bytes" or "calls"
+
+    @property
+    def sheet(self) -> str:
+        """The table's name in the warnings: the peer's sheet name (``Dimension.tables``)."""
+        return peer_names()[self.table]
 
     def message(self) -> str:
         shown = {"us": lambda v: f"{v / 1000:,.3f} ms", "bytes": lambda v: f"{v / 1e6:,.3f} MB",
@@ -60,7 +68,7 @@ class Violation:
 
 
 def violations(result: ComparisonResult) -> list[Violation]:
-    """Every broken rule of the module docstring, in sheet order."""
+    """Every broken rule of the module docstring, in table order."""
     return [*_communication(result), *_memory(result), *_kernels(result)]
 
 
@@ -73,16 +81,16 @@ def _broken(got: float, relation: str, want: float) -> bool:
     return got < want - slack
 
 
-def _records(result: ComparisonResult, sheet: str) -> list[dict] | None:
-    table = result.details.get(sheet)
-    return table.records() if table is not None else None
+def _records(result: ComparisonResult, table: tuple[str, str]) -> list[dict] | None:
+    found = result.detail(*table)
+    return found.records() if found is not None else None
 
 
 def _communication(result: ComparisonResult) -> Iterator[Violation]:
-    records = _records(result, "CommunicationCompare")
+    records = _records(result, COMMUNICATION)
     if not records:
         return
-    sheet = "CommunicationCompare"
+    sheet = COMMUNICATION
     for prefix, side in SIDES:
         for r in records:  # each collective's row and each op's row under it
             elapsed = r.get(f"{prefix}_total_us")
@@ -124,7 +132,7 @@ def _communication(result: ComparisonResult) -> Iterator[Violation]:
 
 
 def _memory(result: ComparisonResult) -> Iterator[Violation]:
-    records = _records(result, "MemoryCompareStatistic")
+    records = _records(result, MEMORY)
     if records is None:
         return
     for (prefix, side), summary in zip(SIDES, (result.base, result.comparison)):
@@ -133,7 +141,7 @@ def _memory(result: ComparisonResult) -> Iterator[Violation]:
             continue
         got = float(sum(r[f"{prefix}_alloc_bytes"] or 0.0 for r in records))
         if _broken(got, "=", want):
-            yield Violation("MemoryCompareStatistic", "all operators", side, "Σ allocated memory", got, "=", want,
+            yield Violation(MEMORY, "all operators", side, "Σ allocated memory", got, "=", want,
                             "the export's operator memory total", "bytes")
 
 
@@ -143,7 +151,7 @@ def _whole_device_profiles(result: ComparisonResult) -> bool:
 
 
 def _kernels(result: ComparisonResult) -> Iterator[Violation]:
-    records = _records(result, "KernelCompare")
+    records = _records(result, KERNELS)
     if not records or not _whole_device_profiles(result):
         return
     computing = next((r for r in result.overall if r.key == "computing"), None)
@@ -158,8 +166,8 @@ def _kernels(result: ComparisonResult) -> Iterator[Violation]:
         counted = float(getattr(computing, f"{prefix}_count") or 0)
         summed = float(sum(getattr(r, f"{prefix}_us") for r in categories if getattr(r, f"{prefix}_count") is not None))
         if _broken(calls, ">=", counted):
-            yield Violation("KernelCompare", "all kernels", side, "calls", calls, ">=", counted,
+            yield Violation(KERNELS, "all kernels", side, "calls", calls, ">=", counted,
                             "the kernels OverallMetrics Computing counts", "calls")
         if _broken(total, ">=", summed):
-            yield Violation("KernelCompare", "all kernels", side, "kernel time", total, ">=", summed,
+            yield Violation(KERNELS, "all kernels", side, "kernel time", total, ">=", summed,
                             "OverallMetrics Computing's categories", "us")

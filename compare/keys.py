@@ -69,18 +69,13 @@ def _top_level(text: str, sep: str) -> list[str]:
     return parts if text else []
 
 
-
-# Detail sheets whose rows are verdict keys: the dimension, and the columns holding a row's key
-# (the first non-empty; communication task rows, "|", are no keys).
-KEYED_SHEETS = {"OperatorCompareStatistic": (OP, ("name",)), "CommunicationCompare": (COMM, ("base_op", "comp_op"))}
-
-
-def sheet_keys(sheet: str, columns: list[str], rows: list[list]) -> list[str | None]:
-    """The verdict row each row of a keyed sheet stands for (None: no key, e.g. a task row)."""
-    dimension, fields = KEYED_SHEETS[sheet]
+def table_keys(prefix: str, fields: tuple[str, ...], columns: list[str], rows: list[list]) -> list[str | None]:
+    """The verdict row (``<prefix>:<key>``) each row of a keyed table stands for: its key is the
+    first non-empty of ``fields`` (``Dimension.key_fields``); None: no key (e.g. a
+    communication task row, "|")."""
     at = [columns.index(f) for f in fields if f in columns]
     keys = []
     for row in rows:
         key = next((row[i] for i in at if isinstance(row[i], str) and row[i] not in ("", "|")), None)
-        keys.append(row_name(dimension, key) if key is not None else None)
+        keys.append(row_name(prefix, key) if key is not None else None)
     return keys

@@ -37,7 +37,7 @@ class DimensionChanges:
     and ``improvements`` (largest decrease first), ties by name; ``memory`` says bytes, else µs."""
 
     title: str
-    sheet: str
+    table: tuple[str, str]  # (dimension, role) of the table read
     memory: bool
     regressions: list[Change]
     improvements: list[Change]
@@ -69,13 +69,13 @@ def notable_changes(result: ComparisonResult) -> Changes:
     clears = _floors(result, t)
     per_side = scope.divisors(result)  # per step: each side's totals over its own step count
     found = []
-    for reading in notables():
-        table = result.details.get(reading.sheet)
+    for name, reading in notables():
+        table = result.detail(name, reading.role)
         if table is None:
             continue
         rows = [c for c in changes_of(table.records(), reading, per_side)
                 if c.diff and clears(reading.memory, c.base, c.diff)]
-        found.append(DimensionChanges(reading.title, reading.sheet, reading.memory,
+        found.append(DimensionChanges(reading.title, (name, reading.role), reading.memory,
                                       sorted((c for c in rows if c.diff > 0), key=lambda c: (-c.diff, c.name)),
                                       sorted((c for c in rows if c.diff < 0), key=lambda c: (c.diff, c.name))))
     return Changes(found, t)
@@ -122,14 +122,14 @@ def changes_of(records: list[dict], reading: Notable, per_side: tuple[float, flo
 Kernels = dict[int, list[tuple[str, object, float]]]  # row index -> [(name, calls or None, µs)]
 
 
-def launched(result: ComparisonResult, sheet: str, rows: set[int]) -> dict[str, Kernels]:
-    """The kernels under some rows of a sheet, per side ("base", "comp"), in the result's scope:
+def launched(result: ComparisonResult, table: tuple[str, str], rows: set[int]) -> dict[str, Kernels]:
+    """The kernels under some rows of a (dimension, role) table, per side ("base", "comp"), in the result's scope:
     side -> row index -> [(name, number, dur_us)], longest first (ties by name), ``number`` the
     child table's call count (None where it has none), ``dur_us`` over the side's step count
     when the result shows per-step figures. Sides whose child table (``<side>_kernels``) lacks
     row, name or dur_us are left out. ``result``: not a ``shown()`` view."""
-    table = result.details.get(sheet)
-    children = table.children if table is not None else {}
+    found_table = result.detail(*table)
+    children = found_table.children if found_table is not None else {}
     per_side = dict(zip(("base", "comp"), scope.divisors(result)))
     out = {}
     for side, divisor in per_side.items():

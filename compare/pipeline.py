@@ -25,6 +25,7 @@ from perfcmp.categories import Rules, load_rules
 from perfcmp.details.extract import SideDetails, blocks_under_an_op, extract
 from perfcmp.details.modules import build_ahead
 from perfcmp.details.run import compare_details
+from perfcmp.dimensions import registry
 from perfcmp.names import Normalizer, load_normalizer
 from perfcmp.base.procs import Beside, InputWatch
 from perfcmp.options import DETAIL_DIMENSIONS, CompareOptions
@@ -35,13 +36,14 @@ from perfcmp.readers.formats import op_reference, step_reference
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
-from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, Table, Verdict, WarningRecord
+from perfcmp.result import (STATISTIC, TIMELINE, ComparisonResult, SideSummary, StepMetrics, Table, Verdict,
+                            WarningRecord)
 from perfcmp import budget, comparability, invariants, migration, scope
 from perfcmp.diagnosis import detect as diagnosis, timeline
 from perfcmp.results.samples import SampleSet
 from perfcmp.samples import sample_profile
 from perfcmp.selfcheck import check_op_totals, check_steps, op_total_lines, warning_lines
-from perfcmp.keys import KEYED_SHEETS, OP, OVERALL, sheet_keys
+from perfcmp.keys import OP, OVERALL, table_keys
 from perfcmp.vendors import across_vendors, vendor_of_path, vendor_of_profile
 from perfcmp.verdict import Thresholds, judge, with_unsampled_rows
 
@@ -261,7 +263,7 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Besi
         verdict = verdict_job.result()
     else:
         verdict = judge_sides(base.samples, aligned_samples(base_bd, comp_bd, comp.samples), options, runs)
-    statistic = details.get("OperatorCompareStatistic")
+    statistic = details.get("operators", {}).get(STATISTIC)
     if statistic is not None:
         verdict = with_unsampled_rows(verdict, {OP: [r["name"] for r in statistic.records()]})
     verdict = _without_empty_overall_rows(verdict)
@@ -272,19 +274,19 @@ def _result(base: _Side, comp: _Side, options: CompareOptions, verdict_job: Besi
         comparison=comp_side,
         overall=overall_rows(base_bd, comp_bd),
         steps=step_rows(base_steps, comp_steps),
-        details=details,
+        dimension_tables=details,
         verdict=verdict,
         warnings=warnings,
         options=options.as_dict(),
         scope=shown,
         migration=moves,
-        comparability=comparability.assess(base_side, comp_side, verdict, details.get("OperatorCompareStatistic")),
+        comparability=comparability.assess(base_side, comp_side, verdict, statistic),
     )
     # a detail sheet that contradicts the rows it refines is said, not shown silently
     result.warnings += [WarningRecord(side="", source=v.sheet, message=v.message()) for v in invariants.violations(result)]
     result.diagnosis = diagnosis.diagnose(result, facts)
     if base.timeline is not None and comp.timeline is not None:
-        result.details[timeline.SHEET] = timeline.as_table(base.timeline[0], comp.timeline[0])
+        result.put("overall", TIMELINE, timeline.as_table(base.timeline[0], comp.timeline[0]))
         for name, side in (("base", base), ("comparison", comp)):
             if side.timeline[1]:
                 result.warnings.append(WarningRecord(side=name, source="", message=(
@@ -323,21 +325,23 @@ def _vendor_notes(base: SideDetails, comp: SideDetails) -> list[WarningRecord]:
         f"otherwise: the built-in name equivalences {done}; ApiCompare follows the profiles as read"))]
 
 
-def _with_verdicts(details: dict[str, Table], verdict: Verdict | None) -> dict[str, Table]:
-    """Keyed detail sheets with the verdict row of the same key (``perfcmp.keys``), joined here
-    once for every renderer: ``verdict``, ``p_adjusted``, and ``base_samples`` /
-    ``comp_samples``, how many samples (steps, occurrences or pairs) its test used (None untested)."""
+def _with_verdicts(details: dict[str, dict[str, Table]], verdict: Verdict | None) -> dict[str, dict[str, Table]]:
+    """Keyed dimensions' statistic tables (``Dimension.key_fields``) with the verdict row of the
+    same key (``perfcmp.keys``), joined here once for every renderer: ``verdict``,
+    ``p_adjusted``, and ``base_samples`` / ``comp_samples``, how many samples (steps,
+    occurrences or pairs) its test used (None untested)."""
     judged = {r.row: r for r in verdict.rows} if verdict else {}
-    out = dict(details)
-    for sheet in KEYED_SHEETS:
-        table = details.get(sheet)
-        if table is None:
+    out = {name: dict(tables) for name, tables in details.items()}
+    for dim in registry():
+        table = details.get(dim.name, {}).get(STATISTIC)
+        if table is None or not dim.key_fields:
             continue
-        found = [judged.get(k) if k else None for k in sheet_keys(sheet, table.columns, table.rows)]
-        out[sheet] = Table(columns=[*table.columns, "verdict", "p_adjusted", "base_samples", "comp_samples"],
-                           rows=[[*row, r.verdict if r else None, r.p_adjusted if r else None,
-                                  r.n_base_samples if r and r.test else None, r.n_comp_samples if r and r.test else None]
-                                 for row, r in zip(table.rows, found)], children=table.children)
+        found = [judged.get(k) if k else None for k in table_keys(dim.key, dim.key_fields, table.columns, table.rows)]
+        columns = [*table.columns, "verdict", "p_adjusted", "base_samples", "comp_samples"]
+        rows = [[*row, r.verdict if r else None, r.p_adjusted if r else None,
+                 r.n_base_samples if r and r.test else None, r.n_comp_samples if r and r.test else None]
+                for row, r in zip(table.rows, found)]
+        out[dim.name][STATISTIC] = Table(columns=columns, rows=rows, children=table.children)
     return out
 
 

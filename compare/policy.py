@@ -63,7 +63,8 @@ from fnmatch import fnmatchcase
 
 from perfcmp.optionfiles import OptionFileError, load_toml
 from perfcmp.base.errors import UsageError
-from perfcmp.result import GateResult, Verdict, VerdictRow
+from perfcmp.render.reasons import why_not_comparable
+from perfcmp.result import NOT_COMPARABLE, GateResult, Verdict, VerdictRow
 from perfcmp.verdict import Thresholds
 from perfcmp.wording import GIB, KIB, MIB, amount, relative_change
 
@@ -76,7 +77,6 @@ ALIASES = {
     "memory.peak_allocated": "memory:peak_allocated",
     "memory.peak_reserved": "memory:peak_reserved",
 }
-DIMENSIONS = ("overall", "memory", "op", "kernel", "comm")
 TIME_UNITS = {"us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6}
 MEMORY_UNITS = {"b": 1.0, "kb": KIB, "mb": MIB, "gb": GIB,  # 1024-based either way,
                 "kib": KIB, "mib": MIB, "gib": GIB}  # as the reports print them
@@ -184,19 +184,24 @@ def _bad_limit(part: str) -> str:
 
 
 def _selector(selector: str, bad) -> tuple[tuple[str, ...] | None, str | None, bool]:
-    """(exact rows, pattern, is a memory selector)."""
+    """(exact rows, pattern, is a memory selector). The selector kinds are the dimensions'
+    (``perfcmp.dimensions.selectors``; imported here: the dimensions import the options, which
+    import this module)."""
+    from perfcmp.dimensions import selectors
+
+    kinds = selectors()
     alias = ALIASES.get(selector.lower())
     if alias is not None:
         return (alias,), None, alias.startswith("memory:")
     dimension, colon, key = selector.partition(":")
-    if colon and dimension.lower() in DIMENSIONS:
+    if colon and dimension.lower() in kinds:
         if not key.strip():
             raise bad(f"selector {selector!r} needs a key pattern after '{dimension}:', e.g. op:aten::matmul or op:aten::*")
         return None, f"{dimension.lower()}:{key}", dimension.lower() == "memory"
-    if selector.lower() in DIMENSIONS:
+    if selector.lower() in kinds:
         raise bad(f"selector {selector!r} needs a key pattern: {selector.lower()}:<pattern>, e.g. op:aten::*")
     raise bad(f"unknown selector {selector!r}; use {', '.join(ALIASES)} "
-              f"or {'/'.join(d + ':' for d in DIMENSIONS)}<pattern>")
+              f"or {'/'.join(d + ':' for d in kinds)}<pattern>")
 
 
 def _unit_scale(unit: str, memory: bool, selector: str, part: str, bad) -> float:
@@ -382,8 +387,8 @@ def _evaluate_gate(gate: Gate, verdict: Verdict) -> GateResult:
         return GateResult(expression=gate.expression, failed=True, rows=[row.row for row in failing],
                           message=f"{gate.expression}: FAILED — {shown}{more}")
     if not verdict.comparable:
-        why = "; ".join(r.removeprefix("not comparable: ") for r in verdict.reasons
-                        if r.startswith("not comparable")) or "pair not comparable"
+        why = "; ".join(why_not_comparable(r) for r in verdict.reasons
+                        if r.kind in NOT_COMPARABLE) or "pair not comparable"
         return GateResult(expression=gate.expression, failed=False, undecided=True, rows=[],
                           message=f"{gate.expression}: UNDECIDED — the pair cannot be evaluated ({why})")
     undecided = [row for row in matched if breaks(gate, row, UNDECIDED_VERDICTS)]

@@ -7,6 +7,7 @@ when a field changes meaning, and ``from_json`` refuses versions it does not kno
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,9 @@ from perfcmp.base.errors import InputError, max_depth
 
 FORMAT_VERSION = 2  # 2: detail tables in µs and bytes, keyed ones with their verdicts
 ONE_SIDED = ("base only", "comparison only")
+# the roles of a dimension's tables (``ComparisonResult.dimension_tables``): its rows per key,
+# per aligned pair, per kernel type (the kernels' other keying) and the trace output's events
+STATISTIC, PAIRS, TYPES, TIMELINE = "statistic", "pairs", "types", "timeline"
 CONCURRENT = "computing.concurrent"  # OverallMetrics row: kernel time overlapping other kernels
 
 
@@ -101,11 +105,14 @@ class WarningRecord(msgspec.Struct, kw_only=True):
 
 def encode_hook(value: object) -> object:
     """msgspec's hook for what it cannot encode itself: column-stored rows (``Rows``) are
-    written as the row lists they stand for, a verdict's ``Reason`` as its sentence."""
+    written as the row lists they stand for; a verdict's ``Reason`` read back from a document
+    as its sentence (the others are worded by ``document``, which has the verdict's rows)."""
     if isinstance(value, Rows):
         return list(value)
+    if isinstance(value, Reason) and value.text:
+        return value.text
     if isinstance(value, Reason):
-        return str(value)
+        raise NotImplementedError("a verdict's reasons are records: encode the result's document() (it words them)")
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
@@ -180,43 +187,62 @@ class GateResult(msgspec.Struct, kw_only=True):
     undecided: bool = False  # a selected row changed beyond the gate but its verdict is "inconclusive"
 
 
-# the kinds of a verdict's reasons (``Reason.kind``)
-NOT_COMPARABLE, SEVERAL_RUNS, STEP_COUNTS, N1, NO_E2E, E2E_CHANGE, ROWS_MOVED = (
-    "not comparable", "several runs", "step counts", "n=1", "no e2e", "e2e", "rows moved")
-ROWS_MOVED_LEAD = "while E2E did not move: "  # opens the sentence of a ROWS_MOVED reason
-# (lead of the sentence, kind): how a reason read back from JSON gets its kind (the rest: E2E_CHANGE)
-_REASON_LEADS = (("not comparable", NOT_COMPARABLE), ("several runs a side", SEVERAL_RUNS),
+# the kinds of a verdict's reasons (``Reason.kind``); the first three make the pair not comparable
+NO_STEPS, DEVICES_DIFFER, FEW_MATCHED, SEVERAL_RUNS, STEP_COUNTS, N1, NO_E2E, E2E_CHANGE, ROWS_MOVED = (
+    "no steps", "devices differ", "few matched ops", "several runs", "step counts", "n=1", "no e2e", "e2e",
+    "rows moved")
+NOT_COMPARABLE = (NO_STEPS, DEVICES_DIFFER, FEW_MATCHED)
+# (lead of a sentence, kind): how a reason read back from a JSON document gets its kind (the
+# rest: E2E_CHANGE); the sentences are ``perfcmp.render.reasons``'
+_REASON_LEADS = (("not comparable: the ", NO_STEPS), ("not comparable: devices differ", DEVICES_DIFFER),
+                 ("not comparable: only", FEW_MATCHED), ("several runs a side", SEVERAL_RUNS),
                  ("note: step counts differ", STEP_COUNTS), ("n=1", N1), ("no overall:e2e row", NO_E2E),
-                 (ROWS_MOVED_LEAD, ROWS_MOVED))
+                 ("while E2E did not move: ", ROWS_MOVED))
 
 
-class Reason(str):
-    """One reason of a verdict, as a record: ``kind`` (``NOT_COMPARABLE``, ``SEVERAL_RUNS``,
-    ``STEP_COUNTS``, ``N1``, ``NO_E2E``, ``E2E_CHANGE``, ``ROWS_MOVED``), ``rows`` (the verdict
-    rows it names) and ``numbers`` (the figures it states, by name). The value itself is its
-    sentence, which the JSON document holds (``encode_hook``), so the document is unchanged; a
-    reason read back from one gets its kind from the sentence's lead (``Reason.read``).
-    Renderers select reasons by ``kind``, never by their words."""
+class Reason:
+    """One reason of a verdict, a record: ``kind`` (``NO_STEPS``, ``DEVICES_DIFFER``,
+    ``FEW_MATCHED`` — the pair is not comparable —, ``SEVERAL_RUNS``, ``STEP_COUNTS``, ``N1``,
+    ``NO_E2E``, ``E2E_CHANGE``, ``ROWS_MOVED``), ``rows`` (the verdict rows it is about, whose
+    figures its sentence quotes), ``numbers`` (the other figures it states, by name) and
+    ``names`` (the words it quotes: a side, the devices, a verdict label).
 
-    kind: str
-    rows: tuple[str, ...]
-    numbers: dict[str, float]
+    Its sentence is made by ``perfcmp.render.reasons`` (every renderer, and the JSON document,
+    which holds sentences). A reason read back from a document has its ``kind`` from the
+    sentence's lead and keeps the sentence as ``text``, which is then what it says. Code
+    selects reasons by ``kind``, never by their words."""
 
-    def __new__(cls, text: str, kind: str, rows: tuple[str, ...] = (), numbers: dict[str, float] | None = None):
-        reason = super().__new__(cls, text)
-        reason.kind, reason.rows, reason.numbers = kind, tuple(rows), dict(numbers or {})
-        return reason
+    __slots__ = ("kind", "rows", "numbers", "names", "text")
+
+    def __init__(self, kind: str, rows: tuple[str, ...] = (), numbers: dict[str, float] | None = None,
+                 names: dict[str, str] | None = None, text: str = ""):
+        self.kind, self.rows, self.text = kind, tuple(rows), text
+        self.numbers, self.names = dict(numbers or {}), dict(names or {})
+
+    def _fields(self) -> tuple:
+        return self.kind, self.rows, self.numbers, self.names, self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reason) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.rows, self.text))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self._fields()) if value)
+        return f"Reason({shown})"
 
     def __reduce__(self):
-        return Reason, (str(self), self.kind, self.rows, self.numbers)
+        return Reason, self._fields()
 
     @classmethod
     def read(cls, text: str) -> "Reason":
-        """A reason's record from its sentence alone (a document read back, a path made portable)."""
+        """A reason from its sentence alone (a document read back): its kind by the lead, the
+        sentence kept as ``text``."""
         if isinstance(text, Reason):
             return text
         kind = next((kind for lead, kind in _REASON_LEADS if text.startswith(lead)), E2E_CHANGE)
-        return cls(text, kind)
+        return cls(kind, text=text)
 
 
 class Verdict(msgspec.Struct, kw_only=True):
@@ -224,7 +250,8 @@ class Verdict(msgspec.Struct, kw_only=True):
 
     overall: str  # regression | improvement | neutral | inconclusive
     comparable: bool = True
-    reasons: list[str] = []  # why not comparable or inconclusive, and other notes: ``Reason`` records
+    # why not comparable or inconclusive, and other notes: ``Reason`` records (sentences in JSON)
+    reasons: list[str] = []
     skip_steps: tuple[int, int] = (0, 0)  # warm-up steps dropped on the base / comparison side
     skip_reason: str = ""
     outlier_steps: dict[str, list[int]] = {}  # "base" / "comparison" -> step ids
@@ -266,9 +293,11 @@ class MigrationRow(msgspec.Struct, kw_only=True):
 
 class ComparisonResult(msgspec.Struct, kw_only=True):
     """Everything a comparison found, in µs and bytes (the workbook's ms / KB / MB are the xlsx
-    renderer's). ``details`` holds the detail tables by sheet name, the JSON document's shape;
-    ``dimension(name)`` gives one dimension's tables (``perfcmp.dimensions``) as tidy DataFrames
-    with per-step columns and totals, and the ``*_frame`` methods and ``table`` the others.
+    renderer's). ``dimension_tables`` holds the detail tables by dimension (``perfcmp.dimensions``)
+    and role (``STATISTIC``, ``PAIRS``, ``TYPES``, ``TIMELINE``; ``detail(dimension, role)``);
+    the JSON document holds them under the peer's sheet names (``document``, ``from_json``).
+    ``dimension(name)`` gives one dimension's tables as tidy DataFrames with per-step columns and
+    totals ("overall": the breakdown), and the ``*_frame`` methods and ``table`` the others.
 
     What the analysis derives from the totals is asked of the result, so renderers only format:
     ``notable()`` (each dimension's changes clearing the verdict's floors), ``shown()`` (the
@@ -281,7 +310,9 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     comparison: SideSummary
     overall: list[OverallRow]
     steps: list[StepRow] = []
-    details: dict[str, Table] = {}  # detail sheet name -> its table
+    # dimension (``perfcmp.dimensions``) -> role (``STATISTIC``, ``PAIRS``, ...) -> its table; the
+    # JSON document holds them flat under the peer's sheet names (``document``)
+    dimension_tables: dict[str, dict[str, Table]] = {}
     verdict: Verdict | None = None
     warnings: list[WarningRecord] = []
     options: dict[str, str | int | None] = {}
@@ -292,7 +323,17 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
     comparability: Comparability | None = None
 
     def to_json(self) -> bytes:
-        return msgspec.json.format(msgspec.json.encode(self, enc_hook=encode_hook), indent=1)
+        """The JSON document (``document``: the tables under the peer's sheet names), ``indent=1``."""
+        return msgspec.json.format(msgspec.json.encode(document(self), enc_hook=encode_hook), indent=1)
+
+    def detail(self, dimension: str, role: str = "statistic") -> Table | None:
+        """The table of ``dimension`` in ``role`` (``STATISTIC``, ``PAIRS``, ``TYPES``,
+        ``TIMELINE``); None when the result has none."""
+        return self.dimension_tables.get(dimension, {}).get(role)
+
+    def put(self, dimension: str, role: str, table: Table) -> None:
+        """Hold ``table`` as ``dimension``'s table in ``role`` (after the ones it holds)."""
+        self.dimension_tables.setdefault(dimension, {})[role] = table
 
     def __repr__(self) -> str:
         """The headline, the two sides and the verdict, on one line (the whole model is in
@@ -304,7 +345,7 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             verdict += ", not comparable"
         return (f"<ComparisonResult E2E {b / 1000:.3f} ms -> {c / 1000:.3f} ms{change}; "
                 f"base {_side_repr(self.base)}; comparison {_side_repr(self.comparison)}; verdict {verdict}; "
-                f"{len(self.details)} tables>")
+                f"{sum(map(len, self.dimension_tables.values()))} tables>")
 
     def write(self, path_or_dir: str | None = None, formats: "tuple[str, ...] | list[str] | str" = ("xlsx", "json", "md", "html"),
               top: int = 10) -> list[str]:
@@ -358,12 +399,12 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
         return notable_changes(self)
 
-    def launched(self, sheet: str, rows: set[int]) -> dict[str, dict[int, list[tuple[str, object, float]]]]:
-        """The kernels under rows ``rows`` of detail table ``sheet``, per side, in the scope
+    def launched(self, table: tuple[str, str], rows: set[int]) -> dict[str, dict[int, list[tuple[str, object, float]]]]:
+        """The kernels under rows ``rows`` of the (dimension, role) ``table``, per side, in the scope
         shown (``perfcmp.notable.launched``: side -> row -> [(name, calls or None, µs)])."""
         from perfcmp.notable import launched
 
-        return launched(self, sheet, rows)
+        return launched(self, table, rows)
 
     def floors(self):
         """The verdict's floors the notable changes clear (``perfcmp.verdict.Thresholds``; the
@@ -468,21 +509,21 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
 
     def tables(self) -> list[str]:
         """The detail tables this result holds, by the names ``table`` takes."""
-        return sorted(alias for alias, sheets in table_aliases().items() if any(s in self.details for s in sheets))
+        return sorted(alias for alias, found in table_aliases().items()
+                      if any(self.detail(*t) is not None for t in found))
 
     def table(self, name: str):
         """One detail table as a tidy DataFrame in µs and bytes.
 
         ``name`` is a dimension's name (``perfcmp.dimensions``: its first table present) —
-        "operators" (OperatorCompareStatistic), "modules" (ModuleCompareStatistic), "kernels"
-        (KernelCompare or KernelTypeCompare), "communication" (CommunicationCompare), "memory"
-        (MemoryCompareStatistic), "apis" (ApiCompare) — or a pair table's alias,
-        "operator_pairs" (OperatorCompare), "module_pairs" (ModuleCompare), "memory_pairs"
-        (MemoryCompare), or a sheet name. Columns are the table's fields: times in µs (``*_us``), sizes in bytes
-        (``*_bytes``), counts, ratios (comparison / base), text; plus ``presence`` ("both",
-        "base only", "comparison only") where the table has per-side counts. Keyed tables
-        (operators, communication) carry each row's ``verdict`` and ``p_adjusted``, joined by
-        the analysis on the row's key (``perfcmp.keys``).
+        "operators", "modules", "kernels" (by kernel or by kernel type), "communication",
+        "memory", "apis" — or a pair table's alias, "operator_pairs", "module_pairs",
+        "memory_pairs", or the peer's sheet name of a table ("OperatorCompare"). Columns are the
+        table's fields: times in µs (``*_us``), sizes in bytes (``*_bytes``), counts, ratios
+        (comparison / base), text; plus ``presence`` ("both", "base only", "comparison only")
+        where the table has per-side counts. Keyed tables (operators, communication) carry each
+        row's ``verdict`` and ``p_adjusted``, joined by the analysis on the row's key
+        (``perfcmp.keys``).
 
         ``"<table>.<child>"`` gives a child table (``Table.children``): "operator_pairs.base_kernels"
         holds the base kernels of each OperatorCompare row (``row`` = that row's index).
@@ -493,11 +534,14 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         import numpy as np
         import pandas as pd
 
+        from perfcmp.dimensions import peer_names  # it imports this module
+
         name, _, child = name.partition(".")
-        sheet = next((s for s in table_aliases().get(name, (name,)) if s in self.details), None)
-        if sheet is None:
+        by_peer = {sheet: (table,) for table, sheet in peer_names().items()}
+        found = table_aliases().get(name) or by_peer.get(name, ())
+        source = next((self.detail(*t) for t in found if self.detail(*t) is not None), None)
+        if source is None:
             raise KeyError(f"no table {name!r} in this result; it has {', '.join(self.tables()) or 'none'}")
-        source = self.details[sheet]
         if child:
             if child not in source.children:
                 raise KeyError(f"table {name!r} has no child table {child!r}; it has {', '.join(sorted(source.children)) or 'none'}")
@@ -511,19 +555,25 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         return frame
 
     def dimension_names(self) -> list[str]:
-        """The dimensions (``perfcmp.dimensions``) with a detail table in this result, in order."""
+        """The dimensions (``perfcmp.dimensions``) this result has tables of, in order: "overall"
+        first (its breakdown, always there), then those with a detail table."""
         from perfcmp.dimensions import registry  # it imports this module
 
-        return [d.name for d in registry() if d.build is not None and any(s in self.details for s in d.sheets)]
+        return [d.name for d in registry()
+                if d.build is None or any(self.detail(d.name, role) is not None for role in d.tables)]
 
     def dimension(self, name: str) -> "DimensionFrames":
         """One dimension's tables as tidy DataFrames in µs and bytes, with per-step columns and totals.
 
-        Each table (by sheet name) is ``table(sheet)``'s frame plus, for every ``base_*_us`` /
-        ``base_*_bytes`` column (and its ``comp_`` twin), ``<column>_per_step``: the value over
-        that side's step count (1 when one step is compared). ``totals`` holds the sums of the
-        dimension's measured columns (its ``Notable`` readings: e.g. "base_device_us") over the
-        rows they count, and their ``_per_step`` values.
+        Each table (by role: "statistic", "pairs", "types") is ``table``'s frame plus, for every
+        ``base_*_us`` / ``base_*_bytes`` column (and its ``comp_`` twin), ``<column>_per_step``:
+        the value over that side's step count (1 when one step is compared). ``totals`` holds
+        the sums of the dimension's measured columns (its ``Notable`` readings: e.g.
+        "base_device_us") over the rows they count, and their ``_per_step`` values.
+
+        "overall" gives the breakdown: tables "overall" (``overall_frame``, per-step
+        ``base_us_per_step`` / ``comp_us_per_step``) and "steps" (``steps_frame``), and totals
+        ``base_<key>_us`` / ``comp_<key>_us`` of its headline rows (e2e, computing, ...).
 
         Raises:
             KeyError: no such dimension, or it has no table in this result.
@@ -533,23 +583,36 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
         from perfcmp.scope import covered
 
         found = dimension(name)
-        sheets = [s for s in found.sheets if s in self.details]
-        if not sheets:
+        counts = covered(self.base, self.comparison)
+        steps = {"base": float(max(counts[0], 1)), "comp": float(max(counts[1], 1))}
+        if found.build is None:
+            return self._overall_frames(steps)
+        roles = [role for role in found.tables if self.detail(name, role) is not None]
+        if not roles:
             raise KeyError(f"dimension {name!r} has no table in this result; it has "
                            f"{', '.join(self.dimension_names()) or 'none'}")
-        steps = {"base": float(max(covered(self.base, self.comparison)[0], 1)),
-                 "comp": float(max(covered(self.base, self.comparison)[1], 1))}
-        tables = {sheet: _with_per_step(self.table(sheet), steps) for sheet in sheets}
+        tables = {role: _with_per_step(self.table(found.tables[role]), steps) for role in roles}
         totals: dict[str, float] = {}
         for reading in found.notable:
-            if reading.sheet not in tables:
+            if reading.role not in tables:
                 continue
-            counted = changes_of(self.details[reading.sheet].records(), reading)
+            counted = changes_of(self.detail(name, reading.role).records(), reading)
             for field, total in ((reading.base, sum(c.base for c in counted)),
                                  (reading.comp, sum(c.comp for c in counted))):
                 totals[field] = float(total)
                 totals[f"{field}_per_step"] = float(total) / steps[field.split("_", 1)[0]]
         return DimensionFrames(name=name, tables=tables, totals=totals)
+
+    def _overall_frames(self, steps: dict[str, float]) -> "DimensionFrames":
+        """The overall breakdown as ``dimension("overall")`` gives it (see there)."""
+        totals: dict[str, float] = {}
+        for row in self.overall:
+            if row.level == 0:
+                for side, value in (("base", row.base_us), ("comp", row.comp_us)):
+                    totals[f"{side}_{row.key}_us"] = float(value)
+                    totals[f"{side}_{row.key}_us_per_step"] = float(value) / steps[side]
+        return DimensionFrames(name="overall", tables={"overall": _with_per_step(self.overall_frame(), steps),
+                                                       "steps": self.steps_frame()}, totals=totals)
 
     def _judged(self) -> dict[str, VerdictRow]:
         return {r.row: r for r in self.verdict.rows} if self.verdict else {}
@@ -580,62 +643,66 @@ class ComparisonResult(msgspec.Struct, kw_only=True):
             got = judged.get(f"overall:{row.key}")
             if got is not None and row.base_us > 0 and row.comp_us > 0:
                 assert got.verdict not in ONE_SIDED, f"overall:{row.key} has time on both sides but is {got.verdict!r}"
-        stat = self.details.get("OperatorCompareStatistic")
+        stat = self.detail("operators")
         ops = {f"op:{r['name']}" for r in stat.records()} if stat else set()
         judged_ops = {row for row in judged if row.startswith("op:")}
         if stat and self.verdict:
             assert judged_ops <= ops, f"op verdicts without a sheet row: {sorted(judged_ops - ops)[:5]}"
             assert ops <= judged_ops, f"operator rows without a verdict: {sorted(ops - judged_ops)[:5]}"
-        for statistic, detail, pairs in STATISTIC_SUMS:  # a statistic sheet totals its detail sheet
-            st, dt = self.details.get(statistic), self.details.get(detail)
+        self._check_statistic_sums()
+        comm = self.detail("communication")
+        if comm:
+            keys = {f"comm:{r[side]}" for r in comm.records() for side in ("base_op", "comp_op")
+                    if r[side] not in (None, "", "|")}
+            missing = {row for row in judged if row.startswith("comm:")} - keys
+            assert not missing, f"communication verdicts without a sheet row: {sorted(missing)[:5]}"
+
+    def _check_statistic_sums(self) -> None:
+        """A dimension's statistic table totals its pairs table (``Dimension.sums``)."""
+        from perfcmp.dimensions import registry  # it imports this module
+
+        for dim in registry():
+            st, dt = self.detail(dim.name, STATISTIC), self.detail(dim.name, PAIRS)
             if st is None or dt is None:
                 continue
             s_rows, d_rows = st.records(), dt.records()
-            for s_field, d_field, only in pairs:
+            for s_field, d_field, only in dim.sums:
                 for side in ("base", "comp"):
                     got = sum(r[f"{side}_{s_field}"] or 0.0 for r in s_rows if only is None or r.get(only[0]) in only[1])
                     want = sum(r[f"{side}_{d_field}"] or 0.0 for r in d_rows
                                if only is None or r.get(f"{side}_{only[2]}") in only[1])
-                    assert abs(got - want) <= 1e-6 * max(1.0, abs(want)), f"{statistic} {side}_{s_field} {got} != {detail} {want}"
-        comm = self.details.get("CommunicationCompare")
-        if comm:
-            keys = {f"comm:{r[side]}" for r in comm.records() for side in ("base_op", "comp_op") if r[side] not in (None, "", "|")}
-            missing = {row for row in judged if row.startswith("comm:")} - keys
-            assert not missing, f"communication verdicts without a sheet row: {sorted(missing)[:5]}"
+                    assert abs(got - want) <= 1e-6 * max(1.0, abs(want)), \
+                        f"{dim.name} {STATISTIC} {side}_{s_field} {got} != {PAIRS} {want}"
 
     @classmethod
     def from_json(cls, data: bytes, source: str = "result") -> "ComparisonResult":
-        return decode_versioned(data, cls, FORMAT_VERSION, "result", source, oldest=FORMAT_VERSION,
-                                shapes=validate.check_result)
+        """The result a JSON document holds (``document``'s inverse); InputError when it is not one."""
+        found = decode_versioned(data, result_document(), FORMAT_VERSION, "result", source, oldest=FORMAT_VERSION,
+                                 shapes=validate.check_result)
+        return from_document(found, source)
 
-
-# (statistic sheet, detail sheet, [(statistic field, detail field, rows counted)]): the
-# statistic's totals equal the detail rows' sums (module sheets: their [ TOTAL ] rows only)
-_TOTALS = ("op_name", ("[ TOTAL ]", "TOTAL"), "op_name")  # the statistic says "[ TOTAL ]", the detail "TOTAL"
-STATISTIC_SUMS = (
-    ("OperatorCompareStatistic", "OperatorCompare", [("device_us", "device_us", None)]),
-    ("MemoryCompareStatistic", "MemoryCompare", [("alloc_bytes", "size_bytes", None)]),
-    ("ModuleCompareStatistic", "ModuleCompare", [("total_us", "total_us", _TOTALS), ("self_us", "self_us", _TOTALS)]),
-)
 
 # the per-pair tables' aliases for ``ComparisonResult.table`` (a dimension's name gives its first table)
-PAIR_ALIASES = {"operator_pairs": ("OperatorCompare",), "module_pairs": ("ModuleCompare",),
-                "memory_pairs": ("MemoryCompare",)}
+PAIR_ALIASES = {"operator_pairs": ("operators", PAIRS), "module_pairs": ("modules", PAIRS),
+                "memory_pairs": ("memory", PAIRS)}
 
 
-def table_aliases() -> dict[str, tuple[str, ...]]:
-    """Alias -> the sheets it may be (the first present is used): each dimension with detail
-    tables by its name, and the per-pair tables (``PAIR_ALIASES``)."""
+def table_aliases() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Alias -> the (dimension, role) tables it may be (the first present is used): each
+    dimension with detail tables by its name, and the per-pair tables (``PAIR_ALIASES``)."""
     from perfcmp.dimensions import registry  # it imports this module
 
-    return {**{d.name: d.sheets for d in registry() if d.build is not None}, **PAIR_ALIASES}
+    by_dimension = {d.name: tuple((d.name, role) for role in d.tables) for d in registry() if d.build is not None}
+    return {**by_dimension, **{alias: (table,) for alias, table in PAIR_ALIASES.items()}}
+
+
 COUNT_COLUMNS = (("base_count", "comp_count"), ("base_calls", "comp_calls"))
 
 
 @dataclass(frozen=True)
 class DimensionFrames:
     """One dimension of a result as tidy DataFrames (``ComparisonResult.dimension``): ``tables``
-    by sheet name, in µs and bytes with ``*_per_step`` columns, and ``totals`` of its measured
+    by role, in µs and bytes with ``*_per_step`` columns, and ``totals`` of its measured
     columns (whole-profile or the compared step's, and per step)."""
 
     name: str
@@ -743,3 +810,60 @@ def ratio(comp: float, base: float) -> float | None:
         return 1.0 if comp == 0 else None
     return comp / base
 
+
+
+# --- the JSON bridge: the document keeps the peer's sheet names, for compatibility ------------------
+#
+# The JSON document (``report_templates/result.schema.json``) holds the detail tables flat, under
+# the sheet names of the peer's workbook (``"details": {"OperatorCompareStatistic": ...}``), as
+# every perfcmp before the dimension-keyed result wrote it; readers of those documents keep
+# working. The result holds them by dimension and role; the dimensions declare the peer's name of
+# each of their tables (``Dimension.tables``), and these functions map one shape onto the other.
+
+
+@functools.cache
+def result_document() -> type:
+    """The JSON document's struct: ``ComparisonResult``'s fields in their order, with
+    ``dimension_tables`` as ``details`` (peer sheet name -> table) in its place."""
+    fields = []
+    for f in msgspec.structs.fields(ComparisonResult):
+        name, kind = (("details", dict[str, Table]) if f.name == "dimension_tables" else (f.name, f.type))
+        if f.required:
+            fields.append((name, kind))
+        elif f.default_factory is not msgspec.NODEFAULT:
+            fields.append((name, kind, msgspec.field(default_factory=f.default_factory)))
+        else:
+            fields.append((name, kind, f.default))
+    return msgspec.defstruct("ResultDocument", fields, kw_only=True, module=__name__)
+
+
+def document(result: ComparisonResult):
+    """``result`` as its JSON document (``result_document``): the tables under the peer's sheet
+    names, in the result's order, and the verdict's reasons as their sentences
+    (``perfcmp.render.reasons``). No table is copied."""
+    from perfcmp.dimensions import peer_names  # it imports this module
+
+    names = peer_names()
+    details = {names[(dim, role)]: table for dim, tables in result.dimension_tables.items()
+               for role, table in tables.items()}
+    values = {f: getattr(result, f) for f in result.__struct_fields__ if f != "dimension_tables"}
+    if result.verdict is not None:
+        from perfcmp.render.reasons import sentences  # the reasons' one wording (it imports this module)
+
+        values["verdict"] = msgspec.structs.replace(result.verdict, reasons=sentences(result.verdict))
+    return result_document()(**values, details=details)
+
+
+def from_document(found, source: str = "result") -> ComparisonResult:
+    """The result a decoded JSON document holds: its ``details`` by dimension and role, in the
+    document's order. InputError for a table name no dimension declares."""
+    from perfcmp.dimensions import peer_names  # it imports this module
+
+    tables = {sheet: table for table, sheet in peer_names().items()}
+    result = ComparisonResult(**{f: getattr(found, f) for f in found.__struct_fields__ if f != "details"})
+    for sheet, table in found.details.items():
+        if sheet not in tables:
+            raise InputError(f"malformed perfcmp result: {validate.json_path(('details', sheet))} is no table perfcmp "
+                             f"writes (expected one of {', '.join(sorted(tables))})", source)
+        result.put(*tables[sheet], table)
+    return result

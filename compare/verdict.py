@@ -158,8 +158,8 @@ import msgspec
 import numpy as np
 
 from perfcmp.base.errors import InputError
-from perfcmp.result import (E2E_CHANGE, N1, NO_E2E, NOT_COMPARABLE, ROWS_MOVED, ROWS_MOVED_LEAD, SEVERAL_RUNS, STEP_COUNTS,
-                            Reason, Verdict, VerdictRow)
+from perfcmp.result import (DEVICES_DIFFER, E2E_CHANGE, FEW_MATCHED, N1, NO_E2E, NO_STEPS, ROWS_MOVED, SEVERAL_RUNS,
+                            STEP_COUNTS, Reason, Verdict, VerdictRow)
 from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.stats import (benjamini_hochberg, holm, mann_whitney_interval, mann_whitney_p, pooled_t, signed_rank_interval,
                            t_quantile, welch_t, wilcoxon_signed_rank_p)
@@ -578,27 +578,20 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     else:
         no_steps = [name for name, s in zip(_SIDES, sides) if s.n == 0]
     for name in no_steps:
-        reasons.append(Reason(f"not comparable: the {name} has no steps", NOT_COMPARABLE))
+        reasons.append(Reason(NO_STEPS, names={"side": name}))
     devices_differ = base.device != comp.device
     if devices_differ:
-        reasons.append(Reason(f"not comparable: devices differ ({base.device} vs {comp.device}); "
-                              "op, kernel and communication rows are not judged", NOT_COMPARABLE))
+        reasons.append(Reason(DEVICES_DIFFER, names={"base_device": base.device, "comp_device": comp.device}))
     share = _op_share(sb, sc) if not no_steps else None
     low_share = share is not None and share < MATCHED_SHARE_MIN
     if low_share:
-        reasons.append(Reason(f"not comparable: only {100 * share:.1f} % of the comparison's op time is in op keys "
-                              f"present on both sides (< {100 * MATCHED_SHARE_MIN:.0f} %)", NOT_COMPARABLE,
-                              numbers={"matched_share": share, "matched_share_min": MATCHED_SHARE_MIN}))
+        reasons.append(Reason(FEW_MATCHED, numbers={"matched_share": share, "matched_share_min": MATCHED_SHARE_MIN}))
     if by_runs:
-        reasons.append(Reason(f"several runs a side ({runs[0]} base, {runs[1]} comparison; {steps_used[0]} and "
-                              f"{steps_used[1]} steps): each row judged on its per-run medians (Student's t on their "
-                              "logs, one pooled between-run variance), so run-to-run variation is measured, not "
-                              "allowed for; the sheets and the headline compare the first run of each side",
-                              SEVERAL_RUNS, numbers={"base_runs": runs[0], "comp_runs": runs[1],
+        reasons.append(Reason(SEVERAL_RUNS, numbers={"base_runs": runs[0], "comp_runs": runs[1],
                                                      "base_steps": steps_used[0], "comp_steps": steps_used[1]}))
     elif not no_steps and max(sb.n, sc.n) > STEP_RATIO_NOTE * min(sb.n, sc.n):
-        reasons.append(Reason(f"note: step counts differ by more than {STEP_RATIO_NOTE:g}× ({sb.n} vs {sc.n} after "
-                              "the skip)", STEP_COUNTS, numbers={"base_steps": sb.n, "comp_steps": sc.n}))
+        reasons.append(Reason(STEP_COUNTS, numbers={"step_ratio": STEP_RATIO_NOTE, "base_steps": sb.n,
+                                                    "comp_steps": sc.n}))
     comparable = not (no_steps or devices_differ or low_share)
     pair_blocked = devices_differ or low_share
 
@@ -705,13 +698,13 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
 
     # overall
     if any(r.n1 for r in rows.values()) or (not by_runs and not no_steps and min(sb.n, sc.n) == 1):
-        reasons.append(Reason("n=1: floors only, no significance test", N1))
+        reasons.append(Reason(N1))
     e2e = rows.get(E2E)
     if no_steps or low_share:
         overall = "inconclusive"
     elif e2e is None:
         overall = "inconclusive"
-        reasons.append(Reason("no overall:e2e row: no overall verdict", NO_E2E))
+        reasons.append(Reason(NO_E2E))
     elif e2e.verdict == "regressed":
         overall = "regression"
     elif e2e.verdict == "improved":
@@ -719,26 +712,17 @@ def judge(base: SampleSet, comp: SampleSet, thresholds: Thresholds = Thresholds(
     elif e2e.verdict == "unchanged":
         overall = "neutral"
         if e2e.note:
-            reasons.append(Reason(e2e.note, E2E_CHANGE, (E2E,)))
+            reasons.append(Reason(E2E_CHANGE, (E2E,)))
     else:
         overall = "inconclusive"
-        if e2e.verdict == "within noise":
-            reasons.append(Reason(f"E2E changed by {_fmt_rel(e2e)} (above the floors) but not significantly "
-                                  f"(p = {e2e.p_adjusted:.3g}, {e2e.n_base} vs {e2e.n_comp} steps)", E2E_CHANGE, (E2E,),
-                                  {"relative": e2e.relative, "p_adjusted": e2e.p_adjusted}))
-        elif e2e.verdict == "inconclusive":
-            reasons.append(Reason(e2e.note if e2e.note.startswith("E2E") else f"E2E changed by {_fmt_rel(e2e)}: {e2e.note}",
-                                  E2E_CHANGE, (E2E,)))
-        else:
-            reasons.append(Reason(f"E2E is {e2e.verdict}", E2E_CHANGE, (E2E,)))
+        # within noise (above the floors, not significant), inconclusive or not comparable: the
+        # reason is E2E's row (its change, p-value and note)
+        reasons.append(Reason(E2E_CHANGE, (E2E,)))
     if overall in ("neutral", "inconclusive"):
         for label in ("regressed", "improved"):
-            moved = [r for r in rows.values() if r.verdict == label and r.row != E2E]
+            moved = [r.row for r in rows.values() if r.verdict == label and r.row != E2E]
             if moved:
-                names = ", ".join(f"{r.row} ({_fmt_rel(r)})" for r in moved[:10])
-                more = f" and {len(moved) - 10} more" if len(moved) > 10 else ""
-                reasons.append(Reason(f"{ROWS_MOVED_LEAD}{len(moved)} row{'s' if len(moved) > 1 else ''} {label}: "
-                                      f"{names}{more}", ROWS_MOVED, tuple(r.row for r in moved)))
+                reasons.append(Reason(ROWS_MOVED, tuple(moved), names={"label": label}))
 
     return Verdict(
         overall=overall,

@@ -75,16 +75,3 @@ def ms_text(us: float, signed: bool = False, minus: str = "-", tiny_sign: bool =
 def mib_text(value: float, signed: bool = False, minus: str = "-", tiny_sign: bool = False) -> str:
     """Bytes as ``12.00 MiB`` (see ``fixed``)."""
     return fixed(value / MIB, 2, signed, minus, tiny_sign) + " MiB"
-
-
-def verdict_notes(v, escape) -> list[str]:
-    """The verdict's reasons, skipped warm-up steps and outlier steps, one line each, text
-    passed through ``escape`` (Markdown's or HTML's)."""
-    notes = [escape(r) for r in v.reasons]
-    if sum(v.skip_steps):
-        reason = f" ({escape(v.skip_reason)})" if v.skip_reason else ""
-        notes.append(f"warm-up steps skipped: base {v.skip_steps[0]}, comparison {v.skip_steps[1]}{reason}")
-    for side, steps in sorted(v.outlier_steps.items()):
-        if steps:
-            notes.append(f"outlier steps ({escape(side)}): {', '.join(str(s) for s in sorted(steps))}")
-    return notes

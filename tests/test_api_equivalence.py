@@ -40,7 +40,7 @@ def side(device, host):
 
 
 def rows(base, comp, opts=DetailOptions()):
-    return [tuple(r[f] for f in FIELDS) for r in api_sheets(base, comp, opts)["ApiCompare"].records()]
+    return [tuple(r[f] for f in FIELDS) for r in api_sheets(base, comp, opts)["statistic"].records()]
 
 
 # A GPU step: two kernels launched under aten::mm, an NCCL-style ExC launch, a copy, a sync and a
@@ -118,7 +118,7 @@ def test_a_call_nested_in_its_own_group_counts_once(tmp_path):
     custom = tmp_path / "map.toml"
     custom.write_text('[[equivalent]]\nkey = "launch"\nnames = ["cudaLaunchKernel", "AscendCL@aclnnAdd", '
                       '"AscendCL@Add_Tiling"]\n')
-    sheet = api_sheets(gpu, npu, DetailOptions(api_map=str(custom)))["ApiCompare"].records()
+    sheet = api_sheets(gpu, npu, DetailOptions(api_map=str(custom)))["statistic"].records()
     assert [(r["name"], r["comp_total_us"], r["comp_self_us"], r["comp_calls"]) for r in sheet] == [
         ("cudaLaunchKernel | AscendCL@aclnnAdd, AscendCL@Add_Tiling", 10.0, 10.0, 1)]
 

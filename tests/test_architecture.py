@@ -8,7 +8,9 @@
 * no ``_private`` name of one package is used from another (imported, or reached as an attribute
   of an imported module);
 * processes are started in one module (``perfcmp.base.procs``), and file formats (SQLite, gzip)
-  are known only under ``readers/``.
+  are known only under ``readers/``;
+* the peer's sheet names are declared by the dimensions only (analysis keys tables by dimension
+  and role).
 """
 
 from __future__ import annotations
@@ -141,3 +143,17 @@ def test_file_formats_are_known_only_under_readers():
 
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
+
+
+def test_the_peer_sheet_names_are_declared_by_the_dimensions_only():
+    """Analysis code keys tables by dimension and role; the peer's sheet names (which the JSON
+    document and the workbook keep) are string constants only in the dimension modules that
+    declare them (``Dimension.tables``) — the workbook reads them from ``sheets.toml``."""
+    from perfcmp.dimensions import peer_names
+
+    names = set(peer_names().values())
+    found = [(str(p.relative_to(ROOT)), node.lineno, node.value) for p in sources("compare", "readers")
+             if "dimensions" not in p.relative_to(ROOT).parts
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and node.value in names]
+    assert found == []

@@ -378,8 +378,8 @@ def test_the_verdict_lines_leave_out_the_rows_moved_reasons_by_kind_not_by_words
     from perfcmp.result import E2E_CHANGE, ROWS_MOVED, ComparisonResult, Reason, SideSummary, Verdict
 
     side = SideSummary(source="a.json", device="GPU", producer="PyTorch")
-    reasons = [Reason("rows that moved, worded anew", ROWS_MOVED, ("op:mm",)),
-               Reason("while E2E did not move: an E2E note that opens like one", E2E_CHANGE)]
+    reasons = [Reason(ROWS_MOVED, ("op:mm",), text="rows that moved, worded anew"),
+               Reason(E2E_CHANGE, text="while E2E did not move: an E2E note that opens like one")]
     result = ComparisonResult(tool_version="0", base=side, comparison=side, overall=[],
                               verdict=Verdict(overall="neutral", reasons=reasons))
     assert console.verdict_lines(result, None) == ["Verdict: neutral",

@@ -70,8 +70,8 @@ def test_every_supported_sheet_is_present_with_the_peer_columns(gpu_workbook):
 
 def test_module_sheets_replace_operator_sheets_when_both_sides_have_modules(tmp_path):
     result = run(CompareOptions(GPU_BASE, GPU_COMP))
-    assert {"ModuleCompare", "ModuleCompareStatistic"} <= set(result.details)
-    assert "OperatorCompare" not in result.details
+    assert set(result.dimension_tables["modules"]) == {"statistic", "pairs"}
+    assert result.detail("operators", "pairs") is None
     path = tmp_path / "m.xlsx"
     xlsx.write(result, str(path))
     sheets = pd.read_excel(path, sheet_name=None, header=2)
@@ -90,14 +90,14 @@ def test_statistic_totals_equal_the_detail_rows(gpu_workbook):
 
 def test_the_slower_gemm_tops_the_operator_statistic(gpu_workbook):
     result, _ = gpu_workbook
-    top = result.details["OperatorCompareStatistic"].records()[0]
+    top = result.detail("operators", "statistic").records()[0]
     assert top["diff_us"] > 0
     assert any(word in top["name"].lower() for word in ("linear", "mm", "matmul")), top
 
 
 def test_doubled_npu_wait_tops_the_communication_sheet():
     result = run(CompareOptions(NPU_BASE, NPU_COMP))
-    rows = result.details["CommunicationCompare"].records()
+    rows = result.detail("communication", "statistic").records()
     summaries = [r for r in rows if r["base_op"] not in ("|", None)]
     worst = max(summaries, key=lambda r: r["diff_us"] or 0)
     assert worst["diff_us"] > 0 and worst["comp_wait_us"] > worst["base_wait_us"]
@@ -105,14 +105,14 @@ def test_doubled_npu_wait_tops_the_communication_sheet():
 
 def test_a_sheet_without_data_is_left_out_with_a_warning():
     result = run(CompareOptions(str(DEMO / "cpu" / "base.pt.trace.json.gz"), str(DEMO / "cpu" / "comp.pt.trace.json.gz")))
-    assert "KernelCompare" not in result.details and "CommunicationCompare" not in result.details
+    assert result.detail("kernels", "statistic") is None and result.detail("communication", "statistic") is None
     messages = " ".join(w.message for w in result.warnings)
     assert "KernelCompare: left out" in messages and "CommunicationCompare: left out" in messages
 
 
 def test_enable_flags_select_sheets():
     result = run(CompareOptions(GPU_BASE, GPU_COMP, detail=DetailOptions(enabled=frozenset({"api"}))))
-    assert set(result.details) == {"ApiCompare"}
+    assert {d: list(roles) for d, roles in result.dimension_tables.items()} == {"apis": ["statistic"]}
 
 
 @pytest.mark.parametrize("pair", [(GPU_BASE, GPU_COMP), (GPU_BASE, NPU_COMP)], ids=["gpu-gpu", "gpu-npu"])
@@ -128,8 +128,11 @@ def test_consuming_the_sides_changes_no_sheet_and_frees_the_kernels(pair):
     assert all(len(side.compute) for side in fresh)
     consumed = compare_details(*[read_side(path, None, options).details for path in pair], options.detail, consume=True)
     assert list(consumed[0]) == list(kept[0]) and consumed[1] == kept[1]
-    for name, table in kept[0].items():
-        assert consumed[0][name].columns == table.columns and list(consumed[0][name].rows) == list(table.rows), name
+    for name, tables in kept[0].items():
+        assert list(consumed[0][name]) == list(tables), name
+        for role, table in tables.items():
+            got = consumed[0][name][role]
+            assert got.columns == table.columns and list(got.rows) == list(table.rows), (name, role)
     sides = [read_side(path, None, options).details for path in pair]
     compare_details(*sides, options.detail, consume=True)
     assert all(side.compute.empty and list(side.compute.columns) == list(f.compute.columns) for side, f in zip(sides, fresh))
@@ -151,7 +154,7 @@ def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatc
     options = CompareOptions(GPU_BASE, GPU_COMP)
     alone = compare_details(*[read_side(p, None, options).details for p in (GPU_BASE, GPU_COMP)], options.detail,
                             consume=True)
-    assert {"ModuleCompare", "KernelCompare", "MemoryCompare"} <= set(alone[0])
+    assert {"modules", "kernels", "memory"} <= set(alone[0]) and "pairs" in alone[0]["memory"]
     handed = []
     result = procs.Beside.result
 
@@ -176,8 +179,11 @@ def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatc
     aside = compare_details(*sides, options.detail, consume=True, fork=True)
     assert len(handed) == 1 and isinstance(handed[0], OSError) == (child == "fails")
     assert list(aside[0]) == list(alone[0]) and aside[1] == alone[1]
-    for name, table in alone[0].items():
-        assert aside[0][name].columns == table.columns and list(aside[0][name].rows) == list(table.rows), name
+    for name, tables in alone[0].items():
+        assert list(aside[0][name]) == list(tables), name
+        for role, table in tables.items():
+            got = aside[0][name][role]
+            assert got.columns == table.columns and list(got.rows) == list(table.rows), (name, role)
         assert set(aside[0][name].children) == set(table.children), name
         for key, child in table.children.items():
             assert list(aside[0][name].children[key].rows) == list(child.rows), (name, key)

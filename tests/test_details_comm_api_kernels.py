@@ -83,7 +83,7 @@ def test_gpu_collectives_get_a_row_each_not_one_nccl_bucket():
                             (NCCL_ALLREDUCE, COMM, 200.0, 60.0, "pg0"),
                             (NCCL_BROADCAST, COMM, 300.0, 5.0, "pg0"),
                             (NCCL_BROADCAST, COMM, 400.0, 15.0, "pg0")])
-    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "CommunicationCompare"))
+    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "statistic"))
     assert [r["order_id"] for r in rows] == [1, 4]  # order ids count the per-op rows too (2 broadcasts: 2, 3)
     assert [(r["base_op"], r["comp_op"], r["base_task"], r["comp_task"]) for r in rows] == [
         ("broadcast", "broadcast", None, None), ("allreduce", "allreduce", None, None)]
@@ -99,7 +99,7 @@ def test_gpu_nccl_and_npu_hccl_allreduce_share_one_row():
     base = details(kernels=[(NCCL_ALLREDUCE, COMM, 0.0, 100.0, "pg0")])
     comp = npu(kernels=[("hcom_allReduce__371_0_1", COMM, 0.0, 80.0, "dp")],
                tasks=[("Notify_Wait", "dp", 0.0, 30.0), ("Memcpy", "dp", 30.0, 50.0)])
-    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "CommunicationCompare"))
+    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "statistic"))
     summary = rows[0]
     assert (summary["base_op"], summary["comp_op"]) == ("allreduce", "allreduce")
     # diff 80 − 100 = −20, ratio 80 / 100 = 0.8; comparison wait = its one Notify_Wait, 30
@@ -122,7 +122,7 @@ def test_npu_tasks_stay_with_their_own_groups_op():
              ("Memcpy", "tp", 60.0, 99.0),        # tp, at the allgather's end (half-open): nobody's, even though
              ("Memcpy", "dp", 100.0, 99.0)]       #   the dp op is still running; dp at its op's end: nobody's
     side = npu(kernels=ops, tasks=tasks)
-    rows = peer_rows(records(communication_sheets(side, side, OPTS), "CommunicationCompare"))
+    rows = peer_rows(records(communication_sheets(side, side, OPTS), "statistic"))
     got = [pick(r, "base_op", "base_task", "base_calls", "base_total_us", "base_wait_us") for r in rows]
     assert got == [("allreduce", None, 1, 100.0, 20.0),   # wait: its own Notify_Wait only
                    ("|", "Notify_Wait", 1, 20.0, None),
@@ -139,7 +139,7 @@ def test_task_rows_pair_by_name_not_position():
                                   ("Notify_Wait", "dp", 30.0, 30.0)])
     comp = npu(kernels=op, tasks=[("Memcpy", "dp", 0.0, 40.0), ("Reduce_Inline", "dp", 40.0, 5.0),
                                   ("Notify_Wait", "dp", 50.0, 5.0)])
-    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "CommunicationCompare"))
+    rows = peer_rows(records(communication_sheets(base, comp, OPTS), "statistic"))
     got = [pick(r, "base_task", "comp_task", "base_calls", "base_total_us", "base_max_us", "base_min_us",
                 "comp_total_us", "diff_us", "ratio") for r in rows[1:]]
     assert got == [
@@ -160,7 +160,7 @@ def test_each_op_gets_a_row_with_its_time_split_on_its_main_plane():
     base = npu(kernels=op, tasks=[("Notify_Wait", "dp", 0.0, 20.0), ("Memcpy", "dp", 20.0, 30.0),
                                   ("Notify_Wait", "dp", 50.0, 20.0)])
     comp = npu(kernels=[("hcom_allReduce__9_0_1", COMM, 0.0, 80.0, "dp")])
-    rows = records(communication_sheets(base, comp, OPTS), "CommunicationCompare")
+    rows = records(communication_sheets(base, comp, OPTS), "statistic")
     one = [r for r in rows if r["base_op"] == "|" and r["base_group"]]
     assert [pick(r, "base_task", "comp_task", "base_group", "base_total_us", "comp_total_us", "diff_us", "ratio") for r in one] == [
         ("hcom_allReduce__1_0_1", "hcom_allReduce__9_0_1", "dp", 100.0, 80.0, -20.0, 0.8)]
@@ -194,7 +194,8 @@ API_COMP = [("aten::linear", 0.0, 120.0, -1),
 
 
 def test_api_self_time_and_unrounded_ratios():
-    rows = {r["name"]: r for r in records(api_sheets(details(host=API_BASE), details(host=API_COMP), OPTS), "ApiCompare")}
+    built = api_sheets(details(host=API_BASE), details(host=API_COMP), OPTS)
+    rows = {r["name"]: r for r in records(built, "statistic")}
     assert list(rows) == ["aten::linear", "aten::mm", "aten::add", "aten::view", "aten::empty", "aten::relu"]
     linear = rows["aten::linear"]
     # base total 100 + 60 = 160 µs; self (100 − 60 − 20 − 4) + (60 − 40) = 16 + 20 = 36; avg 80
@@ -242,7 +243,7 @@ API_NEST_GPU = [("c10d::allreduce_", 0.0, 80.0, -1),                         # 0
 def test_api_nested_events_of_one_key_are_one_call():
     npu_side = npu(host=API_NEST_NPU)
     gpu_side = details(host=API_NEST_GPU)
-    rows = {r["name"]: r for r in records(api_sheets(gpu_side, npu_side, OPTS), "ApiCompare")}
+    rows = {r["name"]: r for r in records(api_sheets(gpu_side, npu_side, OPTS), "statistic")}
     allreduce = rows["c10d::allreduce_"]
     # GPU: 1 call of 80 µs (nccl:all_reduce is part of it, not 40 µs more); self 20 + 35 = 55
     assert pick(allreduce, "base_calls", "base_total_us", "base_self_us", "base_avg_us") == pytest.approx((1, 80, 55, 80))
@@ -285,7 +286,7 @@ def test_kernel_statistics_by_type_and_shape():
                         ("MatMul", "AI_CORE", "2,3;3,4", 10.0, 15.0),
                         ("MatMul", "AI_CORE", "2,3;3,4", 30.0, 15.0),
                         ("MatMul", "AI_CORE", "4,4;4,4", 50.0, 7.0)])
-    rows = records(kernel_sheets(base, comp, OPTS), "KernelCompare")
+    rows = records(kernel_sheets(base, comp, OPTS), "statistic")
     assert [pick(r, *KERNELS) for r in rows] == [
         # 10 + 30 + 20 = 60 over 3 (avg 20, max 30, min 10) vs 15 + 15 = 30 over 2 (avg 15): 30/60, 15/20
         ("MatMul", "2,3;3,4", 60.0, 20.0, 30.0, 10.0, 3, 30.0, 15.0, 15.0, 15.0, 2, 0.5, 0.75),
@@ -302,7 +303,7 @@ def test_gpu_kernels_compare_with_the_launching_ops_shapes():
     host = [("aten::mm", 0.0, 50.0, -1, "[[2, 3], [3, 4]]"), ("cudaLaunchKernel", 5.0, 2.0, 0, "", "runtime")]
     base = details(host=host, kernels=[("sm80_gemm", COMPUTE, 10.0, 12.0, "", "", "kernel", "", 1)])
     comp = details(host=host, kernels=[("sm80_gemm", COMPUTE, 10.0, 18.0, "", "", "kernel", "", 1)])
-    rows = records(kernel_sheets(base, comp, OPTS), "KernelCompare")
+    rows = records(kernel_sheets(base, comp, OPTS), "statistic")
     # 18 / 12 = 1.5
     assert [pick(r, "kernel", "input_shape", "base_total_us", "comp_total_us", "total_ratio") for r in rows] == [
         ("sm80_gemm", "[[2, 3], [3, 4]]", 12.0, 18.0, 1.5)]
@@ -315,8 +316,8 @@ def test_kernel_type_compare_sorted_by_ratio_infinite_first():
                         ("Add", "AI_VECTOR_CORE", "", 50.0, 10.0), ("Cast", "AI_CPU", "", 60.0, 10.0),
                         ("Relu", "AI_VECTOR_CORE", "", 70.0, 2.0)])
     sheets = kernel_sheets(base, comp, DetailOptions(use_kernel_type=True))
-    assert list(sheets) == ["KernelTypeCompare"]
-    rows = records(sheets, "KernelTypeCompare")
+    assert list(sheets) == ["types"]
+    rows = records(sheets, "types")
     # Relu, Softmax: comparison only (infinite), by name; MatMul 30/10 = 3; Cast 10/10 = 1;
     # Add 10/(10 + 10) = 0.5 with avg 10 / 10 = 1
     assert [pick(r, "kernel_type", "core_type", "base_calls", "comp_total_us", "total_ratio", "avg_ratio") for r in rows] == [
@@ -330,7 +331,7 @@ def test_kernel_type_compare_sorted_by_ratio_infinite_first():
 
 def test_kernel_sheet_with_one_side_empty_and_with_none():
     side = npu_kernels([("MatMul", "AI_CORE", "", 0.0, 10.0)])
-    rows = records(kernel_sheets(side, npu(), OPTS), "KernelCompare")
+    rows = records(kernel_sheets(side, npu(), OPTS), "statistic")
     assert pick(rows[0], "base_total_us", "comp_total_us", "total_ratio") == (10.0, None, 0.0)
     assert kernel_sheets(npu(), npu(), OPTS) == {}
     assert kernel_sheets(npu(), npu(), DetailOptions(use_kernel_type=True)) == {}
@@ -344,9 +345,11 @@ def test_columns_are_the_sheet_layouts_fields():
     op = [("hcom_allReduce__1_0_1", COMM, 0.0, 100.0, "dp")]
     side = npu(kernels=op + [("aclnnAdd_Add", COMPUTE, 0.0, 1.0, "", "Add", "AI_VECTOR_CORE", "8")],
                tasks=[("Memcpy", "dp", 0.0, 1.0)], host=API_BASE)
-    built = {**communication_sheets(side, side, OPTS), **api_sheets(side, side, OPTS), **kernel_sheets(side, side, OPTS),
-             **kernel_sheets(side, side, DetailOptions(use_kernel_type=True))}
-    assert sorted(built) == ["ApiCompare", "CommunicationCompare", "KernelCompare", "KernelTypeCompare"]
+    # each table under the sheet it fills (``Dimension.tables``: the peer's name of each role)
+    built = {"CommunicationCompare": communication_sheets(side, side, OPTS)["statistic"],
+             "ApiCompare": api_sheets(side, side, OPTS)["statistic"],
+             "KernelCompare": kernel_sheets(side, side, OPTS)["statistic"],
+             "KernelTypeCompare": kernel_sheets(side, side, DetailOptions(use_kernel_type=True))["types"]}
     for name, tab in built.items():
         assert tab.columns == fields[name], name
         assert all(len(row) == len(tab.columns) for row in tab.rows)
@@ -364,7 +367,7 @@ def sample(rel):
 
 def test_sample_gpu_nccl_against_itself():
     side = sample("gpu/nccl_data.pt.trace.json.gz")
-    rows = [r for r in records(communication_sheets(side, side, OPTS), "CommunicationCompare") if r["base_op"] != "|"]
+    rows = [r for r in records(communication_sheets(side, side, OPTS), "statistic") if r["base_op"] != "|"]
     assert sorted(r["base_op"] for r in rows) == ["allreduce", "broadcast"]
     assert all(r["comp_op"] == r["base_op"] and r["ratio"] == 1.0 and r["diff_us"] == 0.0 for r in rows)
     assert {r["base_op"]: r["base_calls"] for r in rows} == {"allreduce": 15, "broadcast": 6}
@@ -372,10 +375,10 @@ def test_sample_gpu_nccl_against_itself():
 
 def test_sample_real_npu_against_itself():
     side = sample("npu/real_sample_ascend_pt")
-    apis = records(api_sheets(side, side, OPTS), "ApiCompare")
+    apis = records(api_sheets(side, side, OPTS), "statistic")
     assert len(apis) == len(side.apis) > 0
     assert all(r[f"{s}_ratio"] == 1.0 for r in apis for s in ("total", "self", "avg", "calls"))
-    kernels = records(kernel_sheets(side, side, OPTS), "KernelCompare")
+    kernels = records(kernel_sheets(side, side, OPTS), "statistic")
     assert kernels and sum(r["base_calls"] for r in kernels) == len(side.compute)
     assert all(r["total_ratio"] == 1.0 and r["base_total_us"] == r["comp_total_us"] for r in kernels)
 

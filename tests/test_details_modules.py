@@ -110,8 +110,8 @@ def by_module(records, name):
 def test_two_level_tree_self_total_and_slower_op():
     # comparison: Linear_1's gemm 20 -> 35 us, its backward gemm 25 -> 30 us
     sheets = module_sheets(side(), side(mm1=35.0, bwd1=30.0), DetailOptions())
-    assert set(sheets) == {"ModuleCompare", "ModuleCompareStatistic"}
-    recs = rows(sheets["ModuleCompare"])
+    assert set(sheets) == {"pairs", "statistic"}
+    recs = rows(sheets["pairs"])
     assert [r["order_id"] for r in recs] == list(range(1, len(recs) + 1))
     # module order by start: Net_0, Linear_0, Linear_1, then the backward twins
     assert [(r["module_name"], r["base_op_name"]) for r in recs] == [
@@ -155,7 +155,7 @@ def test_two_level_tree_self_total_and_slower_op():
 
 
 def test_backward_ops_go_to_the_module_of_their_forward_op():
-    recs = rows(module_sheets(side(), side(mm1=35.0, bwd1=30.0), DetailOptions())["ModuleCompare"])
+    recs = rows(module_sheets(side(), side(mm1=35.0, bwd1=30.0), DetailOptions())["pairs"])
     bwd_net = by_module(recs, "/[ BACKWARD ]/Net_0")[0]
     # ReluBackward0 (3) is linked to aten::relu, an op of Net_0 itself; twins: Linear_1 25 | 30, Linear_0 40
     # self 3; total 3 + 25 + 40 = 68 | 3 + 30 + 40 = 73. AccumulateGrad has no link: in no module.
@@ -172,7 +172,7 @@ def test_backward_ops_go_to_the_module_of_their_forward_op():
 
 def test_module_on_one_side_only():
     # the comparison has Dropout_0 (forward 6 us, backward 2 us) between Linear_0 and Linear_1
-    recs = rows(module_sheets(side(), side(dropout=True), DetailOptions())["ModuleCompare"])
+    recs = rows(module_sheets(side(), side(dropout=True), DetailOptions())["pairs"])
     names = [r["module_name"] for r in recs if r["base_op_name"] == "TOTAL" or r["comp_op_name"] == "TOTAL"]
     assert names == ["/Net_0", "/Net_0/Linear_0", "/Net_0/Dropout_0", "/Net_0/Linear_1",
                      "/[ BACKWARD ]/Net_0", "/[ BACKWARD ]/Net_0/Linear_1", "/[ BACKWARD ]/Net_0/Dropout_0",
@@ -190,7 +190,7 @@ def test_module_on_one_side_only():
     bwd_net = by_module(recs, "/[ BACKWARD ]/Net_0")[0]
     assert bwd_net["comp_total_us"] == 70.0  # 3 + 25 + 2 + 40
 
-    stats = rows(module_sheets(side(), side(dropout=True), DetailOptions())["ModuleCompareStatistic"])
+    stats = rows(module_sheets(side(), side(dropout=True), DetailOptions())["statistic"])
     drop = by_module(stats, "/Net_0/Dropout_0")
     assert [(r["op_name"], r["base_count"], r["comp_count"], r["comp_self_us"]) for r in drop] == [
         ("[ TOTAL ]", None, 1, 6.0), ("aten::dropout", None, 1, 6.0)]
@@ -203,7 +203,7 @@ def test_module_on_one_side_only():
 def test_statistic_groups_instances_per_path():
     # two iterations per side; the comparison's Linear_1 gemm is 35 us instead of 20
     sheets = module_sheets(side(repeat=2), side(repeat=2, mm1=35.0), DetailOptions())
-    stats = rows(sheets["ModuleCompareStatistic"])
+    stats = rows(sheets["statistic"])
     assert [r["order_id"] for r in stats] == list(range(1, len(stats) + 1))
     assert [(r["module_name"], r["op_name"]) for r in stats] == [
         ("/Net_0", "[ TOTAL ]"), ("/Net_0", "aten::relu"),
@@ -234,14 +234,14 @@ def test_statistic_groups_instances_per_path():
     assert lin0_op["base_kernel_details"] == ("gemm, [number: 2], [duration_ms: 0.060]\n"
                                               "add_k, [number: 2], [duration_ms: 0.010]\n")
     # ModuleCompare keeps the instances apart: 2 x (6 modules x 2 rows)
-    assert len(sheets["ModuleCompare"].rows) == 24
+    assert len(sheets["pairs"].rows) == 24
 
 
 def test_one_step_counts_only_that_steps_modules():
     steps = [Step(1, 0.0, 1000.0), Step(2, 1000.0, 2000.0)]
     base = side(repeat=2, steps=steps, step=2)
     comp = side(repeat=2, steps=steps, step=2, mm1=35.0)
-    stats = rows(module_sheets(base, comp, DetailOptions())["ModuleCompareStatistic"])
+    stats = rows(module_sheets(base, comp, DetailOptions())["statistic"])
     assert stats[0]["base_count"] == 1 and stats[0]["base_total_us"] == pytest.approx(59.0)
     bwd = by_module(stats, "/[ BACKWARD ]/Net_0")[0]
     assert bwd["base_count"] == 1 and bwd["base_total_us"] == pytest.approx(68.0)
@@ -255,17 +255,17 @@ def test_op_name_map_matches_renamed_ops_in_modules():
         return module_sheets(base, comp, DetailOptions(op_name_map=op_name_map))
 
     plain = sheets(None)
-    lin1 = by_module(rows(plain["ModuleCompare"]), "/Net_0/Linear_1")
+    lin1 = by_module(rows(plain["pairs"]), "/Net_0/Linear_1")
     assert [(r["base_op_name"], r["comp_op_name"]) for r in lin1] == [
         ("TOTAL", "TOTAL"), ("aten::mm", None), (None, "aten::matmul")]
-    assert [r["op_name"] for r in by_module(rows(plain["ModuleCompareStatistic"]), "/Net_0/Linear_1")] == [
+    assert [r["op_name"] for r in by_module(rows(plain["statistic"]), "/Net_0/Linear_1")] == [
         "[ TOTAL ]", "aten::mm", "aten::matmul"]
 
     mapped = sheets(MAP)
-    lin1 = by_module(rows(mapped["ModuleCompare"]), "/Net_0/Linear_1")
+    lin1 = by_module(rows(mapped["pairs"]), "/Net_0/Linear_1")
     assert [(r["base_op_name"], r["comp_op_name"]) for r in lin1] == [("TOTAL", "TOTAL"), ("aten::mm", "aten::matmul")]
     assert (lin1[1]["base_self_us"], lin1[1]["comp_self_us"], lin1[1]["self_diff_us"]) == (20.0, 35.0, 15.0)
-    stat = by_module(rows(mapped["ModuleCompareStatistic"]), "/Net_0/Linear_1")
+    stat = by_module(rows(mapped["statistic"]), "/Net_0/Linear_1")
     assert [(r["op_name"], r["base_count"], r["comp_count"]) for r in stat] == [
         ("[ TOTAL ]", 1, 1), ("aten::mm | aten::matmul", 1, 1)]
     assert stat[1]["total_ratio"] == 35 / 20
@@ -273,8 +273,8 @@ def test_op_name_map_matches_renamed_ops_in_modules():
 
 def test_disable_details_gives_only_the_statistic():
     sheets = module_sheets(side(), side(), DetailOptions(details=False))
-    assert list(sheets) == ["ModuleCompareStatistic"]
-    assert sheets["ModuleCompareStatistic"].rows
+    assert list(sheets) == ["statistic"]
+    assert sheets["statistic"].rows
 
 
 def test_no_module_sheets_without_modules_on_both_sides():
@@ -301,11 +301,11 @@ def test_demo_pair_end_to_end():
     base = extract(load_profile(str(ROOT / "golden/demo/gpu/base.pt.trace.json.gz")), norm)
     comp = extract(load_profile(str(ROOT / "golden/demo/gpu/comp.pt.trace.json.gz")), norm)
     sheets = module_sheets(base, comp, DetailOptions())
-    assert set(sheets) == {"ModuleCompare", "ModuleCompareStatistic"}
+    assert set(sheets) == {"pairs", "statistic"}
     for table_ in sheets.values():  # plain Python cells: the result must serialise
         assert all(type(v) in (str, int, float, type(None)) for row in table_.rows for v in row)
         msgspec.json.encode(table_, enc_hook=encode_hook)
-    for name, unit in (("ModuleCompare", "us"), ("ModuleCompareStatistic", "us")):
+    for name, unit in (("pairs", "us"), ("statistic", "us")):
         recs = rows(sheets[name])
         assert recs
         totals = [r for r in recs if r.get("base_op_name", r.get("op_name")) in ("TOTAL", "[ TOTAL ]")
@@ -366,7 +366,7 @@ def test_repeated_module_texts_are_one_object_each():
     column per distinct object instead of per row."""
     from perfcmp.rows import column_of
 
-    table_ = module_sheets(side(repeat=3), side(repeat=3, mm1=35.0), DetailOptions())["ModuleCompare"]
+    table_ = module_sheets(side(repeat=3), side(repeat=3, mm1=35.0), DetailOptions())["pairs"]
     for field in ("module_name", "base_op_name", "comp_op_name", "base_call_stack", "comp_call_stack"):
         texts = [v for v in column_of(table_.rows, table_.columns.index(field)) if v is not None]
         assert len(texts) > len(set(texts)) > 1, field  # repeated texts, more than one of them
@@ -387,7 +387,7 @@ def test_a_tree_built_ahead_gives_the_same_sheets():
     build_ahead(base, DetailOptions())
     assert base.module_tree is not None
     ahead = module_sheets(base, comp, DetailOptions())
-    assert records(ahead) == records(fresh) and set(fresh) == {"ModuleCompareStatistic", "ModuleCompare"}
+    assert records(ahead) == records(fresh) and set(fresh) == {"statistic", "pairs"}
     assert base.module_tree is None and comp.module_tree is None
     unwanted = side()
     build_ahead(unwanted, DetailOptions(modules=False))

@@ -108,7 +108,7 @@ def test_one_op_added_and_one_removed():
     assert names(pairs, base, comp) == [
         ("aten::to", "aten::to", NAME), ("aten::relu", None, BASE_ONLY), ("aten::mm", "aten::mm", NAME),
         (None, "aten::dropout", COMP_ONLY), ("aten::add", "aten::add", NAME)]
-    rows = with_text(out["OperatorCompare"])
+    rows = with_text(out["pairs"])
     got = [(r["order_id"], r["base_device_us"], r["comp_device_us"], r["diff_us"], r["ratio"]) for r in rows]
     assert got == [(1, 10.0, 10.0, 0.0, 1.0),
                    (2, 5.0, 0.0, -5.0, 0.0),      # removed: 0 / 5
@@ -126,7 +126,7 @@ def test_one_op_added_and_one_removed():
 def test_statistic_ranks_by_diff_and_totals_equal_the_detail_rows():
     base, comp = side(BASE_SEQ), side(COMP_SEQ)
     _, out = sheets(base, comp)
-    stat = out["OperatorCompareStatistic"].records()
+    stat = out["statistic"].records()
     # diffs (ms): mm +0.010, dropout +0.007, add 0, to 0 (tie: by name), relu -0.005
     assert [(r["top"], r["name"]) for r in stat] == [(1, "aten::mm"), (2, "aten::dropout"), (3, "aten::add"),
                                                      (4, "aten::to"), (5, "aten::relu")]
@@ -134,7 +134,7 @@ def test_statistic_ranks_by_diff_and_totals_equal_the_detail_rows():
     assert (mm["base_device_us"], mm["base_count"], mm["comp_device_us"], mm["comp_count"]) == (20.0, 1, 30.0, 1)
     assert mm["diff_us"] == pytest.approx(10.0) and mm["ratio"] == pytest.approx(1.5)
     assert stat[1]["ratio"] is None and stat[4]["ratio"] == 0.0 and stat[2]["ratio"] == 1.0
-    detail = out["OperatorCompare"].records()
+    detail = out["pairs"].records()
     # base 10+5+20+40 = 75 µs, comparison 10+30+7+40 = 87 µs
     for s in ("base", "comp"):
         assert sum(r[f"{s}_device_us"] for r in stat) == pytest.approx(sum(r[f"{s}_device_us"] for r in detail))
@@ -150,10 +150,10 @@ def test_injected_slowdown_is_the_top_statistic_row():
 
     base, comp = side(seq(10.0)), side(seq(25.0))  # gelu made 15 µs slower
     _, out = sheets(base, comp)
-    top, *rest = out["OperatorCompareStatistic"].records()
+    top, *rest = out["statistic"].records()
     assert top["name"] == "aten::gelu" and top["diff_us"] == pytest.approx(15.0) and top["ratio"] == 2.5
     assert all(r["diff_us"] == 0 for r in rest)
-    assert [r["diff_us"] for r in out["OperatorCompare"].records()] == [0.0, 0.0, 15.0, 0.0]
+    assert [r["diff_us"] for r in out["pairs"].records()] == [0.0, 0.0, 15.0, 0.0]
 
 
 # --- keys: phase, steps, shapes, names ----------------------------------------------------
@@ -167,7 +167,7 @@ def test_forward_ops_only_match_forward_ops():
     pairs, out = sheets(base, comp)
     assert names(pairs, base, comp) == [("aten::mm", None, BASE_ONLY), ("aten::mm", "aten::mm", NAME)]
     assert [p.phase for p in pairs] == ["fwd", "bwd"]
-    assert [(r["phase"], r["diff_us"]) for r in out["OperatorCompare"].records()] == [("fwd", -5.0), ("bwd", 1.0)]
+    assert [(r["phase"], r["diff_us"]) for r in out["pairs"].records()] == [("fwd", -5.0), ("bwd", 1.0)]
 
 
 def test_forward_and_backward_threads_interleave_by_start_time():
@@ -190,7 +190,7 @@ def test_steps_pair_by_position():
                                          ("A", "A", NAME), (None, "B", COMP_ONLY),  # step 4 vs 8
                                          ("C", None, BASE_ONLY),                    # step 5: base only
                                          (None, "D", COMP_ONLY)]                    # outside every step: last
-    assert [r["step"] for r in out["OperatorCompare"].records()] == [1, 1, 2, 2, 3, None]
+    assert [r["step"] for r in out["pairs"].records()] == [1, 1, 2, 2, 3, None]
 
 
 def test_chosen_steps_pair_whatever_their_positions():
@@ -199,7 +199,7 @@ def test_chosen_steps_pair_whatever_their_positions():
     comp = side(STEP_COMP, steps=[(7, 0, 1000), (8, 1000, 2000)], step=8)
     pairs, out = sheets(base, comp)
     assert names(pairs, base, comp) == [("A", "A", NAME), (None, "B", COMP_ONLY)]
-    assert [r["step"] for r in out["OperatorCompare"].records()] == [1, 1]
+    assert [r["step"] for r in out["pairs"].records()] == [1, 1]
 
 
 def test_use_input_shape_changes_matching_and_statistic_rows():
@@ -209,12 +209,12 @@ def test_use_input_shape_changes_matching_and_statistic_rows():
     # by name: the comparison mm pairs with the first base mm (earliest base item of the tie)
     pairs, out = sheets(base, comp)
     assert [(p.base, p.comp, p.how) for p in pairs] == [(0, 0, NAME), (1, None, BASE_ONLY)]
-    assert [r["name"] for r in out["OperatorCompareStatistic"].records()] == ["aten::mm"]
+    assert [r["name"] for r in out["statistic"].records()] == ["aten::mm"]
     # by name and shape: it pairs with the [[4,5]] one
     opts = DetailOptions(use_input_shape=True)
     pairs, out = sheets(base, comp, opts)
     assert [(p.base, p.comp, p.how) for p in pairs] == [(0, None, BASE_ONLY), (1, 0, NAME_SHAPE)]
-    stat = by_name(out["OperatorCompareStatistic"])
+    stat = by_name(out["statistic"])
     assert stat.keys() == {"aten::mm [[2,3]]", "aten::mm [[4,5]]"}  # shapes as perfcmp.keys writes them
     matched, left = stat["aten::mm [[4,5]]"], stat["aten::mm [[2,3]]"]
     assert (matched["diff_us"], matched["base_count"], matched["comp_count"]) == (pytest.approx(1.0), 1, 1)
@@ -227,16 +227,16 @@ def test_op_name_map_changes_alignment_and_statistic():
     base, comp = side(spec_b), side(spec_c)
     pairs, out = sheets(base, comp)
     assert names(pairs, base, comp) == [("aten::mm", None, BASE_ONLY), (None, "MatMul", COMP_ONLY)]
-    assert by_name(out["OperatorCompareStatistic"]).keys() == {"aten::mm", "matmul"}
+    assert by_name(out["statistic"]).keys() == {"aten::mm", "matmul"}
 
     mapping = '{"aten::mm": "MatMul"}'
     base, comp = side(spec_b, op_name_map=mapping), side(spec_c, op_name_map=mapping)
     pairs, out = sheets(base, comp, DetailOptions(op_name_map=mapping))
     assert names(pairs, base, comp) == [("aten::mm", "MatMul", MAPPED)]
-    (row,) = out["OperatorCompareStatistic"].records()
+    (row,) = out["statistic"].records()
     assert (row["name"], row["base_count"], row["comp_count"]) == ("matmul", 1, 1)
     assert row["diff_us"] == pytest.approx(5.0) and row["ratio"] == pytest.approx(1.25)
-    assert out["OperatorCompare"].records()[0]["match"] == MAPPED
+    assert out["pairs"].records()[0]["match"] == MAPPED
 
 
 def test_builtin_equivalence_matches_gpu_and_npu_attention():
@@ -245,9 +245,9 @@ def test_builtin_equivalence_matches_gpu_and_npu_attention():
     pairs, out = sheets(base, comp)
     assert names(pairs, base, comp) == [
         ("aten::_scaled_dot_product_flash_attention", "npu_fusion_attention", EQUIVALENT)]
-    (row,) = out["OperatorCompareStatistic"].records()
+    (row,) = out["statistic"].records()
     assert (row["name"], row["ratio"]) == ("flash_attention", pytest.approx(0.8))
-    detail = out["OperatorCompare"].records()[0]
+    detail = out["pairs"].records()[0]
     assert (detail["base_name"], detail["comp_name"], detail["ratio"]) == (
         "aten::_scaled_dot_product_flash_attention", "npu_fusion_attention", 0.8)
 
@@ -262,8 +262,8 @@ def test_disable_details_makes_every_op_one_sided_and_keeps_the_statistic():
     assert names(pairs, base, comp) == (
         [(n, None, BASE_ONLY) for n in ("aten::to", "aten::relu", "aten::mm", "aten::add")]
         + [(None, n, COMP_ONLY) for n in ("aten::to", "aten::mm", "aten::dropout", "aten::add")])
-    assert set(out) == {"OperatorCompareStatistic"}
-    assert out["OperatorCompareStatistic"] == sheets(base, comp)[1]["OperatorCompareStatistic"]
+    assert set(out) == {"statistic"}
+    assert out["statistic"] == sheets(base, comp)[1]["statistic"]
 
 
 def linear(start, mm_kernels, extra_child):
@@ -287,10 +287,10 @@ def test_max_kernel_num_drills_into_matched_pairs_only():
     assert names(pairs, base, comp) == [
         ("aten::t", "aten::t", NAME), ("aten::mm", "aten::mm", NAME), (None, "aten::add", COMP_ONLY),
         ("aten::relu", "aten::relu", NAME), ("aten::conv2d", None, BASE_ONLY)]
-    got = [(r["base_device_us"], r["comp_device_us"]) for r in out["OperatorCompare"].records()]
+    got = [(r["base_device_us"], r["comp_device_us"]) for r in out["pairs"].records()]
     assert got == [(2.0, 2.0), (50.0, 60.0), (0.0, 1.0), (4.0, 4.0), (18.0, 0.0)]
     # the statistic stays per top-level op
-    assert by_name(out["OperatorCompareStatistic"]).keys() == {"aten::linear", "aten::relu", "aten::conv2d"}
+    assert by_name(out["statistic"]).keys() == {"aten::linear", "aten::relu", "aten::conv2d"}
 
 
 # --- memory --------------------------------------------------------------------------------
@@ -305,14 +305,14 @@ def test_memory_sheets_by_hand():
     base, comp = side(MEM_BASE), side(MEM_COMP)
     opts = DetailOptions()
     out = memory_sheets(base, comp, opts, align_ops(base, comp, opts))
-    mm, add = with_text(out["MemoryCompare"])
+    mm, add = with_text(out["pairs"])
     # base mm subtree: 2048 + 1024 KB; comparison: 4096 KB
     assert (mm["base_size_bytes"], mm["comp_size_bytes"], mm["diff_bytes"]) == (3072.0 * 1024, 4096.0 * 1024, 1024.0 * 1024)
     assert mm["ratio"] == pytest.approx(4 / 3) and mm["match"] == NAME and mm["order_id"] == 1
     assert mm["base_alloc_details"] == ("aten::mm, (0.000, 500.000), [duration: 500.000], [size: 2048.00]\n"
                                         "aten::empty, (10.000, N/A), [duration: 0.000], [size: 1024.00]\n")
     assert (add["base_size_bytes"], add["comp_size_bytes"], add["ratio"], add["base_alloc_details"]) == (0.0, 0.0, 1.0, "")
-    stat = out["MemoryCompareStatistic"].records()
+    stat = out["statistic"].records()
     assert [r["name"] for r in stat] == ["aten::mm", "aten::add"]  # diff_bytes 1 MiB, then 0
     # alloc_us: base 500 + 0 (unreleased), comparison 1000
     assert {k: stat[0][k] for k in ("base_alloc_us", "base_alloc_bytes", "base_count", "comp_alloc_us", "comp_alloc_bytes",
@@ -323,7 +323,7 @@ def test_memory_sheets_by_hand():
     assert (stat[1]["base_alloc_bytes"], stat[1]["base_count"], stat[1]["ratio"]) == (0.0, 1, 1.0)
     # statistic totals = detail totals
     for s in ("base", "comp"):
-        detail_bytes = sum(r[f"{s}_size_bytes"] for r in out["MemoryCompare"].records())
+        detail_bytes = sum(r[f"{s}_size_bytes"] for r in out["pairs"].records())
         assert sum(r[f"{s}_alloc_bytes"] for r in stat) == detail_bytes
 
 
@@ -333,10 +333,10 @@ def test_memory_sheets_need_memory_on_one_side():
     assert memory_sheets(base, comp, opts, align_ops(base, comp, opts)) == {}
     base, comp = side(MEM_BASE), side([op("aten::mm", 0), op("aten::add", 100)])
     out = memory_sheets(base, comp, opts, align_ops(base, comp, opts))
-    assert out["MemoryCompare"].records()[0]["comp_size_bytes"] == 0.0
-    assert out["MemoryCompareStatistic"].records()[-1]["name"] == "aten::mm"  # -3 MB: last
+    assert out["pairs"].records()[0]["comp_size_bytes"] == 0.0
+    assert out["statistic"].records()[-1]["name"] == "aten::mm"  # -3 MB: last
     opts = DetailOptions(details=False)
-    assert set(memory_sheets(base, comp, opts, align_ops(base, comp, opts))) == {"MemoryCompareStatistic"}
+    assert set(memory_sheets(base, comp, opts, align_ops(base, comp, opts))) == {"statistic"}
 
 
 def test_no_ops_on_either_side_gives_no_operator_sheets():
@@ -345,7 +345,7 @@ def test_no_ops_on_either_side_gives_no_operator_sheets():
     assert operator_sheets(base, comp, DetailOptions(), []) == {}
     comp = side(COMP_SEQ)
     pairs, out = sheets(base, comp)
-    assert [p.how for p in pairs] == [COMP_ONLY] * 4 and len(out["OperatorCompare"].rows) == 4
+    assert [p.how for p in pairs] == [COMP_ONLY] * 4 and len(out["pairs"].rows) == 4
 
 
 # --- end to end and scale ------------------------------------------------------------------
@@ -359,7 +359,7 @@ def test_demo_pair_end_to_end():
     comp = extract(load_profile(str(ROOT / "golden/demo/gpu/comp.pt.trace.json.gz")), norm)
     opts = DetailOptions()
     pairs, out = sheets(base, comp, opts)
-    rows = with_text(out["OperatorCompare"])
+    rows = with_text(out["pairs"])
     # the comparison run adds a dropout (and its backward) per layer and step: comparison only
     dropout = [r for r in rows if "ropout" in (r["comp_name"] or "")]
     assert dropout and all(r["match"] == COMP_ONLY and r["base_name"] is None for r in dropout)
@@ -368,7 +368,7 @@ def test_demo_pair_end_to_end():
     # its GEMMs are slower
     gemm = [r for r in rows if r["match"] == NAME and r["base_name"] in ("aten::mm", "aten::addmm", "aten::linear")]
     assert gemm and all(r["ratio"] > 1 for r in gemm)
-    stat = by_name(out["OperatorCompareStatistic"])
+    stat = by_name(out["statistic"])
     assert stat["aten::linear"]["ratio"] > 1 and stat["aten::dropout"]["base_count"] == 0
     for s in ("base", "comp"):  # every top-level op is in exactly one row
         detail_us = sum(r[f"{s}_device_us"] for r in rows)
@@ -376,8 +376,8 @@ def test_demo_pair_end_to_end():
         assert sum(r[f"{s}_count"] for r in stat.values()) == sum(r[f"{s}_name"] is not None for r in rows)
     assert {r["step"] for r in rows} == set(range(1, 9))  # the demo pair has 8 steps
     mem = memory_sheets(base, comp, opts, pairs)
-    assert len(mem["MemoryCompare"].rows) == len(rows)
-    assert by_name(mem["MemoryCompareStatistic"])["aten::dropout"]["diff_bytes"] > 0
+    assert len(mem["pairs"].rows) == len(rows)
+    assert by_name(mem["statistic"])["aten::dropout"]["diff_bytes"] > 0
 
 
 def test_twenty_thousand_ops_per_side_align():
@@ -394,7 +394,7 @@ def test_twenty_thousand_ops_per_side_align():
     pairs, out = sheets(base, comp)
     matched = sum(p.base is not None and p.comp is not None for p in pairs)
     assert matched == 20_000 - 200 - 80  # 200 renamed, 80 dropped (no index is both: 3 mod 250 vs 0 mod 100)
-    assert len(out["OperatorCompare"].rows) == len(pairs)
+    assert len(out["pairs"].rows) == len(pairs)
 
 
 def test_input_shapes_key_the_same_on_either_device():

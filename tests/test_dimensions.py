@@ -27,16 +27,17 @@ def build(sides: Sides):
     comp = sides.comp.ops["name"].value_counts()
     names = sorted(set(base.index) | set(comp.index))
     rows = [[name, int(base.get(name, 0)), int(comp.get(name, 0))] for name in names]
-    return {"EventsPerOp": Table(columns=["name", "base_events", "comp_events"], rows=rows)}, []
+    return {"statistic": Table(columns=["name", "base_events", "comp_events"], rows=rows)}, []
 
 
-DIMENSION = Dimension(name="events_per_op", order=70, option="operator", sheets=("EventsPerOp",), build=build)
+DIMENSION = Dimension(name="events_per_op", order=70, option="operator", tables={"statistic": "EventsPerOp"},
+                      build=build)
 '''
 
 TOY_SHEET = '''
 [[sheets]]
 name = "EventsPerOp"
-source = "details:EventsPerOp"
+source = "table:events_per_op.statistic"
 columns = [
   { field = "name", header = "Operator Name", format = "text" },
   { field = "base_events", header = "Events", format = "integer", side = "base" },
@@ -61,24 +62,27 @@ def toy_dimension(tmp_path, monkeypatch):
 def test_every_dimension_is_declared_once_in_result_order():
     names = [d.name for d in dimensions.registry()]
     assert names == ["overall", "communication", "modules", "operators", "memory", "apis", "kernels"]
-    sheets = [s for d in dimensions.registry() for s in d.sheets]
-    assert len(sheets) == len(set(sheets))
-    assert dimensions.sheet_dimensions()["KernelTypeCompare"] == "kernels"
+    peer = dimensions.peer_names()
+    assert len(set(peer.values())) == len(peer)  # one table a sheet name, in the JSON document too
+    assert peer[("kernels", "types")] == "KernelTypeCompare" and peer[("overall", "timeline")] == "StepTimeline"
 
 
 def test_each_dimension_names_the_option_and_selector_the_cli_and_policy_use():
-    from perfcmp import choices, policy
+    from perfcmp import choices
 
     assert {d.option for d in dimensions.registry()} == set(choices.DIMENSIONS)
     selectors = {d.name: d.selector for d in dimensions.registry() if d.selector}
     assert selectors == {"overall": "overall", "communication": "comm", "operators": "op", "memory": "memory",
                          "kernels": "kernel"}
-    assert set(selectors.values()) == set(policy.DIMENSIONS)
+    assert dimensions.selectors() == ("overall", "memory", "op", "kernel", "comm")  # the gate messages' order
 
 
-def test_every_dimension_sheet_has_a_workbook_layout():
-    laid_out = {s.name for s in load_layout().sheets}
-    assert {s for d in dimensions.registry() for s in d.sheets} <= laid_out
+def test_every_dimension_table_has_a_workbook_sheet_of_its_peer_name():
+    """Each table but the trace output's events (JSON only) has a sheet reading it, named as the
+    JSON document names it."""
+    laid_out = {s.source: s.name for s in load_layout().sheets}
+    tables = {f"table:{d}.{role}": name for (d, role), name in dimensions.peer_names().items() if role != "timeline"}
+    assert {source: laid_out.get(source) for source in tables} == tables
 
 
 def _trace(write_kineto, name, ops):
@@ -95,7 +99,7 @@ def test_a_toy_dimension_is_one_module_and_one_sheet_entry(toy_dimension, write_
     comp = _trace(write_kineto, "comp.pt.trace.json", ["aten::mm", "aten::relu", "aten::mm", "aten::mm"])
     result = run(CompareOptions(base_path=base, comp_path=comp))
     # by hand: base mm ×2, add ×1; comparison mm ×3, relu ×1
-    assert result.details["EventsPerOp"].rows == [["aten::add", 1, 0], ["aten::mm", 2, 3], ["aten::relu", 0, 1]]
+    assert result.detail("events_per_op").rows == [["aten::add", 1, 0], ["aten::mm", 2, 3], ["aten::relu", 0, 1]]
     assert "events_per_op" in result.tables()
     assert result.table("events_per_op")["comp_events"].tolist() == [0, 3, 1]
     monkeypatch.setattr(xlsx, "load_layout", lambda: load_layout(shipped_layout_text() + TOY_SHEET))
@@ -111,10 +115,10 @@ def test_a_dimension_as_tidy_tables_with_totals_and_per_step_columns(small_gpu_t
     """Two steps a side, one aten::mm a step launching one kernel: 10 µs (base), 15 µs (comp)."""
     base, comp = small_gpu_trace("base.pt.trace.json"), small_gpu_trace("comp.pt.trace.json", kernel_us=15.0)
     result = run(CompareOptions(base_path=str(base), comp_path=str(comp)))
-    assert result.dimension_names() == ["operators", "apis", "kernels"]
+    assert result.dimension_names() == ["overall", "operators", "apis", "kernels"]
     ops = result.dimension("operators")
-    assert list(ops.tables) == ["OperatorCompareStatistic", "OperatorCompare"]
-    stat = ops.tables["OperatorCompareStatistic"]
+    assert list(ops.tables) == ["statistic", "pairs"]
+    stat = ops.tables["statistic"]
     assert stat[["name", "base_device_us", "comp_device_us"]].values.tolist() == [["aten::mm", 20.0, 30.0]]
     assert stat[["base_device_us_per_step", "comp_device_us_per_step"]].values.tolist() == [[10.0, 15.0]]
     assert ops.totals == {"base_device_us": 20.0, "base_device_us_per_step": 10.0,
@@ -122,3 +126,18 @@ def test_a_dimension_as_tidy_tables_with_totals_and_per_step_columns(small_gpu_t
     assert result.dimension("kernels").totals["comp_total_us_per_step"] == 15.0
     with pytest.raises(KeyError, match="no table"):
         result.dimension("memory")
+
+
+def test_the_overall_dimension_is_the_breakdown_with_per_step_columns(small_gpu_trace):
+    """Two steps a side, one 10 µs (base) / 15 µs (comp) kernel a step: Computing 20 -> 30 µs."""
+    base, comp = small_gpu_trace("base.pt.trace.json"), small_gpu_trace("comp.pt.trace.json", kernel_us=15.0)
+    result = run(CompareOptions(base_path=str(base), comp_path=str(comp)))
+    overall = result.dimension("overall")
+    assert list(overall.tables) == ["overall", "steps"]
+    rows = overall.tables["overall"].set_index("key")
+    assert rows.loc["computing", ["base_us", "comp_us"]].tolist() == [20.0, 30.0]
+    assert rows.loc["computing", ["base_us_per_step", "comp_us_per_step"]].tolist() == [10.0, 15.0]
+    steps = overall.tables["steps"]
+    assert steps["base_step"].tolist() == [1, 2] and steps["comp_computing_us"].tolist() == [15.0, 15.0]
+    assert (overall.totals["base_computing_us"], overall.totals["comp_computing_us_per_step"]) == (20.0, 15.0)
+    assert "base_computing.matmul_us" not in overall.totals  # headline rows only (level 0)

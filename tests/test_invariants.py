@@ -14,7 +14,7 @@ COMM_COLUMNS = ["order_id", "base_op", "base_task", "base_total_us", "base_wait_
 def result(details, overall=(), base=None, comp=None):
     side = SideSummary(source="a", device="NPU", producer="p")
     return ComparisonResult(tool_version="0", base=base or side, comparison=comp or side,
-                            overall=list(overall), details=details)
+                            overall=list(overall), dimension_tables=details)
 
 
 def comm_result(base_row, comp_row, uncovered=(100.0, 100.0)):
@@ -25,7 +25,7 @@ def comm_result(base_row, comp_row, uncovered=(100.0, 100.0)):
     comm = OverallRow(key="comm", label="Uncovered Communication Time", level=0,
                       base_us=uncovered[0], comp_us=uncovered[1])
     group = OverallRow(key="comm.group:dp", label="dp", level=1, base_us=uncovered[0], comp_us=uncovered[1])
-    return result({"CommunicationCompare": table}, [comm, group])
+    return result({"communication": {"statistic": table}}, [comm, group])
 
 
 def test_a_consistent_communication_sheet_breaks_nothing():
@@ -66,7 +66,7 @@ def memory_result(base_bytes, comp_bytes, op_memory=(3_000_000.0, 3_000_000.0), 
     table = Table(columns=["top", "name", "base_alloc_bytes", "comp_alloc_bytes"],
                   rows=[[1, "aten::empty", 1_000_000.0, 1_000_000.0], [2, "aten::conv", base_bytes, comp_bytes]])
     sides = [SideSummary(source="a", device="NPU", producer="p", op_memory_bytes=m, step=step) for m in op_memory]
-    return result({"MemoryCompareStatistic": table}, base=sides[0], comp=sides[1])
+    return result({"memory": {"statistic": table}}, base=sides[0], comp=sides[1])
 
 
 def test_per_op_memory_adds_up_to_the_exports_operator_memory():
@@ -94,7 +94,7 @@ def kernel_result(base_sheet_us, calls):
                           base_count=5, comp_count=5),
                OverallRow(key="computing.matmul", label="Matmul", level=1, base_us=500.0, comp_us=500.0,
                           base_count=5, comp_count=5)]
-    return result({"KernelCompare": kernels}, overall)
+    return result({"kernels": {"statistic": kernels}}, overall)
 
 
 def test_the_kernel_sheet_holds_what_computing_counts():

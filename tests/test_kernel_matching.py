@@ -75,7 +75,7 @@ def npu_kernel(op_type, dur):
 
 
 def rows(base, comp, opts=None):
-    return kernel_sheets(base, comp, opts or DetailOptions())["KernelCompare"].records()
+    return kernel_sheets(base, comp, opts or DetailOptions())["statistic"].records()
 
 
 STATS = ("base_calls", "base_total_us", "base_avg_us", "base_max_us", "base_min_us",
@@ -198,7 +198,7 @@ def test_disable_details_leaves_only_names_and_categories():
 def test_one_device_kind_keeps_todays_rows_and_leaves_the_match_columns_empty():
     base = side(GPU, [op("aten::linear", [(GEMM, 30.0)], "[[2,3],[3,4]]")])
     comp = side(GPU, [op("aten::linear", [(GEMM, 45.0)], "[[2,3],[3,4]]")])
-    got = kernel_sheets(base, comp, DetailOptions())["KernelCompare"]
+    got = kernel_sheets(base, comp, DetailOptions())["statistic"]
     assert got.columns == [*KERNEL_COLUMNS, *MATCH_COLUMNS]
     assert [r[1:] for r in got.rows] == [[GEMM, "[[2,3],[3,4]]", 30.0, 30.0, 30.0, 30.0, 1, 45.0, 45.0, 45.0, 45.0, 1,
                                           1.5, 1.5, None, None, None]]
@@ -206,7 +206,7 @@ def test_one_device_kind_keeps_todays_rows_and_leaves_the_match_columns_empty():
 
 def test_cross_device_sheet_has_the_same_columns():
     base = side(GPU, [op("aten::gelu", [(GELU, 8.0)])])
-    got = kernel_sheets(base, side(NPU, []), DetailOptions())["KernelCompare"]
+    got = kernel_sheets(base, side(NPU, []), DetailOptions())["statistic"]
     assert got.columns == [*KERNEL_COLUMNS, *MATCH_COLUMNS]
     assert [pick(r, "kernel", "match", "base_kernels", "comp_kernels") for r in got.records()] == [
         (GELU, "", "vectorized_elementwise_kernel ×1", None)]

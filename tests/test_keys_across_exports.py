@@ -77,7 +77,7 @@ def test_npu_against_npu_keeps_matmulv2_and_matmulv3_apart():
     base = profile(kernels=matmuls([10.0] * 8, [30.0]))
     comp = profile(kernels=matmuls([12.0] * 8, [20.0]))
     b, c = pair(base, comp)
-    rows = by(kernel_sheets(b, c, TYPES)["KernelTypeCompare"].records(), "kernel_type", "core_type")
+    rows = by(kernel_sheets(b, c, TYPES)["types"].records(), "kernel_type", "core_type")
     assert sorted(rows) == [("MatMulV2", "AI_CORE"), ("MatMulV3", "AI_CORE")]
     v2, v3 = rows[("MatMulV2", "AI_CORE")], rows[("MatMulV3", "AI_CORE")]
     # MatMulV2: 8 × 10 = 80 µs against 8 × 12 = 96 µs (ratio 1.2); MatMulV3: 30 against 20 µs (2/3)
@@ -85,7 +85,7 @@ def test_npu_against_npu_keeps_matmulv2_and_matmulv3_apart():
     assert v2["total_ratio"] == pytest.approx(1.2)
     assert (v3["base_calls"], v3["base_total_us"], v3["comp_calls"], v3["comp_total_us"]) == (1, 30.0, 1, 20.0)
     assert v3["total_ratio"] == pytest.approx(2 / 3)
-    kernels = by(kernel_sheets(b, c, OPTS)["KernelCompare"].records(), "kernel")
+    kernels = by(kernel_sheets(b, c, OPTS)["statistic"].records(), "kernel")
     assert sorted(kernels) == [("MatMulV2",), ("MatMulV3",)]
     assert kernels[("MatMulV2",)]["base_calls"] == 8 and kernels[("MatMulV3",)]["base_calls"] == 1
     assert set(b.compute["key"]) == {"MatMulV2", "MatMulV3"}  # the keys the samples and verdicts use too
@@ -127,7 +127,7 @@ def test_hip_and_cuda_runtime_calls_pair_across_gpu_vendors():
     mi300 = profile(DeviceKind.GPU, "AMD Instinct MI300X",
                     host=launches("hipLaunchKernel", "hipExtModuleLaunchKernel", "hipStreamSynchronize",
                                   "hipGetDevicePropertiesR0600"))
-    rows = by(api_sheets(*pair(h100, mi300), OPTS)["ApiCompare"].records(), "name")
+    rows = by(api_sheets(*pair(h100, mi300), OPTS)["statistic"].records(), "name")
     # launches: 3 calls (30 µs) against 2 (20 µs); syncs 1 against 1; the versioned HIP symbol
     # meets no CUDA call here (cudaGetDeviceProperties is not in this trace)
     launch = rows[("cudaLaunchKernel, cuLaunchKernel | hipLaunchKernel, hipExtModuleLaunchKernel",)]
@@ -141,14 +141,14 @@ def test_hip_and_cuda_runtime_calls_pair_across_gpu_vendors():
 def test_within_one_gpu_vendor_runtime_calls_keep_their_names():
     a = profile(DeviceKind.GPU, "NVIDIA A100-SXM4-80GB", host=launches("cudaLaunchKernel", "cuLaunchKernel"))
     h = profile(DeviceKind.GPU, "NVIDIA H100 80GB HBM3", host=launches("cudaLaunchKernel", "cudaLaunchKernel"))
-    rows = by(api_sheets(*pair(a, h), OPTS)["ApiCompare"].records(), "name")
+    rows = by(api_sheets(*pair(a, h), OPTS)["statistic"].records(), "name")
     # cudaLaunchKernel 1 call against 2; cuLaunchKernel base only: two rows, nothing folded
     assert sorted(rows) == [("cuLaunchKernel",), ("cudaLaunchKernel",)]
     assert (rows[("cudaLaunchKernel",)]["base_calls"], rows[("cudaLaunchKernel",)]["comp_calls"]) == (1, 2)
     assert rows[("cuLaunchKernel",)]["comp_calls"] is None
     amd = [profile(DeviceKind.GPU, "AMD Instinct MI300X", host=launches("hipLaunchKernel", "hipExtModuleLaunchKernel"))
            for _ in range(2)]
-    assert sorted(by(api_sheets(*pair(*amd), OPTS)["ApiCompare"].records(), "name")) == [
+    assert sorted(by(api_sheets(*pair(*amd), OPTS)["statistic"].records(), "name")) == [
         ("hipExtModuleLaunchKernel",), ("hipLaunchKernel",)]
 
 
@@ -190,7 +190,7 @@ def test_level0_against_level1_pairs_kernels_by_name_and_type_and_says_so():
                               ("aclnnMm_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", "", 20.0, 12.0),
                               ("aclnnRelu_Relu", "Relu", "AI_VECTOR_CORE", "", 40.0, 1.0)])
     b, c = pair(level1, level0)
-    rows = kernel_sheets(b, c, OPTS)["KernelCompare"].records()
+    rows = kernel_sheets(b, c, OPTS)["statistic"].records()
     # Add: 4 + 6 = 10 µs over 2 (both shapes in one row) against 5 + 5 = 10 over 2; MatMulV2 10
     # against 12 (1.2); Relu comparison only; no shape shown
     assert [(r["kernel"], r["input_shape"], r["base_calls"], r["base_total_us"], r["comp_calls"], r["comp_total_us"],
@@ -198,15 +198,17 @@ def test_level0_against_level1_pairs_kernels_by_name_and_type_and_says_so():
         ("Add", "", 2, 10.0, 2, 10.0, 1.0, "name"),
         ("MatMulV2", "", 1, 10.0, 1, 12.0, pytest.approx(1.2), "name"),
         ("Relu", "", None, None, 1, 1.0, None, None)]
-    (note,) = kernel_notes(b, c, OPTS)
+    (note,) = kernel_notes(b, c, OPTS, "KernelCompare")
     assert note.startswith("KernelCompare: the comparison profile has no kernel input shapes")
-    assert kernel_notes(c, b, OPTS)[0].startswith("KernelCompare: the base profile has no kernel input shapes")
+    assert kernel_notes(c, b, OPTS, "KernelCompare")[0].startswith(
+        "KernelCompare: the base profile has no kernel input shapes")
     # both sides with shapes (or neither): keyed by shapes as before, and no note
-    assert len(kernel_sheets(b, b, OPTS)["KernelCompare"].rows) == 3 and kernel_notes(b, b, OPTS) == []
-    assert kernel_notes(c, c, OPTS) == []
+    assert len(kernel_sheets(b, b, OPTS)["statistic"].rows) == 3 and kernel_notes(b, b, OPTS, "KernelCompare") == []
+    assert kernel_notes(c, c, OPTS, "KernelCompare") == []
     # a side with no kernels at all lacks no shapes: no note, shapes kept
     empty = pair(profile(), profile())[0]
-    assert kernel_notes(b, empty, OPTS) == [] and kernel_sheets(b, empty, OPTS)["KernelCompare"].rows[0][2] == "8,8;8,8"
+    assert kernel_notes(b, empty, OPTS, "KernelCompare") == []
+    assert kernel_sheets(b, empty, OPTS)["statistic"].rows[0][2] == "8,8;8,8"
 
 
 # --- self time: children clipped to the parent ---------------------------------------------------
@@ -249,7 +251,7 @@ def test_kernel_type_compare_is_op_statistic_row_by_row(samples_dir):
         want = {(r["OP Type"], r["Core Type"]): (int(r["Count"]), float(r["Total Time(us)"])) for r in csv.DictReader(handle)}
     assert want[("MatMulV2", "AI_CORE")][0] == 27 and want[("MatMulV3", "AI_CORE")][0] == 18
     result = perfcmp.compare(str(path), str(path), use_kernel_type=True)
-    rows = result.details["KernelTypeCompare"].records()
+    rows = result.detail("kernels", "types").records()
     got = {(r["kernel_type"], r["core_type"]): (r["base_calls"], round(r["base_total_us"], 3)) for r in rows}
     assert got == want
 
@@ -275,7 +277,7 @@ def level0_copy(samples_dir, tmp_path) -> Path:
 def test_level1_export_against_its_level0_copy_pairs_every_kernel(samples_dir, level0_copy):
     level1 = samples_dir / "npu/synthetic_full_ascend_pt"
     result = perfcmp.compare(str(level1), str(level0_copy))
-    rows = result.details["KernelCompare"].records()
+    rows = result.detail("kernels", "statistic").records()
     assert all(r["match"] == "name" for r in rows) and all(r["total_ratio"] == 1.0 for r in rows)
     with open(level1 / "ASCEND_PROFILER_OUTPUT/op_statistic.csv", newline="") as handle:
         stats = list(csv.DictReader(handle))
@@ -294,7 +296,7 @@ def test_real_gpu_traces_of_two_vendors_pair_their_runtime_calls(samples_dir):
     nvidia = samples_dir / "gpu/alexnet.pt.trace.json.gz"
     amd = samples_dir / "gpu/amd_mi250_kineto.pt.trace.json.gz"
     assert (vendor_of_path(str(nvidia)), vendor_of_path(str(amd))) == (NVIDIA, AMD)
-    rows = by(perfcmp.compare(str(nvidia), str(amd)).details["ApiCompare"].records(), "name")
+    rows = by(perfcmp.compare(str(nvidia), str(amd)).detail("apis", "statistic").records(), "name")
     # the AMD trace: 12 hipLaunchKernel + 2 hipExtModuleLaunchKernel; alexnet: 79 cudaLaunchKernel
     launch = rows[("cudaLaunchKernel | hipLaunchKernel, hipExtModuleLaunchKernel",)]
     assert (launch["base_calls"], launch["comp_calls"]) == (79, 14)

@@ -10,6 +10,7 @@ import pytest
 from perfcmp.golden import check, load, save
 from perfcmp.options import CompareOptions
 from perfcmp.policy import Policy, evaluate, exit_code, parse_gate, selects
+from perfcmp.render.reasons import sentences
 from perfcmp.base.errors import UsageError
 from perfcmp.results.samples import SampleSet
 from perfcmp.stats import pooled_t, t_quantile
@@ -73,7 +74,8 @@ def test_idle_time_varying_between_runs_is_measured_not_a_regression():
     # free 30 → 40 ms (+33 %) is no longer held to the one-run allowance: its own test, p 0.5413
     assert free.verdict == "within noise" and free.p_value == pytest.approx(0.5413, abs=1e-4) and not free.note
     assert verdict.overall == "neutral" and verdict.n_steps == (6, 6)
-    assert any(r.startswith("several runs a side (2 base, 2 comparison; 6 and 6 steps)") for r in verdict.reasons)
+    assert any(r.startswith("several runs a side (2 base, 2 comparison; 6 and 6 steps)")
+               for r in sentences(verdict))
     results = evaluate(policy, verdict)
     assert not results[0].failed and not results[0].undecided and exit_code(policy, verdict, results) == 0
 
@@ -133,4 +135,4 @@ def test_baseline_of_several_runs_round_trips(tmp_path):
     stored = load("two", str(tmp_path))
     assert len(stored.runs) == 1 and stored.runs[0].steps == [1009, 1010]  # ProfilerStep#1009, #1010 of tiny_test
     result = check("two", tiny, CompareOptions(base_path="two", comp_path=tiny), str(tmp_path))
-    assert any(r.startswith("several runs a side (2 base, 1 comparison;") for r in result.verdict.reasons)
+    assert any(r.startswith("several runs a side (2 base, 1 comparison;") for r in sentences(result.verdict))

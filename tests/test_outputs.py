@@ -87,8 +87,9 @@ def literal_result(base_source: str = "/nowhere/runs/base.json", comp_source: st
                            count=i + 1) for i in range(warnings)]
     return ComparisonResult(
         tool_version="0.0-test", base=side(base_source, 100.0), comparison=side(comp_source, 108.0), overall=rows,
-        details={"Zeta": Table(columns=["name", "base_us"], rows=[["x|y", 1.5], [None, 2]]),
-                 "Alpha": Table(columns=["name"], rows=[["a"]])},
+        dimension_tables={"operators": {"statistic": Table(columns=["name", "base_us"],
+                                                           rows=[["x|y", 1.5], [None, 2]])},
+                          "apis": {"statistic": Table(columns=["name"], rows=[["a"]])}},
         verdict=verdict, warnings=notes,
         options={"top": 10, "categories": "/nowhere/cats.toml", "base_step": None, "compare": "profiling"})
 
@@ -112,12 +113,14 @@ def test_schema_is_a_valid_2020_12_schema_of_the_current_version(schema):
 
 
 @pytest.mark.parametrize("struct, name", [
-    (ComparisonResult, None), (SideSummary, "side"), (OverallRow, "overall_row"), (model.StepMetrics, "step_metrics"),
+    (model.result_document(), None), (SideSummary, "side"), (OverallRow, "overall_row"),
+    (model.StepMetrics, "step_metrics"),
     (model.StepRow, "step_row"), (Table, "table"), (VerdictRow, "verdict_row"), (GateResult, "gate"),
     (Verdict, "verdict"), (WarningRecord, "warning"), (model.MigrationRow, "migration_row"),
     (model.KernelShare, "kernel_share"),
 ])
 def test_schema_documents_every_field_as_required(schema, struct, name):
+    """The JSON document's fields (the result's, its tables as ``details``: ``model.document``)."""
     node = schema if name is None else schema["$defs"][name]
     fields = [f.encode_name for f in msgspec.structs.fields(struct)]
     assert list(node["properties"]) == fields
@@ -144,8 +147,8 @@ def test_json_layout_sorted_dicts_indent_one_trailing_newline():
     data = jsonout.render(literal_result(verdict=literal_verdict()))
     assert data.startswith(b'{\n "format_version": 2,\n "tool_version"') and data.endswith(b"}\n")
     doc = json.loads(data)
-    assert list(doc) == [f.encode_name for f in msgspec.structs.fields(ComparisonResult)]  # struct order kept
-    assert list(doc["details"]) == ["Alpha", "Zeta"]
+    assert list(doc) == [f.encode_name for f in msgspec.structs.fields(model.result_document())]  # struct order kept
+    assert list(doc["details"]) == ["ApiCompare", "OperatorCompareStatistic"]  # the peer's names, sorted
     assert list(doc["options"]) == sorted(doc["options"])
     assert list(doc["verdict"]["thresholds"]) == ["absolute_us", "correction", "relative"]
     assert list(doc["verdict"]["outlier_steps"]) == ["base", "comparison"]

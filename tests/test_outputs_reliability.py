@@ -441,7 +441,7 @@ def test_forty_concurrent_runs_in_one_second_each_get_a_whole_set(tmp_path, demo
 
     def work(i: int) -> None:
         sys.stderr = open(logs / f"{i}.txt", "w")
-        output.write_outputs(msgspec.structs.replace(demo_result, details={}, tool_version=f"run-{i}"),
+        output.write_outputs(msgspec.structs.replace(demo_result, dimension_tables={}, tool_version=f"run-{i}"),
                              options.formats, options.output, top=options.detail.top, jobs=options.jobs)
         sys.stderr.flush()
 
@@ -511,12 +511,12 @@ def test_a_100k_character_op_name_is_cut_in_the_workbook_only(tmp_path, capsys, 
     import openpyxl
 
     name = "aten::" + "x" * 100_000
-    details = dict(demo_result.details)
-    api = details["ApiCompare"]
+    tables = {dim: dict(roles) for dim, roles in demo_result.dimension_tables.items()}
+    api = tables["apis"]["statistic"]
     at = api.columns.index("name")
-    details["ApiCompare"] = Table(columns=api.columns, rows=[[name if j == at else v for j, v in enumerate(row)]
-                                                             if i == 0 else row for i, row in enumerate(api.rows)])
-    result = msgspec.structs.replace(demo_result, details=details)
+    rows = [[name if j == at else v for j, v in enumerate(row)] if i == 0 else row for i, row in enumerate(api.rows)]
+    tables["apis"]["statistic"] = Table(columns=api.columns, rows=rows)
+    result = msgspec.structs.replace(demo_result, dimension_tables=tables)
     output.write_outputs(result, ("xlsx", "json"), str(tmp_path))
     err = capsys.readouterr().err
     book_path, json_path = written(err)
@@ -537,8 +537,8 @@ def test_a_100k_character_op_name_is_cut_in_the_workbook_only(tmp_path, capsys, 
 def test_workbook_without_warnings_gets_a_warnings_sheet_for_the_cut(tmp_path, demo_result):
     import openpyxl
 
-    result = msgspec.structs.replace(demo_result, warnings=[], details={
-        "ApiCompare": Table(columns=["name"], rows=[["y" * 40_000], ["z" * 50_000]])})
+    result = msgspec.structs.replace(demo_result, warnings=[], dimension_tables={
+        "apis": {"statistic": Table(columns=["name"], rows=[["y" * 40_000], ["z" * 50_000]])}})
     assert xlsx.write(result, str(tmp_path / "w.xlsx")) == 2
     sheet = openpyxl.load_workbook(tmp_path / "w.xlsx")["Warnings"]
     assert [row[2] for row in sheet.iter_rows(min_row=4, values_only=True)] == [xlsx.cut_note(2)]

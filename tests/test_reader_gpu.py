@@ -249,7 +249,7 @@ def test_cpu_only_pair_compares_memory(write_kineto, tmp_path):
     path = write_kineto(CPU_ONLY_EVENTS, name="cpu.pt.trace.json")
     result = run(CompareOptions(str(path), str(path)))
     assert result.base.peak_allocated_bytes == 5120.0 and result.comparison.peak_allocated_bytes == 5120.0
-    assert "MemoryCompare" in result.details
+    assert result.detail("memory", "pairs") is not None
     assert not [w for w in result.warnings if "memory" in w.message.lower()]
 
 

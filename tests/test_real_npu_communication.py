@@ -35,7 +35,7 @@ def _compare(base, comp):
 
 def _op_rows(result):
     """The per-op rows of CommunicationCompare (op "|" and a group)."""
-    rows = result.details["CommunicationCompare"].records()
+    rows = result.detail("communication", "statistic").records()
     return [r for r in rows if "|" in (r["base_op"], r["comp_op"]) and (r["base_group"] or r["comp_group"])]
 
 
@@ -89,7 +89,7 @@ def test_level0_rank1_against_rank0_is_inside_each_collective_and_adds_up(sample
 def test_level0_text_against_db_pairs_every_collective_and_task_type(samples_dir):
     text = _export(samples_dir, "real_msinsight_level0", "text", 0)
     db = _export(samples_dir, "real_msinsight_level0", "db", 0)
-    rows = _compare(text, db).details["CommunicationCompare"].records()
+    rows = _compare(text, db).detail("communication", "statistic").records()
     assert all(r["base_op"] is not None and r["comp_op"] is not None for r in rows)  # no one-sided row
     tasks = [r["base_task"] for r in rows if r["base_op"] == "|" and not r["base_group"]]
     assert tasks == ["SDMA", "Write Value", "Notify Wait"]

@@ -116,13 +116,13 @@ def test_text_against_db_of_one_job_pairs_every_kernel_and_api(samples_dir, gene
     result = run(CompareOptions(str(export(samples_dir, generation, "text", 0)), str(export(samples_dir, generation, "db", 0)),
                                 output=str(tmp_path), formats=("json",)))
     assert result.warnings == []
-    for sheet, base, comp in (("KernelCompare", "base_calls", "comp_calls"), ("ApiCompare", "base_calls", "comp_calls")):
-        table = result.details[sheet]
+    for sheet, base, comp in (("kernels", "base_calls", "comp_calls"), ("apis", "base_calls", "comp_calls")):
+        table = result.detail(sheet)
         col = {c: i for i, c in enumerate(table.columns)}
         rows = list(table.rows)
         one_sided = [r for r in rows if (r[col[base]] in (None, 0)) != (r[col[comp]] in (None, 0))]
         assert len(rows) > 30 and one_sided == [], (sheet, one_sided[:5])
-        if sheet == "KernelCompare":  # the same kernels, call for call
+        if sheet == "kernels":  # the same kernels, call for call
             assert all(r[col[base]] == r[col[comp]] for r in rows)
 
 
@@ -205,7 +205,7 @@ def kernel_types_text_against_db(samples_dir, generation: str, tmp_path):
     column positions and the rows."""
     result = run(CompareOptions(str(export(samples_dir, generation, "text", 0)), str(export(samples_dir, generation, "db", 0)),
                                 output=str(tmp_path), formats=("json",), detail=DetailOptions(use_kernel_type=True)))
-    table = result.details["KernelTypeCompare"]
+    table = result.detail("kernels", "types")
     return result, {c: i for i, c in enumerate(table.columns)}, list(table.rows)
 
 

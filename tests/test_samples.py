@@ -70,23 +70,25 @@ def test_real_gpu_against_real_npu():
     assert result.comparison.e2e_us / 1000 == pytest.approx(11.269917, rel=1e-6)
 
 
-@pytest.mark.parametrize("sample, sheets", [
-    ("gpu/alexnet.pt.trace.json.gz", {"OperatorCompareStatistic", "OperatorCompare", "ApiCompare", "KernelCompare"}),
-    ("gpu/nccl_data.pt.trace.json.gz", {"CommunicationCompare", "OperatorCompareStatistic", "OperatorCompare", "ApiCompare",
-                                        "KernelCompare"}),
-    ("npu/real_sample_ascend_pt", {"OperatorCompareStatistic", "OperatorCompare", "ApiCompare", "KernelCompare"}),
-    ("npu/synthetic_full_ascend_pt", {"CommunicationCompare", "OperatorCompareStatistic", "OperatorCompare",
-                                      "MemoryCompareStatistic", "MemoryCompare", "ApiCompare", "KernelCompare"}),
+OPS, APIS, KERNELS = {"operators": ["statistic", "pairs"]}, {"apis": ["statistic"]}, {"kernels": ["statistic"]}
+COMM, MEMORY = {"communication": ["statistic"]}, {"memory": ["statistic", "pairs"]}
+
+
+@pytest.mark.parametrize("sample, tables", [
+    ("gpu/alexnet.pt.trace.json.gz", {**OPS, **APIS, **KERNELS}),
+    ("gpu/nccl_data.pt.trace.json.gz", {**COMM, **OPS, **APIS, **KERNELS}),
+    ("npu/real_sample_ascend_pt", {**OPS, **APIS, **KERNELS}),
+    ("npu/synthetic_full_ascend_pt", {**COMM, **OPS, **MEMORY, **APIS, **KERNELS}),
 ])
-def test_every_applicable_detail_sheet_is_filled(sample, sheets):
+def test_every_applicable_detail_sheet_is_filled(sample, tables):
     result = run(CompareOptions(str(SAMPLES / sample), str(SAMPLES / sample)))
-    assert set(result.details) == sheets
-    assert all(table.rows for table in result.details.values())
+    assert {d: list(roles) for d, roles in result.dimension_tables.items()} == tables
+    assert all(table.rows for roles in result.dimension_tables.values() for table in roles.values())
 
 
 def test_gpu_communication_rows_are_named_per_collective():
     path = str(SAMPLES / "gpu/nccl_data.pt.trace.json.gz")
-    rows = run(CompareOptions(path, path)).details["CommunicationCompare"].records()
+    rows = run(CompareOptions(path, path)).detail("communication", "statistic").records()
     collectives = [r for r in rows if r["base_op"] != "|"]
     assert sorted(r["base_op"] for r in collectives) == ["allreduce", "broadcast"]
     assert {r["base_op"]: r["base_calls"] for r in collectives} == {"allreduce": 15, "broadcast": 6}

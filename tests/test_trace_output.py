@@ -54,7 +54,7 @@ def test_demo_pair_is_a_chrome_trace_with_both_steps_aligned(tmp_path):
     kernels = [e for e in events if e["pid"] == 1 and e["ph"] == "X" and e["cat"] in ("device.compute", "device.comm")]
     assert len(kernels) == _kernels_in_step(BASE, 1) == 41
     assert sum(e["cat"] == "device.comm" for e in kernels) == 2
-    assert "StepTimeline" in result.details  # kept only because trace was asked for
+    assert result.detail("overall", "timeline") is not None  # kept only because trace was asked for
 
 
 def test_findings_marked_on_the_comparison_kernels(tmp_path):
@@ -78,7 +78,7 @@ def test_chosen_steps_and_default_without_trace(tmp_path):
     step = next(e for e in doc["traceEvents"] if e["pid"] == 1 and e["name"] == "ProfilerStep#2")
     assert step["ts"] == 0.0 and step["dur"] == pytest.approx(4284.208, abs=1e-3)
     plain = run(CompareOptions(BASE, COMP, output=str(tmp_path), formats=("json",)))
-    assert "StepTimeline" not in plain.details
+    assert plain.detail("overall", "timeline") is None
     with pytest.raises(Exception, match="--format trace"):
         trace.render_file(plain, str(tmp_path / "x.trace.json"))
 

@@ -16,6 +16,8 @@ import pytest
 
 import simulator
 from perfcmp.base.errors import InputError
+from perfcmp.render.reasons import sentence, sentences
+from perfcmp.result import DEVICES_DIFFER, FEW_MATCHED, NO_STEPS, STEP_COUNTS
 from perfcmp.results.samples import SampleSet
 from perfcmp.verdict import Thresholds, choose_skip, judge, outlier_steps
 
@@ -83,7 +85,7 @@ def test_one_op_twenty_percent_slower_is_the_only_regression():
     assert row.relative == pytest.approx(0.2, abs=0.05)
     assert row.p_adjusted < 0.05 and row.ci_low > 0
     assert verdict.overall == "neutral"  # E2E moved < 1 %
-    assert any("op:k000" in reason for reason in verdict.reasons)  # listed as a note
+    assert any("op:k000" in reason for reason in sentences(verdict))  # listed as a note
 
 
 def test_doubled_communication_regresses():
@@ -128,7 +130,7 @@ def test_single_steps_apply_the_floors_only():
     assert rows["overall:e2e"].verdict == "unchanged"  # +2 %
     assert rows["memory:peak_allocated"].verdict == "unchanged"
     assert verdict.overall == "neutral"
-    assert "n=1: floors only, no significance test" in verdict.reasons
+    assert "n=1: floors only, no significance test" in sentences(verdict)
     assert verdict.n_steps == (1, 1)
 
 
@@ -140,7 +142,7 @@ def test_one_step_against_many_is_still_n1():
     assert rows["overall:e2e"].n1 and rows["overall:e2e"].verdict == "regressed"
     assert rows["op:a"].n1 and rows["op:a"].p_value is None and rows["op:a"].verdict == "regressed"
     assert verdict.overall == "regression"
-    assert any("n=1" in reason for reason in verdict.reasons)
+    assert any("n=1" in reason for reason in sentences(verdict))
 
 
 # --- floors ----------------------------------------------------------------------------------
@@ -190,7 +192,7 @@ def test_a_noisy_ten_percent_change_with_three_steps_is_within_noise():
     assert rows["op:a"].p_value >= 0.1  # 3 vs 3: the exact test cannot go lower
     assert rows["overall:e2e"].verdict == "within noise"
     assert verdict.overall == "inconclusive"
-    assert any("not significantly" in reason for reason in verdict.reasons)
+    assert any("not significantly" in reason for reason in sentences(verdict))
 
 
 # --- row kinds and comparability -------------------------------------------------------------
@@ -231,7 +233,10 @@ def test_gpu_against_npu_judges_overall_rows_only():
     verdict = judge(base, comp)
     rows = by_row(verdict)
     assert not verdict.comparable
-    assert any("devices differ" in reason for reason in verdict.reasons)
+    (reason,) = [r for r in verdict.reasons if r.kind == DEVICES_DIFFER]  # a record: the devices, no words
+    assert reason.names == {"base_device": "GPU", "comp_device": "NPU"}
+    assert sentence(reason, rows) == ("not comparable: devices differ (GPU vs NPU); op, kernel and communication "
+                                      "rows are not judged")
     assert {rows[r].verdict for r in rows if r.startswith(("op:", "comm:"))} == {"not comparable"}
     assert rows["overall:e2e"].verdict == "regressed" and verdict.overall == "regression"
     assert rows["memory:peak_allocated"].verdict == "unchanged"
@@ -243,7 +248,11 @@ def test_little_matched_op_time_is_not_comparable():
                  "kernel:k": [80, 80, 80]})
     verdict = judge(base, comp)
     assert not verdict.comparable and verdict.overall == "inconclusive"
-    assert any("25.0 %" in reason for reason in verdict.reasons)
+    # matched op time: op:a's 100 of the comparison's 400 µs a step, 25 % (< 50 %)
+    (reason,) = [r for r in verdict.reasons if r.kind == FEW_MATCHED]
+    assert reason.numbers == {"matched_share": 0.25, "matched_share_min": 0.5}
+    assert sentence(reason, {}) == ("not comparable: only 25.0 % of the comparison's op time is in op keys present "
+                                    "on both sides (< 50 %)")
     assert {r.verdict for r in verdict.rows if r.dimension in ("op", "kernel")} == {"not comparable"}
     assert by_row(verdict)["overall:e2e"].verdict == "unchanged"
 
@@ -252,7 +261,8 @@ def test_a_side_without_steps_is_inconclusive():
     verdict = judge(run(23), SampleSet(device="GPU", source="empty", steps=[], rows={}))
     assert (verdict.overall, verdict.comparable, verdict.n_steps) == ("inconclusive", False, (10, 0))
     assert {r.verdict for r in verdict.rows} == {"not comparable"}
-    assert any("comparison has no steps" in reason for reason in verdict.reasons)
+    assert [(r.kind, r.names) for r in verdict.reasons] == [(NO_STEPS, {"side": "comparison"})]
+    assert sentences(verdict) == ["not comparable: the comparison has no steps"]
 
 
 def test_step_counts_far_apart_are_a_note():
@@ -260,7 +270,9 @@ def test_step_counts_far_apart_are_a_note():
     comp = sset({"overall:e2e": [1000, 1010, 990, 1005, 995, 1000, 1002]})
     verdict = judge(base, comp, skip=0)
     assert verdict.comparable and verdict.overall == "neutral"
-    assert any(reason.startswith("note: step counts differ") for reason in verdict.reasons)
+    assert [(r.kind, r.numbers) for r in verdict.reasons] == [
+        (STEP_COUNTS, {"step_ratio": 2.0, "base_steps": 3, "comp_steps": 7})]
+    assert sentences(verdict) == ["note: step counts differ by more than 2× (3 vs 7 after the skip)"]
 
 
 def test_ragged_rows_are_an_input_error():
@@ -422,7 +434,7 @@ def test_every_step_moved_but_too_few_to_tell_is_inconclusive_not_within_noise()
     e2e = by_row(verdict)["overall:e2e"]
     assert e2e.verdict == "inconclusive" and e2e.p_value > 0.05
     assert "≥ 4 steps a side" in e2e.note
-    assert verdict.overall == "inconclusive" and any("E2E changed by" in r for r in verdict.reasons)
+    assert verdict.overall == "inconclusive" and any("E2E changed by" in r for r in sentences(verdict))
     # overlapping samples: within noise
     comp = sset({"overall:e2e": [110e3, 150e3]})
     assert by_row(judge(base, comp))["overall:e2e"].verdict == "within noise"
@@ -478,15 +490,21 @@ def test_one_occurrence_a_step_is_tested_on_the_steps():
 
 def test_reasons_are_records_whose_json_is_their_sentence():
     """Single steps, op:big +10 % while E2E moved +2 %: the reasons are an n=1 record and a
-    rows-moved record naming op:big; the JSON holds their sentences, which read back as the same
-    kinds (renderers select by kind, never by words)."""
+    rows-moved record naming op:big; the JSON holds their sentences (worded by
+    ``render.reasons`` from the verdict's rows), which read back as the same kinds and words
+    (renderers select by kind, never by words)."""
     from perfcmp.result import N1, ROWS_MOVED, Verdict, encode_hook
 
     base = sset({"overall:e2e": [10000], "op:big": [1000]})
     comp = sset({"overall:e2e": [10200], "op:big": [1100]})
     verdict = judge(base, comp)
-    assert [(r.kind, r.rows) for r in verdict.reasons] == [(N1, ()), (ROWS_MOVED, ("op:big",))]
-    encoded = msgspec.json.encode(verdict, enc_hook=encode_hook)
-    assert msgspec.json.decode(encoded)["reasons"][1] == "while E2E did not move: 1 row regressed: op:big (+10.0 %)"
+    assert [(r.kind, r.rows, r.names) for r in verdict.reasons] == [(N1, (), {}),
+                                                                   (ROWS_MOVED, ("op:big",), {"label": "regressed"})]
+    with pytest.raises(NotImplementedError, match="records"):  # no words of their own: the document words them
+        msgspec.json.encode(verdict, enc_hook=encode_hook)
+    worded = msgspec.structs.replace(verdict, reasons=sentences(verdict))
+    encoded = msgspec.json.encode(worded, enc_hook=encode_hook)
+    assert msgspec.json.decode(encoded)["reasons"] == ["n=1: floors only, no significance test",
+                                                       "while E2E did not move: 1 row regressed: op:big (+10.0 %)"]
     again = msgspec.json.decode(encoded, type=Verdict)
-    assert [r.kind for r in again.reasons] == [N1, ROWS_MOVED] and again.reasons == verdict.reasons
+    assert [r.kind for r in again.reasons] == [N1, ROWS_MOVED] and sentences(again) == sentences(verdict)

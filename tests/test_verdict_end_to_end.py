@@ -13,6 +13,7 @@ import simulator
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.policy import load_policy
+from perfcmp.render.reasons import sentences
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +80,7 @@ def test_single_step_pairs_judge_repeated_ops_on_their_occurrences(tmp_path):
     assert linear.p_value is not None and linear.p_adjusted < 0.05
     # the overall rows have a single sample: the floors alone decide
     assert rows["overall:e2e"].n1 and rows["overall:e2e"].p_value is None
-    assert any("n=1" in reason for reason in verdict.reasons)
+    assert any("n=1" in reason for reason in sentences(verdict))
 
 
 

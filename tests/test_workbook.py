@@ -69,13 +69,13 @@ def literal() -> ComparisonResult:
             verdict_row("op:z", "base only", None, comp=0.0),
             verdict_row("op:y", "improved", -0.25)]
     kernels = "".join(f"k{i} [duration: {i}.000]\n" for i in (1, 2, 3))
-    details = {"OperatorCompare": Table(columns=OPERATOR_FIELDS, rows=[
+    details = {"operators": {"pairs": Table(columns=OPERATOR_FIELDS, rows=[
         operator_row(1, kernels),                                   # three short lines
         operator_row(2, LONG_KERNEL + "\n"),                        # one line folded in four
         operator_row(3, None),                                      # no kernels: default height
-        operator_row(4, "".join(f"k{i}\n" for i in range(40)))])}   # 40 lines: Excel's cap
+        operator_row(4, "".join(f"k{i}\n" for i in range(40)))])}}  # 40 lines: Excel's cap
     return ComparisonResult(tool_version="0", base=side, comparison=SideSummary(source="new.json", device="GPU", producer="test"),
-                            overall=overall, details=details, verdict=Verdict(overall="regression", rows=rows),
+                            overall=overall, dimension_tables=details, verdict=Verdict(overall="regression", rows=rows),
                             warnings=[WarningRecord(side="comparison", source="new.json", message="odd thing", count=3)])
 
 
@@ -521,7 +521,7 @@ def test_a_sheet_past_excels_row_limit_is_cut_with_a_warning(tmp_path, monkeypat
 
     result = perfcmp.compare("golden/demo/gpu/base.pt.trace.json.gz", "golden/demo/gpu/comp.pt.trace.json.gz",
                              dimensions=["operator"], modules=False)
-    pairs = len(result.details["OperatorCompare"].rows)
+    pairs = len(result.detail("operators", "pairs").rows)
     notes = xlsx.render_file(result, str(tmp_path / "w.xlsx"))
     note = (f"OperatorCompare has {pairs:,} rows, more than an Excel sheet holds: the first 5 are shown; every row "
             "is in the JSON output and the Python API (result.table)")

@@ -29,6 +29,8 @@ from perfcmp.cluster.discover import FROM_NAME
 from perfcmp.results.cluster import (ClusterResult, ClusterSide, Finding, GroupTime, Link, RankMedians, RankRow,
                                     RankSummary, StepPair)
 from perfcmp.readers.groups import describe
+from perfcmp.render.reasons import sentence
+from perfcmp.result import N1, NOT_COMPARABLE
 from perfcmp.verdict import Thresholds, judge
 
 GroupKey = tuple[tuple[int, ...], tuple[str, ...], int]  # member ranks, collective kinds, n-th such group of the run
@@ -84,7 +86,8 @@ def _rank_row(rank: int, b: RankSummary | None, c: RankSummary | None, mb: RankM
     row.e2e_relative = e2e.relative if e2e else None
     row.computing_relative = computing.relative if computing else None
     row.e2e_p = e2e.p_value if e2e else None
-    row.note = "; ".join(r for r in verdict.reasons if r.startswith(("not comparable", "n=1")))
+    rows = {r.row: r for r in verdict.rows}
+    row.note = "; ".join(sentence(r, rows) for r in verdict.reasons if r.kind in (*NOT_COMPARABLE, N1))
     return row
 
 

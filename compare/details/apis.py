@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.details.common import Table, cells, ratios, union_order
+from perfcmp.result import STATISTIC
 from perfcmp.details.extract import SideDetails
 from perfcmp.names import Normalizer, load_api_map
 from perfcmp.options import DetailOptions
@@ -43,7 +44,7 @@ GROUP_NAMES_SHOWN = 2  # a side's calls named in a group's row; beyond that, "+N
 
 
 def api_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dict[str, Table]:
-    """{"ApiCompare": ...}; {} when either side has no APIs."""
+    """{STATISTIC: per API group}; {} when either side has no APIs."""
     if base.apis.empty or comp.apis.empty:
         return {}
     frames = [base.apis, comp.apis]
@@ -65,7 +66,7 @@ def api_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dic
         data[f"{stat}_ratio"] = ratios(c[stat].fillna(0.0).to_numpy(), b[stat].fillna(0.0).to_numpy())
     values = [data[col] for col in API_COLUMNS[1:]]
     rows = [[n + 1, *row] for n, row in enumerate(zip(*values))]
-    return {"ApiCompare": Table(columns=list(API_COLUMNS), rows=rows)}
+    return {STATISTIC: Table(columns=list(API_COLUMNS), rows=rows)}
 
 
 def fold_runtime_calls(apis: pd.DataFrame, groups: Normalizer) -> pd.DataFrame:

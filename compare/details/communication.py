@@ -64,6 +64,7 @@ from perfcmp.base import intervals as iv
 from perfcmp.breakdown import transfer_mask
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
+from perfcmp.result import STATISTIC
 from perfcmp.options import DetailOptions
 
 TASK_MARK = "|"
@@ -81,7 +82,7 @@ _TIMES = ("transit_us", "wait_us", "sync_us", "idle_us", "bytes", "transfer_us",
 
 
 def communication_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dict[str, Table]:
-    """{"CommunicationCompare": ...}, or {} when neither side has communication ops."""
+    """{STATISTIC: per collective and its tasks}, or {} when neither side has communication ops."""
     if base.comm.empty and comp.comm.empty:
         return {}
     b, c = _SideComm.of(base), _SideComm.of(comp)
@@ -103,7 +104,7 @@ def communication_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptio
         block = _block(bt.reindex(names), ct.reindex(names), _task_labels(names, bt.index), _task_labels(names, ct.index))
         for row in block:
             rows.append([len(rows) + 1, *row, *([None] * 2 * len(SPLIT))])
-    return {"CommunicationCompare": Table(columns=list(COMM_COLUMNS), rows=rows)}
+    return {STATISTIC: Table(columns=list(COMM_COLUMNS), rows=rows)}
 
 
 def _interleave(base: list, comp: list) -> list:

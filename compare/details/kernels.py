@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
+from perfcmp.result import STATISTIC, TYPES
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernel_groups import cross_device_columns
 from perfcmp.details.operators import Pairs, align_ops
@@ -53,7 +54,7 @@ MATCH_COLUMNS = ["match", "base_kernels", "comp_kernels"]
 
 def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
                   pairs: Callable[[], Pairs] | None = None) -> dict[str, Table]:
-    """{"KernelCompare": ...}, or {"KernelTypeCompare": ...} with ``opts.use_kernel_type``;
+    """{STATISTIC: per kernel key}, or {TYPES: per kernel type} with ``opts.use_kernel_type``;
     {} when neither side has compute kernels. ``pairs``: the op alignment, when the caller has
     it (asked for only when the sides are of different vendors)."""
     if base.compute.empty and comp.compute.empty:
@@ -62,17 +63,17 @@ def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         sides = (base.compute, comp.compute)
         if coreless_side(base, comp) is not None:  # one export names no core: the types pair by kernel type alone
             sides = tuple(frame.assign(core=np.full(len(frame), "", dtype=object)) for frame in sides)
-        return {"KernelTypeCompare": _kernel_table(*sides, "core", KERNEL_TYPE_COLUMNS, by_ratio=True)}
+        return {TYPES: _kernel_table(*sides, "core", KERNEL_TYPE_COLUMNS, by_ratio=True)}
     if across_vendors(base.vendor, comp.vendor):
         data = cross_device_columns(base, comp, pairs() if pairs is not None else align_ops(base, comp, opts))
         columns = [*KERNEL_COLUMNS, *MATCH_COLUMNS]
         rows = [[n + 1, *row] for n, row in enumerate(zip(*(data[c] for c in columns[1:])))]
-        return {"KernelCompare": Table(columns=columns, rows=rows)}
+        return {STATISTIC: Table(columns=columns, rows=rows)}
     shapeless = shapeless_side(base, comp)
     if shapeless is None:
         same = _kernel_table(base.compute, comp.compute, "input_shapes", KERNEL_COLUMNS, by_ratio=False)
-        return {"KernelCompare": Table(columns=[*same.columns, *MATCH_COLUMNS],
-                                       rows=[[*row, None, None, None] for row in same.rows])}
+        return {STATISTIC: Table(columns=[*same.columns, *MATCH_COLUMNS],
+                                 rows=[[*row, None, None, None] for row in same.rows])}
     # one side recorded no kernel shapes (profiler level 0): the kernels pair by name and type
     # alone, on both sides, and each paired row says so in its "match" column
     same = _kernel_table(*(_without_shapes(side.compute) for side in (base, comp)), "input_shapes", KERNEL_COLUMNS,
@@ -80,10 +81,10 @@ def kernel_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     at = {c: i for i, c in enumerate(same.columns)}
     rows = [[*row, NAME_ONLY if row[at["base_calls"]] is not None and row[at["comp_calls"]] is not None else None,
              None, None] for row in same.rows]
-    return {"KernelCompare": Table(columns=[*same.columns, *MATCH_COLUMNS], rows=rows)}
+    return {STATISTIC: Table(columns=[*same.columns, *MATCH_COLUMNS], rows=rows)}
 
 
-NAME_ONLY = "name"  # the "match" of a KernelCompare row paired by kernel name and type alone
+NAME_ONLY = "name"  # the "match" of a kernel row paired by kernel name and type alone
 
 
 def shapeless_side(base: SideDetails, comp: SideDetails) -> str | None:
@@ -114,21 +115,21 @@ def coreless_side(base: SideDetails, comp: SideDetails) -> str | None:
     return "base" if unnamed[0] else "comparison"
 
 
-def kernel_notes(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> list[str]:
-    """The warnings the kernel sheets' rows need read beside them: kernels paired by name and type
-    alone when one side has no kernel shapes; kernel types without their core type when one side
-    names no core."""
+def kernel_notes(base: SideDetails, comp: SideDetails, opts: DetailOptions, table: str) -> list[str]:
+    """The warnings the kernel table's rows need read beside them (``table``: what they call it):
+    kernels paired by name and type alone when one side has no kernel shapes; kernel types
+    without their core type when one side names no core."""
     if opts.use_kernel_type:
         side = coreless_side(base, comp)
         return [] if side is None else [
-            f"KernelTypeCompare: the {side} profile names no core type for some of its kernels (its trace types "
+            f"{table}: the {side} profile names no core type for some of its kernels (its trace types "
             "them \"Other\"), so kernel types are paired by type alone, on both sides; the core_type column is empty"]
     if across_vendors(base.vendor, comp.vendor):
         return []
     side = shapeless_side(base, comp)
     if side is None:
         return []
-    return [f"KernelCompare: the {side} profile has no kernel input shapes (profiler level 0?), so kernels are "
+    return [f"{table}: the {side} profile has no kernel input shapes (profiler level 0?), so kernels are "
             "paired by name and type alone, on both sides; the input_shape column is empty"]
 
 

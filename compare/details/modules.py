@@ -28,6 +28,7 @@ import pandas as pd
 
 from perfcmp.align import align, ramps
 from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cell_column, ratio, ratio_column, slice_children
+from perfcmp.result import PAIRS, STATISTIC
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions
@@ -52,7 +53,8 @@ STATISTIC_COLUMNS = [
 
 
 def module_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> dict[str, Table]:
-    """``ModuleCompareStatistic`` (and ``ModuleCompare`` unless ``--disable_details``); {} when
+    """{STATISTIC: per module instance and op, PAIRS: per instance pair (unless
+    ``--disable_details``)}; {} when
     module sheets are off or a side has no module instance (the caller falls back to the
     operator sheets)."""
     if not (opts.modules and base.has_modules and comp.has_modules):
@@ -63,9 +65,9 @@ def module_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions) -> 
     base.module_tree = comp.module_tree = None  # taken: held no longer than the sheets need it
     if b_tree.n == 0 or c_tree.n == 0:
         return {}
-    sheets = {"ModuleCompareStatistic": _statistic(b_tree, c_tree)}
+    sheets = {STATISTIC: _statistic(b_tree, c_tree)}
     if opts.details:
-        sheets["ModuleCompare"] = _compare(b_tree, c_tree)
+        sheets[PAIRS] = _compare(b_tree, c_tree)
     return sheets
 
 
@@ -175,7 +177,7 @@ def _compare(b: ModuleTree, c: ModuleTree) -> Table:
 
 def _rows(b: ModuleTree, c: ModuleTree, pairs: list[tuple[int, int]],
           aligner: _Aligner) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """ModuleCompare's rows: per instance pair (-1: a missing side), its TOTAL row, then one row
+    """The pairs table's rows: per instance pair (-1: a missing side), its TOTAL row, then one row
     per step of aligning the two instances' top-level ops by key. Returns per row the base and
     comparison instance, op (-1: the TOTAL row or a missing side) and whether it is a TOTAL row.
 

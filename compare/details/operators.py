@@ -40,6 +40,7 @@ import pandas as pd
 
 from perfcmp.align import align_arrays
 from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, group_codes, ratio_column, ratios, slice_children
+from perfcmp.result import PAIRS, STATISTIC
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer
@@ -155,12 +156,12 @@ def _one_sided(rows: np.ndarray, step: int, phase: np.ndarray, base: bool) -> Pa
 
 def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
                     pairs: Pairs) -> dict[str, Table]:
-    """OperatorCompareStatistic, and OperatorCompare unless ``--disable_details``; {} when
-    neither side has ops.
+    """{STATISTIC: per op key, PAIRS: per aligned op pair (unless ``--disable_details``)}; {}
+    when neither side has ops.
 
-    OperatorCompare: one row per pair; ``*_device_us`` = Σ durations of the kernels in the
+    PAIRS: one row per pair; ``*_device_us`` = Σ durations of the kernels in the
     op's subtree (µs, 0 for a missing side), diff_us = comp − base, ratio = comp / base.
-    OperatorCompareStatistic: one row per key over all top-level ops; ``*_device_us`` (µs),
+    STATISTIC: one row per key over all top-level ops; ``*_device_us`` (µs),
     ``*_count``, diff_us; sorted by diff_us descending, then name.
     """
     if not (base.ops["top"].any() or comp.ops["top"].any()):
@@ -168,7 +169,7 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
     use_shape = opts.use_input_shape
     stat = _statistic(base, comp, use_shape, lambda side: {"device": side.ops["device_us"].to_numpy()})
     b_us, c_us = stat["base_device"].to_numpy(), stat["comp_device"].to_numpy()
-    sheets = {"OperatorCompareStatistic": _ranked_table(stat, {
+    sheets = {STATISTIC: _ranked_table(stat, {
         "base_device_us": b_us, "base_count": stat["base_count"].to_numpy(),
         "comp_device_us": c_us, "comp_count": stat["comp_count"].to_numpy(),
         "diff_us": c_us - b_us, "ratio": ratios(c_us, b_us)}, "diff_us")}
@@ -176,7 +177,7 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         rows = _PairRows(base, comp, pairs)
         b_us, c_us = rows.values("device_us")
         (b_n, b_kernels), (c_n, c_kernels) = (rows.children("kernels", "kernel", KERNEL_CHILD, side) for side in (True, False))
-        sheets["OperatorCompare"] = _table({
+        sheets[PAIRS] = _table({
             "order_id": np.arange(1, len(pairs) + 1),
             **rows.identity(),
             "base_kernels": b_n,
@@ -191,11 +192,11 @@ def operator_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
 
 def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
                   pairs: Pairs) -> dict[str, Table]:
-    """MemoryCompareStatistic, and MemoryCompare unless ``--disable_details``; {} when neither
-    side has per-op memory blocks.
+    """{STATISTIC: per op key, PAIRS: per aligned op pair (unless ``--disable_details``)}; {}
+    when neither side has per-op memory blocks.
 
-    MemoryCompare: one row per pair; ``*_size_bytes`` = Σ bytes of the blocks allocated in the
-    op's subtree, diff_bytes, ratio. MemoryCompareStatistic: per key over all top-level ops:
+    PAIRS: one row per pair; ``*_size_bytes`` = Σ bytes of the blocks allocated in the
+    op's subtree, diff_bytes, ratio. STATISTIC: per key over all top-level ops:
     ``*_alloc_us`` = Σ (release − alloc) of the blocks (µs; unreleased blocks count 0),
     ``*_alloc_bytes`` = Σ bytes, ``*_count`` = top-level ops; diff_bytes; sorted by diff_bytes
     descending, then name.
@@ -204,7 +205,7 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         return {}
     stat = _statistic(base, comp, opts.use_input_shape, _top_memory)
     b_bytes, c_bytes = stat["base_bytes"].to_numpy(), stat["comp_bytes"].to_numpy()
-    sheets = {"MemoryCompareStatistic": _ranked_table(stat, {
+    sheets = {STATISTIC: _ranked_table(stat, {
         "base_alloc_us": stat["base_held"].to_numpy(), "base_alloc_bytes": b_bytes,
         "base_count": stat["base_count"].to_numpy(),
         "comp_alloc_us": stat["comp_held"].to_numpy(), "comp_alloc_bytes": c_bytes,
@@ -214,7 +215,7 @@ def memory_sheets(base: SideDetails, comp: SideDetails, opts: DetailOptions,
         rows = _PairRows(base, comp, pairs)
         b_bytes, c_bytes = rows.block_sums(lambda side: side.allocations["bytes"].to_numpy())
         (b_n, b_blocks), (c_n, c_blocks) = (rows.children("allocations", "alloc", ALLOC_CHILD, side) for side in (True, False))
-        sheets["MemoryCompare"] = _table({
+        sheets[PAIRS] = _table({
             "order_id": np.arange(1, len(pairs) + 1),
             **rows.identity(),
             "base_allocations": b_n,

@@ -1,5 +1,6 @@
-"""Which detail sheets a comparison gets, and building them: every enabled dimension of the
-registry (``perfcmp.dimensions``) that has detail tables, each by its own ``build``.
+"""Which detail tables a comparison gets, and building them: every enabled dimension of the
+registry (``perfcmp.dimensions``) that has detail tables, each by its own ``build``, kept by
+dimension and role (``ComparisonResult.dimension_tables``).
 
 The peer's decision table (peer doc §5.1), with its gaps closed: module sheets when both sides
 have ``nn.Module`` data (else operator sheets, with a warning saying why); memory sheets only
@@ -19,11 +20,14 @@ from perfcmp.base.procs import Beside
 from perfcmp.result import Table, WarningRecord
 
 
-def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
-                    consume: bool = False, fork: bool = False) -> tuple[dict[str, Table], list[WarningRecord]]:
-    """All enabled detail sheets, by sheet name, and a warning per sheet left out.
+Tables = dict[str, dict[str, Table]]  # dimension -> role -> table (``ComparisonResult.dimension_tables``)
 
-    Dimensions are built in ``stage`` order and their sheets and warnings kept in registry
+
+def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
+                    consume: bool = False, fork: bool = False) -> tuple[Tables, list[WarningRecord]]:
+    """All enabled detail tables, by dimension and role, and a warning per table left out.
+
+    Dimensions are built in ``stage`` order and their tables and warnings kept in registry
     order, whichever order they are built in. With ``consume``, a side's compute kernels are
     dropped (left empty) as soon as every dimension reading them is built: the kernel sheets
     are built first, before the per-op sheets, the largest, are made.
@@ -55,12 +59,13 @@ def compare_details(base: SideDetails, comp: SideDetails, opts: DetailOptions,
             built.update(child.result_or(lambda: _build_all(aside, sides)))
             if consume:
                 _drop_compute(base, comp)
-    sheets, notes = {}, []
+    tables, notes = {}, []
     for dim in chosen:
         if dim.name in built:
-            sheets.update(built[dim.name][0])
+            if built[dim.name][0]:
+                tables[dim.name] = built[dim.name][0]
             notes += built[dim.name][1]
-    return sheets, [WarningRecord(side="", source="", message=note) for note in notes]
+    return tables, [WarningRecord(side="", source="", message=note) for note in notes]
 
 
 def _stands_in(dim: Dimension, sides: Sides) -> bool:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.diagnosis.model import Diagnosis, Evidence, Finding
+from perfcmp.result import STATISTIC, TYPES
 
 SIGNIFICANT = {"regressed", "improved", "base only", "comparison only"}
 TESTED = {"regressed", "improved"}
@@ -230,9 +231,9 @@ def _kernel_findings(result, ctx: _Context, facts: tuple[dict, dict], notes: lis
     """Findings from the KernelCompare rows (module docstring). Each row's per-step change is
     split into its duration and count parts and filed under its class's mechanism when the
     kernel's verdict (``kernel:<name>``) clears noise."""
-    table = result.details.get("KernelCompare")
+    table = result.detail("kernels", STATISTIC)
     if table is None:
-        if result.details.get("KernelTypeCompare") is None:
+        if result.detail("kernels", TYPES) is None:
             notes.append("kernel mechanisms (slower kernels, added operators, conversions, AI_CPU fallback, fusion) "
                          "not judged: no KernelCompare sheet (enable the kernel comparison)")
         else:
@@ -352,7 +353,7 @@ def _comm_findings(result, ctx: _Context, notes: list[str], facts: tuple[dict, d
     if has_wait:
         evidence += [Evidence(kind="overall", name="of it waiting", base=wait_b, comp=wait_c, diff=d_wait),
                      Evidence(kind="overall", name="of it transfer", base=b - wait_b, comp=c - wait_c, diff=d_transfer)]
-    comm = result.details.get("CommunicationCompare")
+    comm = result.detail("communication", STATISTIC)
     op_b = op_c = None
     if comm is not None:
         recs = [r for r in comm.records() if r["base_op"] != "|" and r["comp_op"] != "|"]
@@ -397,7 +398,7 @@ def _comm_findings(result, ctx: _Context, notes: list[str], facts: tuple[dict, d
 def _api_per_step(result, ctx: _Context, patterns: list[str]) -> list[tuple[str, float, float, float, float]]:
     """ApiCompare rows whose name contains a pattern: (name, base µs, comp µs, base calls,
     comp calls), per step."""
-    table = result.details.get("ApiCompare")
+    table = result.detail("apis", STATISTIC)
     if table is None:
         return []
     out = []
@@ -418,7 +419,7 @@ def _free_findings(result, ctx: _Context, notes: list[str]) -> list[Finding]:
     ok, how = ctx.significant("overall:free", b, c)
     if not ok or b == c:
         return []
-    if result.details.get("ApiCompare") is None:
+    if result.detail("apis", STATISTIC) is None:
         notes.append("host mechanisms (data loading, synchronisation, dispatch) not judged: no ApiCompare sheet")
         return []
     left = c - b
@@ -505,7 +506,7 @@ def _memory_findings(result, ctx: _Context, notes: list[str]) -> list[Finding]:
         evidence.append(Evidence(kind="memory", name="reserved − allocated", unit="bytes", base=gb, comp=gc, diff=gc - gb))
         if gc - gb > 0.5 * (mc - mb) > 0:
             frag = "; most of the growth is reserved but not allocated (fragmentation)"
-    stat = result.details.get("MemoryCompareStatistic")
+    stat = result.detail("memory", STATISTIC)
     if stat is not None:
         rows = sorted(stat.records(), key=lambda r: -(r["diff_bytes"] or 0) * np.sign(mc - mb))
         evidence += [Evidence(kind="op", name=str(r["name"]), unit="bytes", base=r["base_alloc_bytes"],

@@ -2,7 +2,7 @@
 
 The result never holds a profile's raw events; only when ``trace`` is among the formats does
 the pipeline keep the chosen step of each side here, as one compact table stored in the
-result's details under ``StepTimeline`` (so ``perfcmp render RESULT.json --format trace``
+result as the overall dimension's ``timeline`` table (so ``perfcmp render RESULT.json --format trace``
 works from a JSON result written in the same run). Columns:
 
 ``side``      "base" / "comparison"
@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 COLUMNS = ["side", "step", "track", "lane", "name", "cat", "start_us", "dur_us"]
-SHEET = "StepTimeline"
 MAX_EVENTS = 200_000  # per side: a step of a large model stays a few MB of JSON
 
 

@@ -3,6 +3,7 @@ group (``perfcmp.details.apis``)."""
 
 from perfcmp.details.apis import api_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
+from perfcmp.result import STATISTIC
 
 SHEET = "ApiCompare"
 
@@ -12,5 +13,5 @@ def build(sides: Sides) -> Built:
     return left_out(api_sheets(sides.base, sides.comp, sides.opts), SHEET, "one profile has no host API events")
 
 
-DIMENSION = Dimension(name="apis", order=50, option="api", sheets=(SHEET,), build=build, stage=2,
-                      notable=(Notable("host APIs", 6, SHEET, ("name",), "base_total_us", "comp_total_us"),))
+DIMENSION = Dimension(name="apis", order=50, option="api", tables={STATISTIC: SHEET}, build=build, stage=2,
+                      notable=(Notable("host APIs", 6, STATISTIC, ("name",), "base_total_us", "comp_total_us"),))

@@ -7,6 +7,7 @@ from perfcmp.details.communication import communication_sheets
 from perfcmp.details.extract import SideDetails
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import COMM
+from perfcmp.result import STATISTIC
 from perfcmp.samples import in_steps
 
 SHEET = "CommunicationCompare"
@@ -21,12 +22,13 @@ def build(sides: Sides) -> Built:
 def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes: bool) -> pd.DataFrame:
     """The communication ops starting in a step: step (position), key (the collective), start,
     value = duration (µs). An op whose name is lost (an empty string in a damaged export) has no
-    collective, so no row, as in CommunicationCompare (``keys.sheet_keys``)."""
+    collective, so no row, as in its table (``keys.table_keys``)."""
     occurrences = in_steps(details.comm, windows)
     return occurrences[occurrences["key"].astype(str) != ""] if len(occurrences) else occurrences
 
 
-DIMENSION = Dimension(name="communication", order=10, option="communication", sheets=(SHEET,), key=COMM,
-                      samples=samples, selector=COMM, build=build, stage=0,
-                      notable=(Notable("communication", 4, SHEET, ("base_op", "comp_op"), "base_total_us",
+DIMENSION = Dimension(name="communication", order=10, option="communication", tables={STATISTIC: SHEET}, key=COMM,
+                      key_fields=("base_op", "comp_op"),
+                      samples=samples, selector=COMM, selector_rank=4, build=build, stage=0,
+                      notable=(Notable("communication", 4, STATISTIC, ("base_op", "comp_op"), "base_total_us",
                                        "comp_total_us", skip="|"),))

@@ -8,6 +8,7 @@ from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernels import kernel_notes, kernel_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import KERNEL
+from perfcmp.result import STATISTIC, TYPES
 from perfcmp.samples import in_steps
 
 SHEETS = ("KernelCompare", "KernelTypeCompare")
@@ -18,7 +19,7 @@ def build(sides: Sides) -> Built:
     base, comp, opts = sides.base, sides.comp, sides.opts
     name = SHEETS[1] if opts.use_kernel_type else SHEETS[0]
     sheets, notes = left_out(kernel_sheets(base, comp, opts, sides.pairs), name, "neither profile has compute kernels")
-    return sheets, notes + (kernel_notes(base, comp, opts) if sheets else [])
+    return sheets, notes + (kernel_notes(base, comp, opts, name) if sheets else [])
 
 
 def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes: bool) -> pd.DataFrame:
@@ -27,9 +28,10 @@ def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes:
     return in_steps(details.compute, windows)
 
 
-DIMENSION = Dimension(name="kernels", order=60, option="kernel", sheets=SHEETS, key=KERNEL, samples=samples,
-                      selector=KERNEL, build=build, stage=1, reads_compute=True, aside=True,
-                      notable=(Notable("kernels", 2, SHEETS[0], ("kernel", "input_shape"), "base_total_us",
+DIMENSION = Dimension(name="kernels", order=60, option="kernel", tables={STATISTIC: SHEETS[0], TYPES: SHEETS[1]},
+                      key=KERNEL, samples=samples, selector=KERNEL, selector_rank=3, build=build, stage=1,
+                      reads_compute=True, aside=True,
+                      notable=(Notable("kernels", 2, STATISTIC, ("kernel", "input_shape"), "base_total_us",
                                        "comp_total_us", join=True),
-                               Notable("kernel types", 3, SHEETS[1], ("kernel_type", "core_type"), "base_total_us",
+                               Notable("kernel types", 3, TYPES, ("kernel_type", "core_type"), "base_total_us",
                                        "comp_total_us", join=True)))

@@ -5,6 +5,7 @@ aligned op pair (``perfcmp.details.operators``); the verdict tests the allocator
 from perfcmp.details.operators import memory_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import MEMORY
+from perfcmp.result import PAIRS, STATISTIC
 
 SHEETS = ("MemoryCompareStatistic", "MemoryCompare")
 
@@ -16,7 +17,8 @@ def build(sides: Sides) -> Built:
     return left_out(built, SHEETS[0], "neither profile has per-op memory data ([memory] events or operator_memory.csv)")
 
 
-DIMENSION = Dimension(name="memory", order=40, option="memory", sheets=SHEETS, key=MEMORY, selector=MEMORY, build=build,
-                      stage=4, aside=True,
-                      notable=(Notable("memory", 5, SHEETS[0], ("name",), "base_alloc_bytes", "comp_alloc_bytes",
+DIMENSION = Dimension(name="memory", order=40, option="memory", tables={STATISTIC: SHEETS[0], PAIRS: SHEETS[1]},
+                      key=MEMORY, selector=MEMORY, selector_rank=1, build=build,
+                      sums=(("alloc_bytes", "size_bytes", None),), stage=4, aside=True,
+                      notable=(Notable("memory", 5, STATISTIC, ("name",), "base_alloc_bytes", "comp_alloc_bytes",
                                        memory=True),))

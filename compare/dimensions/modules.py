@@ -3,8 +3,11 @@ have module data their sheets stand in for the operator sheets, else a note says
 
 from perfcmp.details.modules import module_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides
+from perfcmp.result import PAIRS, STATISTIC
 
 SHEETS = ("ModuleCompareStatistic", "ModuleCompare")
+# the statistic's [ TOTAL ] rows (the pairs table's TOTAL rows) total the module's time
+_TOTALS = ("op_name", ("[ TOTAL ]", "TOTAL"), "op_name")
 
 
 def applies(sides: Sides) -> bool:
@@ -20,11 +23,12 @@ def build(sides: Sides) -> Built:
         return {}, []
     missing = [name for name, side in (("base", sides.base), ("comparison", sides.comp)) if not side.has_modules]
     which = "neither profile has" if len(missing) == 2 else f"the {missing[0]} profile has no"
-    return {}, [f"ModuleCompare: {which} nn.Module data (python_function events, with_modules=True): "
+    return {}, [f"{SHEETS[1]}: {which} nn.Module data (python_function events, with_modules=True): "
                 "operator sheets instead"]
 
 
-DIMENSION = Dimension(name="modules", order=20, option="operator", sheets=SHEETS, build=build, stage=3,
+DIMENSION = Dimension(name="modules", order=20, option="operator", tables={STATISTIC: SHEETS[0], PAIRS: SHEETS[1]},
+                      build=build, sums=(("total_us", "total_us", _TOTALS), ("self_us", "self_us", _TOTALS)), stage=3,
                       replaces="operators", applies=applies,
-                      notable=(Notable("modules", 1, SHEETS[0], ("module_name",), "base_total_us", "comp_total_us",
+                      notable=(Notable("modules", 1, STATISTIC, ("module_name",), "base_total_us", "comp_total_us",
                                        where=(("op_name", "[ TOTAL ]"),)),))

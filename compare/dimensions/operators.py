@@ -11,6 +11,7 @@ from perfcmp.details.operators import operator_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import OP, op_keys
 from perfcmp.readers.model import frame
+from perfcmp.result import PAIRS, STATISTIC
 
 SHEETS = ("OperatorCompareStatistic", "OperatorCompare")
 
@@ -30,6 +31,7 @@ def samples(details: SideDetails, windows: list[tuple[float, float]], op_shapes:
                   "start": top["start_us"].to_numpy(), "value": top["device_us"].to_numpy(dtype=float)})
 
 
-DIMENSION = Dimension(name="operators", order=30, option="operator", sheets=SHEETS, key=OP, samples=samples,
-                      selector=OP, build=build, stage=3,
-                      notable=(Notable("operators", 0, SHEETS[0], ("name",), "base_device_us", "comp_device_us"),))
+DIMENSION = Dimension(name="operators", order=30, option="operator", tables={STATISTIC: SHEETS[0], PAIRS: SHEETS[1]},
+                      key=OP, key_fields=("name",), sums=(("device_us", "device_us", None),), samples=samples,
+                      selector=OP, selector_rank=2, build=build, stage=3,
+                      notable=(Notable("operators", 0, STATISTIC, ("name",), "base_device_us", "comp_device_us"),))

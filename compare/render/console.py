@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from perfcmp.render import diagnosis
 from perfcmp.render import top_changes
+from perfcmp.render.reasons import sentence
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.keys import OVERALL
 from perfcmp.result import ROWS_MOVED, ComparisonResult, OverallRow, SideSummary, VerdictRow
@@ -262,7 +263,8 @@ def verdict_lines(result: ComparisonResult, width: int | None = None, paint: Pai
         if steps:
             items.append((f"  outlier steps ({side}): {', '.join(str(s) for s in steps)}", ()))
     # the rows that moved while E2E did not are the "regressed:" lines and counts above already
-    items += [(f"  {reason}", ()) for reason in v.reasons if reason.kind != ROWS_MOVED]
+    rows = {r.row: r for r in v.rows}
+    items += [(f"  {sentence(reason, rows)}", ()) for reason in v.reasons if reason.kind != ROWS_MOVED]
     items += _gate_items(result)
     return _lay_out(items, width, paint)
 

@@ -27,7 +27,8 @@ from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.render.terminal import shorten_distinct
 from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
-from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
+from perfcmp.render.reasons import verdict_notes
+from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change
 
 SUFFIX = ".html"
 CONCURRENT = "computing.concurrent"  # perfcmp.breakdown.CONCURRENT: kernel time counted twice (subtracted)
@@ -353,7 +354,7 @@ def sheets_section(result: ComparisonResult, top: int) -> str:
     kernels = {r.key: r for r in result.shown().migration}  # their kernels in the scope shown
     parts = []
     for block in blocks:
-        launched = {side: _launched(found) for side, found in result.launched(block.sheet, set(block.indices)).items()}
+        launched = {side: _launched(found) for side, found in result.launched(block.table, set(block.indices)).items()}
         texts = []  # per row: its base and comparison kernels, "–" where the sheet has none
         for i, (name, *_) in enumerate(block.rows):
             row, index = kernels.get(name), block.indices[i]

@@ -1,7 +1,8 @@
 """JSON output: the ``ComparisonResult`` as a versioned, deterministic document for machines (CI).
 
 The document is ``ComparisonResult.to_json()`` made portable: the same fields, in the structs'
-declared order, with every dict's keys sorted (``options``, ``details``, ``metadata``,
+declared order, the detail tables flat under the peer's sheet names (``perfcmp.result.document``,
+the JSON bridge), with every dict's keys sorted (``options``, ``details``, ``metadata``,
 ``thresholds``, ``outlier_steps``), ``indent=1`` and a trailing newline. It is documented by
 ``report_templates/result.schema.json`` and reads back with ``ComparisonResult.from_json``.
 Times are µs and memory bytes, as in the model; ``base.sha256`` / ``comparison.sha256``
@@ -20,7 +21,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import msgspec
 
-from perfcmp.result import ComparisonResult, SideSummary, Verdict, WarningRecord, encode_hook
+from perfcmp.result import ComparisonResult, Reason, SideSummary, Verdict, WarningRecord, document, encode_hook
 
 _PATH_END = r"(?=$|[/\\\s'\"`),;:])"  # what may follow a whole path inside a message
 
@@ -34,7 +35,7 @@ def render(result: ComparisonResult) -> bytes:
     Returns:
         The document described by ``report_templates/result.schema.json``.
     """
-    encoded = msgspec.json.encode(portable(result), order="deterministic", enc_hook=encode_hook)
+    encoded = msgspec.json.encode(document(portable(result)), order="deterministic", enc_hook=encode_hook)
     return msgspec.json.format(encoded, indent=1) + b"\n"
 
 
@@ -129,8 +130,14 @@ def _warning(w: WarningRecord, swap, fix) -> WarningRecord:
 
 def _verdict(verdict: Verdict, swap) -> Verdict:
     gates = [msgspec.structs.replace(g, message=swap(g.message)) for g in verdict.gates]
-    return msgspec.structs.replace(verdict, reasons=[swap(r) for r in verdict.reasons],
+    return msgspec.structs.replace(verdict, reasons=[_reason(r, swap) for r in verdict.reasons],
                                    skip_reason=swap(verdict.skip_reason), gates=gates)
+
+
+def _reason(reason: Reason, swap) -> Reason:
+    """A reason with the paths in the words it quotes (or its sentence, read back) made portable."""
+    return Reason(reason.kind, reason.rows, reason.numbers, {k: swap(v) for k, v in reason.names.items()},
+                  swap(reason.text) if reason.text else "")
 
 
 def _spellings(cwd: Path) -> list[Path]:

@@ -19,7 +19,8 @@ from perfcmp.render import diagnosis
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
-from perfcmp.wording import mib_text, ms_text, ranked_rows, ratio_change, verdict_notes
+from perfcmp.render.reasons import verdict_notes
+from perfcmp.wording import mib_text, ms_text, ranked_rows, ratio_change
 
 MAX_WARNINGS = 10
 # shown literally, not as Markdown or HTML; "_" between letters or digits cannot emphasise

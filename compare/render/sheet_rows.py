@@ -87,11 +87,12 @@ def warnings(result: ComparisonResult) -> list[dict]:
 
 
 def table_for(result: ComparisonResult, source: str) -> Table:
-    """The rows of a sheet spec's ``source``: a built-in table, or ``details:<sheet>``."""
+    """The rows of a sheet spec's ``source``: a built-in table, or ``table:<dimension>.<role>``,
+    a dimension's table (``ComparisonResult.dimension_tables``)."""
     if source in ("overall", "steps") and "profiling" not in result.options.get("compare", "profiling"):
         return Table(columns=[], rows=[])
-    if source.startswith("details:"):
-        table = result.details.get(source.split(":", 1)[1])
+    if source.startswith("table:"):
+        table = result.detail(*source.split(":", 1)[1].split(".", 1))
         if table is None:
             return Table(columns=[], rows=[])
         if isinstance(table.rows, Rows):  # the peer's kernel / memory-block text cells, made a block at a time

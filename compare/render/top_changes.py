@@ -45,8 +45,8 @@ class TopBlock:
     label: str
     dimension: str
     rows: list[tuple[str, float, float, float]]
-    sheet: str = ""
-    indices: tuple[int, ...] = ()  # each row's row index in the sheet's table (for its children)
+    table: tuple[str, str] = ("", "")  # (dimension, role) of the table the rows are of
+    indices: tuple[int, ...] = ()  # each row's row index in that table (for its children)
 
 
 def select(result: ComparisonResult, top: int) -> tuple[list[TopBlock], list[str]]:
@@ -66,7 +66,7 @@ def select(result: ComparisonResult, top: int) -> tuple[list[TopBlock], list[str
         for label, chosen in shown.items():
             if chosen:
                 title = f"Top {label}: {dim.title} ({UNIT_NAMES.get(unit, unit)}, {_scope(result)})"
-                blocks.append(TopBlock(title, label, dim.title, [r[:4] for r in chosen[:top]], dim.sheet,
+                blocks.append(TopBlock(title, label, dim.title, [r[:4] for r in chosen[:top]], dim.table,
                                        tuple(r[4] for r in chosen[:top])))
         if not any(shown.values()):
             quiet.append(dim.title)

@@ -18,8 +18,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from perfcmp.diagnosis.timeline import COLUMNS, SHEET
+from perfcmp.diagnosis.timeline import COLUMNS
 from perfcmp.base.errors import UsageError
+from perfcmp.result import TIMELINE
 
 SUFFIX = ".trace.json"
 PIDS = {"base": 1, "comparison": 2}
@@ -32,7 +33,7 @@ FREE_MECHANISMS = {"data_loading", "host_sync", "host_bound"}
 def render_file(result, out: str, top: int = 10, jobs: int | None = None) -> list[str]:
     """Write the trace document of ``result`` to ``out``; raise ``UsageError`` when the result
     kept no step events (it was not compared with ``--format trace``)."""
-    table = result.details.get(SHEET)
+    table = result.detail("overall", TIMELINE)
     if table is None:
         raise UsageError("the trace output needs the profiles' step events, which this result does not hold: "
                          "run perfcmp compare with --format trace (add json to keep them for perfcmp render)")
