@@ -76,3 +76,43 @@ def noise(y: np.ndarray, standard_errors: list[float] = ()) -> float:
     if len(standard_errors):
         sigma = max(sigma, float(np.median(standard_errors)))
     return max(sigma, MIN_NOISE)
+
+
+def nested_median_interval(runs: list[np.ndarray], resamples: int = BOOTSTRAP) -> tuple[float, float]:
+    """95 % two-stage bootstrap interval of the median of run medians, for a point of several runs
+    (steps nested in runs): each resample draws the runs with replacement, then each drawn run's
+    steps with replacement, and takes the median over the drawn runs of their resampled medians,
+    so the spread between runs and the steps' own noise both widen it.
+
+    ``runs``: each run's kept per-step values (at least one value each; at least two runs). The
+    generator is seeded by the run count and the runs' sizes alone (deterministic; the same draws
+    for every key of points shaped alike).
+    """
+    count = len(runs)
+    sizes = [len(values) for values in runs]
+    rng = np.random.default_rng([21, count, *sizes])
+    picks = rng.integers(0, count, size=(resamples, count))  # which run fills each slot of a resample
+    medians = np.empty((count, resamples, count))  # run, resample, slot: that run's resampled median
+    for g, values in enumerate(runs):
+        n = sizes[g]
+        ordered = np.sort(np.asarray(values, dtype=float))
+        idx = np.sort(rng.integers(0, n, size=(resamples, count, n)), axis=2)
+        medians[g] = (ordered[idx[..., (n - 1) // 2]] + ordered[idx[..., n // 2]]) / 2
+    drawn = medians[picks, np.arange(resamples)[:, None], np.arange(count)[None, :]]
+    low, high = np.quantile(np.median(drawn, axis=1), [(1 - CI_LEVEL) / 2, (1 + CI_LEVEL) / 2])
+    return float(low), float(high)
+
+
+def between_run_noise(groups: list[np.ndarray]) -> tuple[float, int]:
+    """The pooled between-run σ of a series' points of several runs, and its degrees of freedom:
+    s² = Σ over points Σ over their runs (v − point mean)² / Σ (runs − 1), from the points that
+    hold two runs or more (``groups``: each point's run values, on the series' scale). A level
+    change between points does not enter it: only runs of one point are compared. (0.0, 0)
+    when no point holds two runs."""
+    squares, df = 0.0, 0
+    for values in groups:
+        values = np.asarray(values, dtype=float)
+        if len(values) >= 2:
+            squares += float(np.sum((values - values.mean()) ** 2))
+            df += len(values) - 1
+    return (math.sqrt(squares / df), df) if df else (0.0, 0)
