@@ -42,8 +42,8 @@ RUNS_METHOD = ("; points of several runs: the median of their run medians, run-t
 
 def analyse(runs: list[tuple], options: HistoryOptions, warnings: list[str] | None = None) -> History:
     """The history of ``runs`` under ``options``: its points, (name, source, kind, samples,
-    further) each, ``further`` the point's other runs ((name, source, kind, samples) each; empty
-    for a point of one run)."""
+    several) each: a point of one run, or with ``several`` (name, source, kind, samples) of each
+    of the point's runs, the first's samples also ``samples``."""
     warnings = list(warnings or [])
     if len(runs) < MIN_RUNS:
         raise UsageError(f"history needs at least {MIN_RUNS} runs; got {len(runs)}")
@@ -72,19 +72,19 @@ def analyse(runs: list[tuple], options: HistoryOptions, warnings: list[str] | No
 
 
 def recordings(point: tuple) -> list[tuple[str, str, str, SampleSet]]:
-    """The runs of a point (name, source, kind, samples, further): itself, then ``further``."""
-    name, source, kind, samples, further = point
-    return [(name, source, kind, samples), *further]
+    """The runs of a point (name, source, kind, samples, several): ``several``, or the point itself."""
+    name, source, kind, samples, several = point
+    return list(several) or [(name, source, kind, samples)]
 
 
 def _run(index: int, point: tuple, kept: list[_Kept]) -> Run:
     """The record of a point: one run as before; several runs with their sums of steps and
     skipped steps, the first run's skip reason, and each run (``recordings``)."""
-    name, source, kind, samples, further = point
+    name, source, kind, samples, several = point
     run = Run(index=index, name=name, source=source, kind=kind, device=samples.device,
               steps=sum(len(r[3].steps) for r in recordings(point)), skipped=sum(k.skip for k in kept),
               skip_reason=kept[0].reason, provenance=dict(sorted(samples.provenance.items())))
-    if further:
+    if several:
         run.recordings = [Recording(name=r[0], source=r[1], kind=r[2], steps=len(r[3].steps), skipped=k.skip)
                           for r, k in zip(recordings(point), kept)]
     return run

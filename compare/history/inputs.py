@@ -17,7 +17,7 @@ from perfcmp.readers.formats import format_of, named_files
 
 SKIPPED_SUFFIXES = (".md", ".txt", ".xlsx", ".csv", ".log", ".toml", ".html", ".png")
 OUTPUT_PREFIXES = ("performance_history_", "performance_comparison_result_")
-Loaded = tuple  # (name, source, kind, samples, further): one point; further: its other runs, (name, source, kind, samples) each
+Loaded = tuple  # (name, source, kind, samples, several): a point; several: each of its runs, (name, source, kind, samples), or () for one run
 
 
 def read_runs(options: HistoryOptions) -> tuple[list[Loaded], list[str]]:
@@ -46,8 +46,9 @@ def read_runs(options: HistoryOptions) -> tuple[list[Loaded], list[str]]:
                 recordings.append((shown, member_path, "profile", side.samples))
                 noted = side.warnings
             warnings += [f"{shown}: {w.message}" + (f" (×{w.count})" if w.count > 1 else "") for w in noted]
-        (label, _, kind, samples), *further = recordings
-        points.append((label if len(members) == 1 else name, path, kind, samples, tuple(further)))
+        _, _, kind, samples = recordings[0]
+        several = tuple(recordings) if len(recordings) > 1 else ()
+        points.append((recordings[0][0] if len(members) == 1 else name, path, kind, samples, several))
     return points, warnings
 
 
