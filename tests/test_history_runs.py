@@ -44,6 +44,10 @@ def test_between_run_noise_pools_the_runs_of_each_point():
     # mean 1 + 1 and 1 + 1 + 4, so s² = 8 / (1 + 2) and σ = √(8/3) = 1.63299 on 3 df
     sigma, df = between_run_noise([np.array([1.0, 3.0]), np.array([2.0, 2.0, 5.0]), np.array([5.0])])
     assert df == 3 and sigma == pytest.approx(math.sqrt(8 / 3))
+    # a point whose runs disagree (variance 0.045 > 10 × the others' 0.0002) is left out:
+    # σ = √(3 × 0.0002 / 3) on 3 df
+    sigma, df = between_run_noise([np.array([0.0, 0.02])] * 3 + [np.array([0.0, 0.3])])
+    assert df == 3 and sigma == pytest.approx(math.sqrt(0.0002))
     # a level change between points does not enter it
     assert between_run_noise([np.array([1.0, 1.0]), np.array([9.0, 9.0])]) == (0.0, 2)
     assert between_run_noise([np.array([4.0])]) == (0.0, 0)
@@ -93,16 +97,35 @@ def test_a_ten_percent_step_between_points_of_two_runs_is_tested_on_the_runs():
 
 
 def test_one_slow_run_in_the_newest_point_is_not_a_change_point():
-    # the newest point's runs are 100 and 130 ms: its median 115 ms (+15 %) stands alone as the
-    # last segment (the split saves 5/6 (ln 1.15)² = 0.01628 > the penalty 0.01586), clears the
-    # floors and the points either side, but one of its two runs is below the midpoint 107.5 ms
+    # the newest point's runs are 100 and 130 ms: its own variance (ln 1.3)² / 2 = 0.0344 is over
+    # 10 × the others' pooled 2.0001e-4, so it is left out of σ (0.0141426 on 5 df, penalty
+    # 5.3756e-4); its median 115 ms (+15 %) stands alone as the last segment, clears the floors
+    # and the points either side, but one of its two runs is below the midpoint 107.5 ms
     s = _detect(_points([100] * 6, [[0.99, 1.01]] * 5 + [[1.0, 1.3]]))
-    assert s.change_points == [] and s.penalty == pytest.approx(0.01586, abs=1e-5)
+    assert (s.run_df, s.run_noise) == (5, pytest.approx(0.0141426, abs=1e-7))
+    assert s.change_points == [] and s.penalty == pytest.approx(5.3756e-4, abs=1e-8)
     assert [(c.index, c.reason) for c in s.candidates] == [
         (6, "the newest point alone: 1 of its 2 runs do not show the shift (on the near side of the midpoint)")]
-    # the same slow run in a middle point: its neighbours do not follow it, nothing to report
+    # the same slow run in a middle point: its neighbours do not follow it (the boundaries the
+    # segmentation draws around it do not persist)
     s = _detect(_points([100] * 6, [[0.99, 1.01]] * 3 + [[1.0, 1.3]] + [[0.99, 1.01]] * 2))
-    assert s.change_points == [] and s.candidates == []
+    assert s.change_points == [] and s.candidates and all("does not persist" in c.reason for c in s.candidates)
+
+
+def test_a_point_whose_runs_disagree_is_judged_with_its_own_spread():
+    # 100 ms for 4 points, then point 5 with runs 100 and 130 ms (one slow run), then 110 ms: the
+    # segmentation puts point 5 (median 115) with the upper level, a boundary at 5. Its own
+    # variance (ln 1.3)² / 2 = 0.034414 is over 10 σ² (σ² = 2.0001e-4 pooled on 9 df without it),
+    # so the test uses it: shift ½ ln 1.3 − ½ ln(0.99·1.01) = 0.131232, se = √(2.0001e-4/2 +
+    # 0.034414/2) = 0.131556, t = 0.9975, p (9 df) = 0.34: not a change point at 5 (a release
+    # team would blame the wrong version); the boundary stays a candidate saying why
+    s = detect("overall:e2e", *(lambda p: (p, [None] * 10, [x.median for x in p]))(
+        _points([100] * 5 + [110] * 5, [[0.99, 1.01]] * 4 + [[1.0, 1.3]] + [[0.99, 1.01]] * 5)),
+        Thresholds(), [f"v{i}" for i in range(1, 11)])
+    assert s.change_points == [] and s.run_df == 9
+    assert [(c.index, c.reason) for c in s.candidates] == [(5, (
+        "the runs of points 4 and 5 are not separated (Student's t on their run medians: p = 0.34 ≥ 0.05; "
+        "the runs of point 5 disagree: judged with their own spread)"))]
 
 
 def test_a_newest_point_whose_runs_all_moved_is_a_change_point():

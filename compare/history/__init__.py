@@ -47,14 +47,21 @@ Several runs a point (steps nested in runs)
     then each drawn run's steps), so the spread between runs widens it. On the series' scale the
     run values of every point of two runs or more give one pooled between-run σ
     (Σ squares about each point's mean / Σ (runs − 1): level changes between points do not
-    enter it); the points' standard errors σ/√runs take the place of the interval widths in the
+    enter it; a point whose own variance exceeds ``SPREAD_OUTLIER`` (10) times the others'
+    pooled one — a slow run among its runs — is left out, else it would hide every real
+    change); the points' standard errors σ/√runs take the place of the interval widths in the
     noise floor of the penalty. A boundary's points are then separated by Student's t on their
-    run values with that σ and its df (in the direction of the step, at ``alpha``), never by
+    run values with that σ and its df (in the direction of the step, at ``alpha``; a point left
+    out of σ counts with its own variance, so its slow run cannot draw a boundary), never by
     their steps: steps of one run do not show a run-level offset. The newest point alone is a
     change only when it holds two runs or more and every one lies beyond the midpoint between
     the levels, so one slow run cannot make a change point (a newest point of one run waits for
     the next). With one run a point none of this applies: the result is as before, byte for
-    byte.
+    byte. Simulated series of 10 points, 2 runs each, log-normal run-to-run noise (400 series
+    a case): flat, 0 % false change points at 1 % and 3 % noise, also with one run of one point
+    30 % slow; a +10 % step at point 6 found there in 100 % (1 % noise) and 76 % (3 %), 70 %
+    and 46 % with such a slow run elsewhere; one run a point (one step each) gives 0 % and
+    3.5 % flat, 100 % and 67 % found.
 Change points: exact optimal partitioning with a noise-scaled penalty
     On each key's series of run medians y (natural log, so a step is a relative change; a
     series holding a 0 is divided by its largest value instead), the segmentation minimising

@@ -103,16 +103,30 @@ def nested_median_interval(runs: list[np.ndarray], resamples: int = BOOTSTRAP) -
     return float(low), float(high)
 
 
+SPREAD_OUTLIER = 10.0  # a point whose runs' variance exceeds this many times the others' pooled one is left out
+
+
 def between_run_noise(groups: list[np.ndarray]) -> tuple[float, int]:
     """The pooled between-run σ of a series' points of several runs, and its degrees of freedom:
     s² = Σ over points Σ over their runs (v − point mean)² / Σ (runs − 1), from the points that
     hold two runs or more (``groups``: each point's run values, on the series' scale). A level
-    change between points does not enter it: only runs of one point are compared. (0.0, 0)
-    when no point holds two runs."""
-    squares, df = 0.0, 0
+    change between points does not enter it: only runs of one point are compared. A point whose
+    own variance exceeds ``SPREAD_OUTLIER`` times the pooled variance of the others (a slow run
+    among its runs; about the 1 % point of F(1, 9)) is left out, the largest first, while at least
+    two points remain: one slow run would otherwise inflate σ and hide every real change (the
+    point still counts with its median, and ``engine`` asks a newest point standing alone to be
+    confirmed by every one of its runs). (0.0, 0) when no point holds two runs."""
+    kept = []
     for values in groups:
         values = np.asarray(values, dtype=float)
         if len(values) >= 2:
-            squares += float(np.sum((values - values.mean()) ** 2))
-            df += len(values) - 1
+            kept.append((float(np.sum((values - values.mean()) ** 2)), len(values) - 1))
+    kept.sort(key=lambda t: t[0] / t[1])  # by the point's own variance, the largest last
+    while len(kept) > 2:
+        squares, df = kept[-1]
+        rest_squares, rest_df = sum(t[0] for t in kept[:-1]), sum(t[1] for t in kept[:-1])
+        if not squares / df > SPREAD_OUTLIER * rest_squares / rest_df:
+            break
+        kept.pop()
+    squares, df = sum(t[0] for t in kept), sum(t[1] for t in kept)
     return (math.sqrt(squares / df), df) if df else (0.0, 0)

@@ -13,7 +13,7 @@ import numpy as np
 
 from perfcmp import __version__
 from perfcmp.base.errors import NotComparableError, UsageError
-from perfcmp.history.changepoints import between_run_noise, median_interval, nested_median_interval, noise, segment
+from perfcmp.history.changepoints import SPREAD_OUTLIER, between_run_noise, median_interval, nested_median_interval, noise, segment
 from perfcmp.history.gates import judge_gates
 from perfcmp.history.options import MIN_RUNS, HistoryOptions
 from perfcmp.policy import Gate
@@ -340,20 +340,30 @@ class _RunLevel:
         return ""
 
     def test(self, i: int, j: int) -> tuple[float, float]:
-        """(p, shift) of Student's t of mean(runs j) − mean(runs i), se = σ·√(1/nᵢ + 1/nⱼ)."""
+        """(p, shift) of Student's t of mean(runs j) − mean(runs i) on the pooled df, se =
+        √(vᵢ/nᵢ + vⱼ/nⱼ), v = σ², or a point's own variance where it exceeds ``SPREAD_OUTLIER`` σ²
+        (a point whose runs disagree, such as one slow run, left out of σ: judged with its own
+        spread, so it cannot make a boundary)."""
         a, b = self.runs[i], self.runs[j]
         shift = float(b.mean() - a.mean())
-        se = self.sigma * math.sqrt(1 / len(a) + 1 / len(b))
+        pooled = self.sigma ** 2
+        own = [float(r.var(ddof=1)) if len(r) > 1 else 0.0 for r in (a, b)]
+        var = [v if v > SPREAD_OUTLIER * pooled else pooled for v in own]
+        se = math.sqrt(var[0] / len(a) + var[1] / len(b))
         if se == 0:
             return (1.0 if shift == 0 else 0.0), shift
         return t_two_sided(shift * shift / (se * se), self.df), shift
 
     def not_separated(self, i: int, j: int, before: int, after: int, alpha: float) -> str:
+        """Why the runs of present points ``i`` and ``j`` (runs ``before`` and ``after``) do not
+        separate them."""
         p, _ = self.test(i, j)
-        return (f"the runs of points {before} and {after} are not separated (Student's t on their run medians, "
-                f"pooled between-run σ: p = {p:.2g}, or against the step)" if p < alpha else
-                f"the runs of points {before} and {after} are not separated (Student's t on their run medians, "
-                f"pooled between-run σ: p = {p:.2g} ≥ {alpha:g})")
+        own = [n for n, r in ((before, self.runs[i]), (after, self.runs[j]))
+               if len(r) > 1 and float(r.var(ddof=1)) > SPREAD_OUTLIER * self.sigma ** 2]
+        why = f"p = {p:.2g} ≥ {alpha:g}" if p >= alpha else f"p = {p:.2g} but against the step"
+        spread = (f"; the runs of point {' and '.join(map(str, own))} disagree: judged with their own spread"
+                  if own else "")
+        return f"the runs of points {before} and {after} are not separated (Student's t on their run medians: {why}{spread})"
 
     def confirms(self, j: int, before: float, after: float) -> str:
         """Why the newest point, standing alone, is not yet a change ("" when it is): it needs two
