@@ -57,11 +57,12 @@ Several runs a point (steps nested in runs)
     change only when it holds two runs or more and every one lies beyond the midpoint between
     the levels, so one slow run cannot make a change point (a newest point of one run waits for
     the next). With one run a point none of this applies: the result is as before, byte for
-    byte. Simulated series of 10 points, 2 runs each, log-normal run-to-run noise (400 series
-    a case): flat, 0 % false change points at 1 % and 3 % noise, also with one run of one point
-    30 % slow; a +10 % step at point 6 found there in 100 % (1 % noise) and 76 % (3 %), 70 %
-    and 46 % with such a slow run elsewhere; one run a point (one step each) gives 0 % and
-    3.5 % flat, 100 % and 67 % found.
+    byte. Simulated series of 10 points, 2 runs each, log-normal run-to-run noise of 1 % and
+    3 % (400 series a case): flat, 0 % and 0 % false change points, 0 % and 0.25 % with one run
+    of one point 30 % slower; a +10 % step at point 6 found there in 100 % and 75.5 % (a change
+    point elsewhere in 0 % and 1 %), 70 % and 46 % with such a slow run elsewhere. One run a
+    point (one step each) gives 0 % and 3.5 % flat, 100 % and 67 % found
+    (``tests/test_history_runs.py`` pins these rates on 200 series a case).
 Change points: exact optimal partitioning with a noise-scaled penalty
     On each key's series of run medians y (natural log, so a step is a relative change; a
     series holding a 0 is divided by its largest value instead), the segmentation minimising
