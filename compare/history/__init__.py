@@ -23,9 +23,9 @@ Runs and their order
     point whose runs are its entries (skipped alike); a baseline saved with several runs
     (``golden save NAME RUN1 RUN2``) is one point of them. The layout a release team keeps
     (a directory per version, its repeated recordings inside) is the grouping: no pattern to
-    write, and a directory that reads as one profile stays one run, as before. Order ``auto``: by recording time when every run's provenance has
-    one (``RECORDED_AT``; no reader fills it yet, so today this is always the next rule), else
-    by name in natural order (``run9`` before ``run10``; a baseline's name, a profile's path as
+    write, and a directory that reads as one profile stays one run, as before. Points are
+    ordered, ``auto``: by recording time when every run's provenance has one (``RECORDED_AT``;
+    no reader fills it yet, so today this is always the next rule), else by name in natural order (``run9`` before ``run10``; a baseline's name, a profile's path as
     given); ``name`` forces that, ``given`` keeps the command line's order.
 Keys
     ``overall:e2e``, ``overall:computing``, ``overall:comm``, ``overall:free``, the memory peaks,

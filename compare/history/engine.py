@@ -13,7 +13,8 @@ import numpy as np
 
 from perfcmp import __version__
 from perfcmp.base.errors import NotComparableError, UsageError
-from perfcmp.history.changepoints import SPREAD_OUTLIER, between_run_noise, median_interval, nested_median_interval, noise, segment
+from perfcmp.history.changepoints import (SPREAD_OUTLIER, between_run_noise, median_interval, nested_median_interval,
+                                          noise, segment)
 from perfcmp.history.gates import judge_gates
 from perfcmp.history.options import MIN_RUNS, HistoryOptions
 from perfcmp.policy import Gate
@@ -363,7 +364,8 @@ class _RunLevel:
         why = f"p = {p:.2g} ≥ {alpha:g}" if p >= alpha else f"p = {p:.2g} but against the step"
         spread = (f"; the runs of point {' and '.join(map(str, own))} disagree: judged with their own spread"
                   if own else "")
-        return f"the runs of points {before} and {after} are not separated (Student's t on their run medians: {why}{spread})"
+        return (f"the runs of points {before} and {after} are not separated (Student's t on their run medians: "
+                f"{why}{spread})")
 
     def confirms(self, j: int, before: float, after: float) -> str:
         """Why the newest point, standing alone, is not yet a change ("" when it is): it needs two

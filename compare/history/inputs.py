@@ -17,7 +17,9 @@ from perfcmp.readers.formats import format_of, named_files
 
 SKIPPED_SUFFIXES = (".md", ".txt", ".xlsx", ".csv", ".log", ".toml", ".html", ".png")
 OUTPUT_PREFIXES = ("performance_history_", "performance_comparison_result_")
-Loaded = tuple  # (name, source, kind, samples, several): a point; several: each of its runs, (name, source, kind, samples), or () for one run
+# A point: (name, source, kind, samples, several), ``several`` each of its runs as (name, source,
+# kind, samples), or () for a point of one run.
+Loaded = tuple
 
 
 def read_runs(options: HistoryOptions) -> tuple[list[Loaded], list[str]]:

@@ -79,7 +79,8 @@ def _e2e_table(history: History, e2e: Series) -> list[str]:
         interval = f"{ms_text(point.ci_low)} – {ms_text(point.ci_high)}" if point.ci_low is not None else "–"
         steps = f"{run.steps - run.skipped}/{run.steps}"
         runs = f"  {run_count(run):>4}" if several else ""
-        lines.append(f"  {run.index:>3}  {_cut(run.name, width):<{width}}{runs}  {steps:>5}  {ms_text(point.median):>9}  "
+        name = _cut(run.name, width)
+        lines.append(f"  {run.index:>3}  {name:<{width}}{runs}  {steps:>5}  {ms_text(point.median):>9}  "
                      f"{interval:^19}  {marks.get(run.index, '')}".rstrip())
     return lines
 

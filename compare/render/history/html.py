@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.render.history import (HEAD_FILL, NO_CHANGE, interval_text, ms_text, over_runs, pct_text, portable, run_count,
-                                    run_noise_text, several_runs, value_text)
+from perfcmp.render.history import (HEAD_FILL, NO_CHANGE, interval_text, ms_text, over_runs, pct_text, portable,
+                                    run_count, run_noise_text, several_runs, value_text)
 from perfcmp.results.history import History
 
 SUFFIX = ".html"

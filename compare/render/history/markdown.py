@@ -37,8 +37,9 @@ def render_markdown(history: History) -> str:
     if e2e is not None:
         marks = {c.index: f"{pct_text(c.relative)} {c.direction}" for c in e2e.change_points}
         several = several_runs(history)
-        rows = [[str(r.index), escape(r.name), *([str(run_count(r))] if several else []), f"{r.steps - r.skipped}/{r.steps}",
-                 ms_text(p.median), interval_text(p), marks.get(r.index, "")] for r, p in zip(history.runs, e2e.points)]
+        rows = [[str(r.index), escape(r.name), *([str(run_count(r))] if several else []),
+                 f"{r.steps - r.skipped}/{r.steps}", ms_text(p.median), interval_text(p), marks.get(r.index, "")]
+                for r, p in zip(history.runs, e2e.points)]
         header = ["#", "Run", *(["Runs"] if several else []), "Steps", "Median", "95 % interval", "Change"]
         blocks.append(f"### E2E per {'point' if several else 'run'} (ms per step)\n\n"
                       + _table(header, rows, "rlrrrrl" if several else "rlrrrl"))

@@ -40,7 +40,8 @@ def write_xlsx(history: History, path: str) -> None:
     several = several_runs(history)
     extra = ["Runs"] if several else []
     s = sheet("HistoryMedians", "Median per step of each key in each run (ms; memory MiB)",
-              ["Run #", "Run", "Source", "Kind", "Steps", "Skipped", *extra] + [f"{k.key} ({unit_name(k.unit)})" for k in keys],
+              ["Run #", "Run", "Source", "Kind", "Steps", "Skipped", *extra]
+              + [f"{k.key} ({unit_name(k.unit)})" for k in keys],
               [7, 28, 36, 9, 7, 8] + [6] * len(extra) + [16] * len(keys))
     for i, run in enumerate(history.runs):
         s.add_row([(run.index, text), (run.name, text), (run.source, text), (run.kind, text), (run.steps, text),
