@@ -305,3 +305,22 @@ def test_simulated_series_of_two_runs_a_point(sd):
     found = [changes(_simulated(rng, step_at=6, sd=sd)) for _ in range(200)]
     assert sum(any(i != 6 for i in c) for c in found) <= (0 if sd == 0.01 else 10)  # 0 and 4 (2 %) here
     assert sum(6 in c for c in found) >= (200 if sd == 0.01 else 140)  # 200 and 149 here
+
+
+def test_which_directories_are_version_directories(tmp_path):
+    """A directory that reads as one profile stays one run (an export, a wrapper of one export, a
+    directory of one trace); one holding several exports or traces is a point of them."""
+    from perfcmp.history.inputs import expand
+
+    root = tmp_path / "releases"
+    for export in ("v1/a_ascend_pt", "v1/b_ascend_pt", "v2/c_ascend_pt", "v3_ascend_pt"):
+        (root / export / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    for trace in ("v4/run1.pt.trace.json.gz", "v5/run1.pt.trace.json.gz", "v5/run2.pt.trace.json.gz"):
+        (root / trace).parent.mkdir(parents=True, exist_ok=True)
+        (root / trace).write_bytes(b"")
+    (root / "v5" / "README.md").write_text("notes")
+    points, warnings = expand((str(root),))
+    shown = [(name, [m for m, _ in runs]) for name, _, runs in points]
+    assert shown == [("v1", ["a_ascend_pt", "b_ascend_pt"]), ("v2", ["v2"]), ("v3_ascend_pt", ["v3_ascend_pt"]),
+                     ("v4", ["v4"]), ("v5", ["run1.pt.trace.json.gz", "run2.pt.trace.json.gz"])]
+    assert warnings == [f"skipped 1 entry of the directory that is not a run: README.md (version directory {root / 'v5'})"]
