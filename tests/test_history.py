@@ -194,7 +194,7 @@ def _samples(e2e_ms, provenance=None, extra=None):
 
 def _runs(levels, names=None, **kw):
     names = names or [f"run{i}" for i in range(1, len(levels) + 1)]
-    return [(n, n, "profile", _samples(level, **kw)) for n, level in zip(names, levels)]
+    return [(n, n, "profile", _samples(level, **kw), ()) for n, level in zip(names, levels)]
 
 
 def _options(*gates, require=False):
@@ -211,7 +211,7 @@ def test_runs_are_ordered_naturally_by_name_unless_told_otherwise():
 
 
 def test_runs_are_ordered_by_recording_time_when_every_run_has_one():
-    runs = [(n, n, "profile", _samples(10, provenance={"recorded at": t}))
+    runs = [(n, n, "profile", _samples(10, provenance={"recorded at": t}), ())
             for n, t in (("b", "2026-11-03T00:00:00Z"), ("a", "2026-11-05T00:00:00Z"), ("c", "2026-11-01T00:00:00Z"))]
     h = analyse(runs, _options())
     assert h.order == "time" and [r.name for r in h.runs] == ["c", "b", "a"]
@@ -367,13 +367,13 @@ def test_runs_that_do_not_compare_are_refused_or_named():
 
     gpu = {"kernel:sgemm": [1.0, 1.0, 1.0, 1.0]}
     a100 = {"device name": "NVIDIA A100"}
-    same = [("r1", "r1", "profile", _samples(10, a100, gpu)), ("r2", "r2", "profile", _samples(10, a100, gpu))]
+    same = [("r1", "r1", "profile", _samples(10, a100, gpu), ()), ("r2", "r2", "profile", _samples(10, a100, gpu), ())]
     cpu_only = _samples(10, {**a100, "time base": "host ops"})  # what samples.py records for a CPU-only trace
     with pytest.raises(NotComparableError, match=r"device kinds \(CPU: cpu; GPU: r1, r2\)"):
-        analyse([*same, ("cpu", "cpu", "profile", cpu_only)], _options())
+        analyse([*same, ("cpu", "cpu", "profile", cpu_only, ())], _options())
     with pytest.raises(NotComparableError, match=r"device models \(NVIDIA A100: r1, r2; Tesla V100: v100\)"):
-        analyse([*same, ("v100", "v100", "profile", _samples(10, {"device name": "Tesla V100"}, gpu))], _options())
-    other = ("other", "other", "profile", _samples(10, a100, {**gpu, "op:aten::conv2d": [1.0] * 4, "op:aten::relu": [1.0] * 4}))
+        analyse([*same, ("v100", "v100", "profile", _samples(10, {"device name": "Tesla V100"}, gpu), ())], _options())
+    other = ("other", "other", "profile", _samples(10, a100, {**gpu, "op:aten::conv2d": [1.0] * 4, "op:aten::relu": [1.0] * 4}), ())
     warnings = analyse([*same, other], _options()).warnings  # runs in natural name order: other, r1, r2
     assert [w for w in warnings if "op keys" in w] == [
         "r1 shares 33% of its op keys with other: another model or code path, so its times are not comparable",

@@ -131,7 +131,7 @@ def test_a_baseline_series_of_the_wrong_length_is_refused(baseline_dir, tmp_path
 def _run(name: str, device: str, model: str, e2e_ms: float):
     steps = [e2e_ms * 1000 * f for f in (0.99, 1.0, 1.01, 1.0)]
     return (name, name, "profile", SampleSet(device=device, source=name, steps=[1, 2, 3, 4],
-                                             rows={"overall:e2e": steps}, provenance={"device name": model}))
+                                             rows={"overall:e2e": steps}, provenance={"device name": model}), ())
 
 
 def test_a_history_mixing_gpu_and_npu_runs_is_not_comparable():

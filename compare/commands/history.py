@@ -15,7 +15,10 @@ from perfcmp.commands.common import (GATES, INPUTS, OUTPUTS, POLICY_HELP, comple
 
 def history(
     paths: list[str] = typer.Argument(..., metavar="RUN",
-                                      help="At least 3 runs (profiles or baseline JSONs), or one directory of them."),
+                                      help="At least 3 runs (profiles or baseline JSONs), or one directory of them. "
+                                      "A version directory (several runs of one version: traces, run directories) "
+                                      "is one point of its runs, as is a baseline saved with several runs: "
+                                      "run-to-run variation is then measured, one slow run makes no change point."),
     order: str = typer.Option("auto", "--order", metavar="auto|name|given", rich_help_panel=INPUTS,
                               help="auto: recording time when every run has one, else name; name: natural order; "
                               "given: as listed."),

@@ -17,9 +17,15 @@ Runs and their order
     Each PATH is a profile (anything ``perfcmp compare`` reads) or a baseline JSON written by
     ``perfcmp golden save``; one directory stands for its entries (hidden files, perfcmp's own
     outputs and notes such as ``*.md``/``*.txt``/``*.xlsx`` are skipped with a warning). At
-    least ``MIN_RUNS`` runs. Order ``auto``: by recording time when every run's provenance has
-    one (``RECORDED_AT``; no reader fills it yet, so today this is always the next rule), else
-    by name in natural order (``run9`` before ``run10``; a baseline's name, a profile's path as
+    least ``MIN_RUNS`` runs (points). A PATH or entry that is a *version directory* — a
+    directory that does not read as one profile, such as ``releases/v1.4/`` holding
+    ``run1.pt.trace.json.gz`` and ``run2.pt.trace.json.gz`` or several run directories — is one
+    point whose runs are its entries (skipped alike); a baseline saved with several runs
+    (``golden save NAME RUN1 RUN2``) is one point of them. The layout a release team keeps
+    (a directory per version, its repeated recordings inside) is the grouping: no pattern to
+    write, and a directory that reads as one profile stays one run, as before. Points are
+    ordered, ``auto``: by recording time when every run's provenance has one (``RECORDED_AT``;
+    no reader fills it yet, so today this is always the next rule), else by name in natural order (``run9`` before ``run10``; a baseline's name, a profile's path as
     given); ``name`` forces that, ``given`` keeps the command line's order.
 Keys
     ``overall:e2e``, ``overall:computing``, ``overall:comm``, ``overall:free``, the memory peaks,
@@ -33,6 +39,30 @@ Per run and key
     bootstrap interval of that median (``BOOTSTRAP`` resamples from a seed fixed per sample
     size, so every run and key gets the same draws: deterministic, order-independent). One step:
     no interval.
+Several runs a point (steps nested in runs)
+    Each run's warm-up is dropped with the same rule; a run's value is the median of its kept
+    steps (a time key a run lacks counts 0 there, a memory peak it lacks leaves it out, as the
+    verdict's ``run_medians``), the point's median the median of its run medians, and its
+    interval a two-stage bootstrap (``BOOTSTRAP`` resamples: the runs drawn with replacement,
+    then each drawn run's steps), so the spread between runs widens it. On the series' scale the
+    run values of every point of two runs or more give one pooled between-run σ
+    (Σ squares about each point's mean / Σ (runs − 1): level changes between points do not
+    enter it; a point whose own variance exceeds ``SPREAD_OUTLIER`` (10) times the others'
+    pooled one — a slow run among its runs — is left out, else it would hide every real
+    change); the points' standard errors σ/√runs take the place of the interval widths in the
+    noise floor of the penalty. A boundary's points are then separated by Student's t on their
+    run values with that σ and its df (in the direction of the step, at ``alpha``; a point left
+    out of σ counts with its own variance, so its slow run cannot draw a boundary), never by
+    their steps: steps of one run do not show a run-level offset. The newest point alone is a
+    change only when it holds two runs or more and every one lies beyond the midpoint between
+    the levels, so one slow run cannot make a change point (a newest point of one run waits for
+    the next). With one run a point none of this applies: the result is as before, byte for
+    byte. Simulated series of 10 points, 2 runs each, log-normal run-to-run noise of 1 % and
+    3 % (400 series a case): flat, 0 % and 0 % false change points, 0 % and 0.25 % with one run
+    of one point 30 % slower; a +10 % step at point 6 found there in 100 % and 75.5 % (a change
+    point elsewhere in 0 % and 1 %), 70 % and 46 % with such a slow run elsewhere. One run a
+    point (one step each) gives 0 % and 3.5 % flat, 100 % and 67 % found
+    (``tests/test_history_runs.py`` pins these rates on 200 series a case).
 Change points: exact optimal partitioning with a noise-scaled penalty
     On each key's series of run medians y (natural log, so a step is a relative change; a
     series holding a 0 is divided by its largest value instead), the segmentation minimising

@@ -76,3 +76,57 @@ def noise(y: np.ndarray, standard_errors: list[float] = ()) -> float:
     if len(standard_errors):
         sigma = max(sigma, float(np.median(standard_errors)))
     return max(sigma, MIN_NOISE)
+
+
+def nested_median_interval(runs: list[np.ndarray], resamples: int = BOOTSTRAP) -> tuple[float, float]:
+    """95 % two-stage bootstrap interval of the median of run medians, for a point of several runs
+    (steps nested in runs): each resample draws the runs with replacement, then each drawn run's
+    steps with replacement, and takes the median over the drawn runs of their resampled medians,
+    so the spread between runs and the steps' own noise both widen it.
+
+    ``runs``: each run's kept per-step values (at least one value each; at least two runs). The
+    generator is seeded by the run count and the runs' sizes alone (deterministic; the same draws
+    for every key of points shaped alike).
+    """
+    count = len(runs)
+    sizes = [len(values) for values in runs]
+    rng = np.random.default_rng([21, count, *sizes])
+    picks = rng.integers(0, count, size=(resamples, count))  # which run fills each slot of a resample
+    medians = np.empty((count, resamples, count))  # run, resample, slot: that run's resampled median
+    for g, values in enumerate(runs):
+        n = sizes[g]
+        ordered = np.sort(np.asarray(values, dtype=float))
+        idx = np.sort(rng.integers(0, n, size=(resamples, count, n)), axis=2)
+        medians[g] = (ordered[idx[..., (n - 1) // 2]] + ordered[idx[..., n // 2]]) / 2
+    drawn = medians[picks, np.arange(resamples)[:, None], np.arange(count)[None, :]]
+    low, high = np.quantile(np.median(drawn, axis=1), [(1 - CI_LEVEL) / 2, (1 + CI_LEVEL) / 2])
+    return float(low), float(high)
+
+
+SPREAD_OUTLIER = 10.0  # a point whose runs' variance exceeds this many times the others' pooled one is left out
+
+
+def between_run_noise(groups: list[np.ndarray]) -> tuple[float, int]:
+    """The pooled between-run σ of a series' points of several runs, and its degrees of freedom:
+    s² = Σ over points Σ over their runs (v − point mean)² / Σ (runs − 1), from the points that
+    hold two runs or more (``groups``: each point's run values, on the series' scale). A level
+    change between points does not enter it: only runs of one point are compared. A point whose
+    own variance exceeds ``SPREAD_OUTLIER`` times the pooled variance of the others (a slow run
+    among its runs; about the 1 % point of F(1, 9)) is left out, the largest first, while at least
+    two points remain: one slow run would otherwise inflate σ and hide every real change (the
+    point still counts with its median, and ``engine`` asks a newest point standing alone to be
+    confirmed by every one of its runs). (0.0, 0) when no point holds two runs."""
+    kept = []
+    for values in groups:
+        values = np.asarray(values, dtype=float)
+        if len(values) >= 2:
+            kept.append((float(np.sum((values - values.mean()) ** 2)), len(values) - 1))
+    kept.sort(key=lambda t: t[0] / t[1])  # by the point's own variance, the largest last
+    while len(kept) > 2:
+        squares, df = kept[-1]
+        rest_squares, rest_df = sum(t[0] for t in kept[:-1]), sum(t[1] for t in kept[:-1])
+        if not squares / df > SPREAD_OUTLIER * rest_squares / rest_df:
+            break
+        kept.pop()
+    squares, df = sum(t[0] for t in kept), sum(t[1] for t in kept)
+    return (math.sqrt(squares / df), df) if df else (0.0, 0)

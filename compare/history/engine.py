@@ -13,13 +13,14 @@ import numpy as np
 
 from perfcmp import __version__
 from perfcmp.base.errors import NotComparableError, UsageError
-from perfcmp.history.changepoints import median_interval, noise, segment
+from perfcmp.history.changepoints import (SPREAD_OUTLIER, between_run_noise, median_interval, nested_median_interval,
+                                          noise, segment)
 from perfcmp.history.gates import judge_gates
 from perfcmp.history.options import MIN_RUNS, HistoryOptions
 from perfcmp.policy import Gate
-from perfcmp.results.history import ChangePoint, History, Point, Run, Series
+from perfcmp.results.history import ChangePoint, History, Point, Recording, Run, Series
 from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
-from perfcmp.stats import mann_whitney_p
+from perfcmp.stats import mann_whitney_p, t_two_sided
 from perfcmp.verdict import Thresholds, choose_skip
 from perfcmp.wording import signed_bytes, signed_time
 
@@ -37,37 +38,57 @@ ONE_STEP = "n=1: floors only"
 Z_95 = 1.959964
 METHOD = (f"optimal partitioning of log run medians, penalty {PENALTY_FACTOR:g}·σ²·ln n (σ: robust run-to-run "
           "noise); reported when the step clears the floors and the runs either side are separated")
+RUNS_METHOD = ("; points of several runs: the median of their run medians, run-to-run variation measured (pooled "
+               "between-run σ) and a boundary's points separated by Student's t on their run medians")
 
-
-
-def analyse(runs: list[tuple[str, str, str, SampleSet]], options: HistoryOptions,
-            warnings: list[str] | None = None) -> History:
-    """The history of ``runs`` — (name, source, kind, samples) each — under ``options``."""
+def analyse(runs: list[tuple], options: HistoryOptions, warnings: list[str] | None = None) -> History:
+    """The history of ``runs`` under ``options``: its points, (name, source, kind, samples,
+    several) each: a point of one run, or with ``several`` (name, source, kind, samples) of each
+    of the point's runs, the first's samples also ``samples``."""
     warnings = list(warnings or [])
     if len(runs) < MIN_RUNS:
         raise UsageError(f"history needs at least {MIN_RUNS} runs; got {len(runs)}")
     runs, order, order_reason = _ordered(runs, options.order)
     thresholds = Thresholds(**options.policy.thresholds)
-    kept = [_kept_steps(samples, options.skip_steps) for *_, samples in runs]
-    refuse_mixed_runs(runs)
-    warnings += comparability_warnings(runs)
+    kept = [[_kept_steps(r[3], options.skip_steps) for r in recordings(point)] for point in runs]
+    everyone = [r for point in runs for r in recordings(point)]
+    refuse_mixed_runs(everyone)
+    warnings += comparability_warnings(everyone)
     keys = _keys(kept, options.top, options.policy.gates)
     series = []
     e2e = [_point(k, E2E) for k in kept]
     for key in keys:
         points = [_point(k, key) for k in kept]
-        steps = [k.values.get(key) for k in kept]
+        steps = [_steps(k, key) for k in kept]
         series.append(detect(key, points, steps, [p.median for p in e2e], thresholds, [r[0] for r in runs]))
     changes = sorted((c for s in series for c in s.change_points), key=lambda c: (-c.index, c.key))
+    several = any(len(k) > 1 for k in kept)
     history = History(
-        tool_version=__version__, method=METHOD, penalty_factor=PENALTY_FACTOR, order=order, order_reason=order_reason,
-        thresholds={k: float(getattr(thresholds, k)) for k in THRESHOLDS_USED},
-        runs=[Run(index=i, name=name, source=source, kind=kind, device=samples.device, steps=len(samples.steps),
-                  skipped=k.skip, skip_reason=k.reason, provenance=dict(sorted(samples.provenance.items())))
-              for i, ((name, source, kind, samples), k) in enumerate(zip(runs, kept), start=1)],
+        tool_version=__version__, method=METHOD + (RUNS_METHOD if several else ""), penalty_factor=PENALTY_FACTOR,
+        order=order, order_reason=order_reason, thresholds={k: float(getattr(thresholds, k)) for k in THRESHOLDS_USED},
+        runs=[_run(i, point, k) for i, (point, k) in enumerate(zip(runs, kept), start=1)],
         series=series, change_points=changes, warnings=warnings)
     history.gates, history.exit_code = judge_gates(history, options.policy)
     return history
+
+
+def recordings(point: tuple) -> list[tuple[str, str, str, SampleSet]]:
+    """The runs of a point (name, source, kind, samples, several): ``several``, or the point itself."""
+    name, source, kind, samples, several = point
+    return list(several) or [(name, source, kind, samples)]
+
+
+def _run(index: int, point: tuple, kept: list[_Kept]) -> Run:
+    """The record of a point: one run as before; several runs with their sums of steps and
+    skipped steps, the first run's skip reason, and each run (``recordings``)."""
+    name, source, kind, samples, several = point
+    run = Run(index=index, name=name, source=source, kind=kind, device=samples.device,
+              steps=sum(len(r[3].steps) for r in recordings(point)), skipped=sum(k.skip for k in kept),
+              skip_reason=kept[0].reason, provenance=dict(sorted(samples.provenance.items())))
+    if several:
+        run.recordings = [Recording(name=r[0], source=r[1], kind=r[2], steps=len(r[3].steps), skipped=k.skip)
+                          for r, k in zip(recordings(point), kept)]
+    return run
 
 
 GENERIC_DEVICE_NAMES = ("", "Ascend NPU")  # what a reader writes when the export does not name the device model
@@ -121,7 +142,7 @@ def comparability_warnings(runs: list[tuple[str, str, str, SampleSet]]) -> list[
 def _ordered(runs: list, order: str) -> tuple[list, str, str]:
     if order == "given":
         return list(runs), "given", "in the order given"
-    times = [samples.provenance.get(RECORDED_AT) for *_, samples in runs]
+    times = [point[3].provenance.get(RECORDED_AT) for point in runs]
     if order == "auto" and all(times):
         ranked = sorted(zip(times, range(len(runs))), key=lambda t: (_natural(t[0]), t[1]))
         return [runs[i] for _, i in ranked], "time", f"by recording time ({RECORDED_AT!r} in every run's provenance)"
@@ -136,11 +157,12 @@ def _natural(text: str) -> tuple:
 
 @dataclass
 class _Kept:
-    """One run's kept per-step values by key (NaN-free), after the warm-up skip."""
+    """One run's kept per-step values by key (NaN-free), after the warm-up skip; ``n`` steps kept."""
 
     values: dict[str, np.ndarray]
     skip: int
     reason: str
+    n: int = 0
 
 
 def _kept_steps(samples: SampleSet, requested: int | None) -> _Kept:
@@ -154,26 +176,56 @@ def _kept_steps(samples: SampleSet, requested: int | None) -> _Kept:
             values[row] = np.array([v for v in tail if v is not None], dtype=float)
         else:
             values[row] = np.array([0.0 if v is None else v for v in tail], dtype=float)
-    return _Kept(values, skip, reason)
+    return _Kept(values, skip, reason, max(len(samples.steps) - skip, 0))
 
 
-def _keys(kept: list[_Kept], top: int, gates: tuple[Gate, ...]) -> list[str]:
-    present = set().union(*(k.values for k in kept))
+def _keys(kept: list[list[_Kept]], top: int, gates: tuple[Gate, ...]) -> list[str]:
+    present = set().union(*(k.values for point in kept for k in point))
     keys = [k for k in FIXED_KEYS if k in present]
-    last = kept[-1].values
-    ranked = sorted(((float(np.median(v)), row) for row, v in last.items()
+    last = set().union(*(k.values for k in kept[-1]))
+    ranked = sorted(((_median(kept[-1], row), row) for row in last
                      if row.split(":", 1)[0] in RANKED_DIMENSIONS), key=lambda t: (-t[0], t[1]))
     keys += [row for _, row in ranked[:top]]
     gated = sorted(row for row in present if row not in keys and any(g.matches(row) for g in gates))
     return keys + gated
 
 
-def _point(kept: _Kept, key: str) -> Point:
-    values = kept.values.get(key)
-    if values is None or not len(values):
+def _groups(kept: list[_Kept], key: str) -> list[np.ndarray]:
+    """Each run's kept steps of ``key`` in a point: a time key a run lacks counts 0 in each of its
+    kept steps, as a step without it does (the verdict's ``run_medians``); a memory peak a run
+    lacks leaves that run out."""
+    if not any(key in k.values for k in kept):
+        return []
+    memory = key.startswith("memory:")
+    groups = [k.values.get(key, None if memory else np.zeros(k.n)) for k in kept]
+    return [g for g in groups if g is not None and len(g)]
+
+
+def _steps(kept: list[_Kept], key: str) -> np.ndarray | None:
+    """The kept steps of ``key`` of a point of one run (for the step tests); None otherwise."""
+    groups = _groups(kept, key)
+    return groups[0] if len(groups) == 1 and len(kept) == 1 else None
+
+
+def _median(kept: list[_Kept], key: str) -> float:
+    """The point's median of ``key`` (of its steps, or of its run medians) without an interval."""
+    medians = [float(np.median(g)) for g in _groups(kept, key)]
+    return medians[0] if len(kept) == 1 else float(np.median(medians))
+
+
+def _point(kept: list[_Kept], key: str) -> Point:
+    """The point's median of ``key`` and its interval: of the run's steps (one run), else of the
+    run medians with the two-stage bootstrap (runs, then steps: ``nested_median_interval``)."""
+    groups = _groups(kept, key)
+    if not groups:
         return Point()
-    low, high = median_interval(values)
-    return Point(median=float(np.median(values)), ci_low=low, ci_high=high, n=len(values))
+    if len(kept) == 1:
+        low, high = median_interval(groups[0])
+        return Point(median=float(np.median(groups[0])), ci_low=low, ci_high=high, n=len(groups[0]))
+    medians = [float(np.median(g)) for g in groups]
+    low, high = nested_median_interval(groups) if len(groups) > 1 else median_interval(groups[0])
+    return Point(median=float(np.median(medians)), ci_low=low, ci_high=high, n=sum(len(g) for g in groups),
+                 runs=len(groups), run_medians=medians)
 
 
 def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: list[float | None],
@@ -182,8 +234,11 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
 
     Args:
         key: ``<dimension>:<key>``.
-        points: one per run, in order (median None: the run lacks the key).
-        steps: each run's kept per-step values of the key (None where it lacks it).
+        points: one per point, in order (median None: the point lacks the key); a point of
+            several runs carries its ``run_medians``, and then run-to-run variation is measured
+            (``_RunLevel``) and decides separation instead of the steps.
+        steps: each point's kept per-step values of the key (None where it lacks it or holds
+            several runs).
         e2e: each run's median E2E (µs), for the share-of-step floor of other time keys.
         thresholds: the floors and ``alpha``.
         names: the runs' names, in order.
@@ -194,16 +249,22 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
     if len(present) < MIN_RUNS:
         return series
     x = np.array([points[i].median for i in present])
-    if (x > 0).all():
+    runs = [np.array(points[i].run_medians if points[i].run_medians else [points[i].median]) for i in present]
+    level = _RunLevel.of(runs) if any(len(r) > 1 for r in runs) else None
+    if (x > 0).all() and (level is None or all((r > 0).all() for r in runs)):
         y, series.scale = np.log(x), "log"
         errors = [(math.log(p.ci_high) - math.log(p.ci_low)) / (2 * Z_95) for p in (points[i] for i in present)
                   if p.ci_low is not None and p.ci_low > 0]
     else:
-        top = float(np.abs(x).max())
+        top = float(max(np.abs(x).max(), max(float(np.abs(r).max()) for r in runs)))
         if top == 0:
             return series
         y, series.scale = x / top, "linear"
         errors = [(p.ci_high - p.ci_low) / (2 * Z_95 * top) for p in (points[i] for i in present) if p.ci_low is not None]
+    if level is not None:  # the runs measure the noise: each point's standard error is s / √runs
+        level = level.scaled(series.scale, top if series.scale == "linear" else 1.0)
+        series.run_noise, series.run_df = level.sigma, level.df
+        errors = [level.sigma / math.sqrt(len(r)) for r in level.runs]
     sigma = noise(y, errors)
     series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
     bounds = [0, *segment(y, series.penalty, MIN_SEGMENT, last_min=1), len(y)]
@@ -216,8 +277,15 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
                              direction="regression" if after > before else "improvement")
         reason = _floors(key, unit, change, float(np.median(e2e_before)) if e2e_before else None, thresholds)
         reason = reason or _persists(x, a, b, c, before, after)
-        evidence = "" if reason else _separated(points[last], points[first], steps[last], steps[first],
-                                                after > before, thresholds.alpha)
+        if level is not None:  # several runs a point: the runs decide, steps of one run cannot
+            newest_alone = c == len(y) and c - b < MIN_SEGMENT
+            reason = reason or (level.confirms(b, before, after) if newest_alone else "")
+            evidence = "" if reason else level.separated(b - 1, b, after > before, thresholds.alpha)
+            if not reason and not evidence:
+                reason = level.not_separated(b - 1, b, last + 1, first + 1, thresholds.alpha)
+        else:
+            evidence = "" if reason else _separated(points[last], points[first], steps[last], steps[first],
+                                                    after > before, thresholds.alpha)
         if evidence == ONE_STEP and c - b < MIN_SEGMENT:
             evidence, reason = "", ("the newest run alone, with one step: one more run must confirm that the "
                                     "shift persists")
@@ -237,6 +305,81 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
             change.evidence = evidence
             series.change_points.append(change)
     return series
+
+
+@dataclass
+class _RunLevel:
+    """The run-level view of a series whose points hold several runs (steps nested in runs):
+    each present point's run medians (``runs``, raw and then on the series' scale: logs, or ÷ the
+    largest value), and the pooled between-run σ with its degrees of freedom
+    (``changepoints.between_run_noise``)."""
+
+    raw: list[np.ndarray]
+    runs: list[np.ndarray]
+    sigma: float = 0.0
+    df: int = 0
+    log: bool = True
+
+    @classmethod
+    def of(cls, runs: list[np.ndarray]) -> "_RunLevel":
+        return cls(raw=runs, runs=runs)
+
+    def scaled(self, scale: str, top: float) -> "_RunLevel":
+        log = scale == "log"
+        runs = [np.log(r) if log else r / top for r in self.raw]
+        sigma, df = between_run_noise(runs)
+        return _RunLevel(raw=self.raw, runs=runs, sigma=sigma, df=df, log=log)
+
+    def separated(self, i: int, j: int, rising: bool, alpha: float) -> str:
+        """"runs: student-log p = …" when the runs of present points ``i`` and ``j`` differ by
+        Student's t on their scaled run medians with the pooled σ (df: the series'), in the
+        direction of the step; "" otherwise."""
+        p, shift = self.test(i, j)
+        if p < alpha and (shift > 0) == rising:
+            return (f"runs: student{'-log' if self.log else ''} p = {p:.2g} ({len(self.runs[i])} and "
+                    f"{len(self.runs[j])} runs, σ on {self.df} df)")
+        return ""
+
+    def test(self, i: int, j: int) -> tuple[float, float]:
+        """(p, shift) of Student's t of mean(runs j) − mean(runs i) on the pooled df, se =
+        √(vᵢ/nᵢ + vⱼ/nⱼ), v = σ², or a point's own variance where it exceeds ``SPREAD_OUTLIER`` σ²
+        (a point whose runs disagree, such as one slow run, left out of σ: judged with its own
+        spread, so it cannot make a boundary)."""
+        a, b = self.runs[i], self.runs[j]
+        shift = float(b.mean() - a.mean())
+        pooled = self.sigma ** 2
+        own = [float(r.var(ddof=1)) if len(r) > 1 else 0.0 for r in (a, b)]
+        var = [v if v > SPREAD_OUTLIER * pooled else pooled for v in own]
+        se = math.sqrt(var[0] / len(a) + var[1] / len(b))
+        if se == 0:
+            return (1.0 if shift == 0 else 0.0), shift
+        return t_two_sided(shift * shift / (se * se), self.df), shift
+
+    def not_separated(self, i: int, j: int, before: int, after: int, alpha: float) -> str:
+        """Why the runs of present points ``i`` and ``j`` (runs ``before`` and ``after``) do not
+        separate them."""
+        p, _ = self.test(i, j)
+        own = [n for n, r in ((before, self.runs[i]), (after, self.runs[j]))
+               if len(r) > 1 and float(r.var(ddof=1)) > SPREAD_OUTLIER * self.sigma ** 2]
+        why = f"p = {p:.2g} ≥ {alpha:g}" if p >= alpha else f"p = {p:.2g} but against the step"
+        spread = (f"; the runs of point {' and '.join(map(str, own))} disagree: judged with their own spread"
+                  if own else "")
+        return (f"the runs of points {before} and {after} are not separated (Student's t on their run medians: "
+                f"{why}{spread})")
+
+    def confirms(self, j: int, before: float, after: float) -> str:
+        """Why the newest point, standing alone, is not yet a change ("" when it is): it needs two
+        runs or more, every one beyond the midpoint between the levels, so one slow run of it
+        cannot make a change point."""
+        runs = self.raw[j]
+        if len(runs) < 2:
+            return "the newest point alone, with one run: one more run must confirm that the shift persists"
+        mid = (before + after) / 2
+        beyond = int(((runs > mid) if after > before else (runs < mid)).sum())
+        if beyond < len(runs):
+            return (f"the newest point alone: {len(runs) - beyond} of its {len(runs)} runs do not show the shift "
+                    "(on the near side of the midpoint)")
+        return ""
 
 
 def _persists(x: np.ndarray, a: int, b: int, c: int, before: float, after: float) -> str:

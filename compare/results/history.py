@@ -3,6 +3,10 @@ medians with its change points, the gates' outcomes and the exit code.
 
 Plain records (msgspec Structs) that every renderer reads (``perfcmp.render.history``) and the
 JSON output encodes; ``perfcmp.history`` builds them. Times in µs per step, memory in bytes.
+
+A point of the series (``Run``) is one version: one recording, or several runs of it (a version
+directory, a baseline saved with several runs). The fields that describe several runs are unset
+(absent from the JSON) at one run a point, so such a history encodes as before.
 """
 
 from __future__ import annotations
@@ -11,8 +15,21 @@ import msgspec
 
 HISTORY_VERSION = 1
 
+
+class Recording(msgspec.Struct, kw_only=True):
+    """One run of a point that holds several (a separate recording of the same version)."""
+
+    name: str
+    source: str  # the path as given (a version directory's entry joined to it)
+    kind: str  # "profile" or "baseline"
+    steps: int  # profiled steps
+    skipped: int  # warm-up steps dropped
+
+
 class Run(msgspec.Struct, kw_only=True):
-    """One run of the series, in analysis order (``index`` from 1)."""
+    """One point of the series, in analysis order (``index`` from 1): a run, or a version of
+    several runs (``recordings``; then ``steps`` and ``skipped`` are their sums and
+    ``skip_reason`` the first run's)."""
 
     index: int
     name: str
@@ -23,15 +40,20 @@ class Run(msgspec.Struct, kw_only=True):
     skipped: int  # warm-up steps dropped
     skip_reason: str = ""
     provenance: dict[str, str] = {}
+    recordings: list[Recording] | msgspec.UnsetType = msgspec.UNSET  # a point of several runs: each run
 
 
 class Point(msgspec.Struct, kw_only=True):
-    """One run's median of one key, per step (µs or bytes); None: the run lacks the key."""
+    """One point's median of one key, per step (µs or bytes); None: the point lacks the key. At
+    several runs a point: the median of the run medians, its interval the two-stage bootstrap's
+    (runs, then steps in each), ``runs`` and ``run_medians`` the runs it is over."""
 
     median: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
-    n: int = 0  # steps the median is taken over
+    n: int = 0  # steps the median is taken over (of every run of the point)
+    runs: int | msgspec.UnsetType = msgspec.UNSET  # several runs a point: how many
+    run_medians: list[float] | msgspec.UnsetType = msgspec.UNSET  # several runs a point: each run's median
 
 
 class ChangePoint(msgspec.Struct, kw_only=True):
@@ -47,7 +69,7 @@ class ChangePoint(msgspec.Struct, kw_only=True):
     diff: float
     relative: float | None  # None when before is 0
     direction: str  # "regression" or "improvement"
-    evidence: str = ""  # "intervals" or "mann-whitney p = 0.029"; "" for a candidate
+    evidence: str = ""  # "intervals", "mann-whitney p = 0.029" or "runs: student-log p = 0.004"; "" for a candidate
     reason: str = ""  # for a candidate: why it is not reported
 
 
@@ -64,6 +86,8 @@ class Series(msgspec.Struct, kw_only=True):
     penalty: float | None = None
     change_points: list[ChangePoint] = []
     candidates: list[ChangePoint] = []
+    run_noise: float | msgspec.UnsetType = msgspec.UNSET  # pooled between-run σ (scale units), when measured
+    run_df: int | msgspec.UnsetType = msgspec.UNSET  # its degrees of freedom: Σ (runs − 1) over the points
 
 
 class GateOutcome(msgspec.Struct, kw_only=True):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from perfcmp.render.jsonout import portable_path
-from perfcmp.results.history import ChangePoint, History, Point
+from perfcmp.results.history import ChangePoint, History, Point, Run, Series
 from perfcmp.wording import MIB
 
 MAX_WARNINGS = 10  # on the console and in Markdown
@@ -25,7 +25,8 @@ def portable(history: History) -> History:
     """The history without absolute paths: every run's source and name (a profile's name is its
     path as given) made portable (``jsonout.portable_path``), there and wherever the text holds
     them — change points, gate messages, warnings (a reader names the file it read)."""
-    swaps = {text: portable_path(text) for r in history.runs for text in (r.source, r.name)
+    recorded = [m for r in history.runs if r.recordings for m in r.recordings]
+    swaps = {text: portable_path(text) for r in (*history.runs, *recorded) for text in (r.source, r.name)
              if portable_path(text) != text}
     order = sorted(swaps, key=lambda t: (-len(t), t))  # the longest first: a run's path holds its directory
 
@@ -39,13 +40,42 @@ def portable(history: History) -> History:
 
     return msgspec.structs.replace(
         history,
-        runs=[msgspec.structs.replace(r, source=fix(r.source), name=fix(r.name)) for r in history.runs],
+        runs=[msgspec.structs.replace(r, source=fix(r.source), name=fix(r.name), recordings=(
+            [msgspec.structs.replace(m, source=fix(m.source), name=fix(m.name)) for m in r.recordings]
+            if r.recordings else r.recordings)) for r in history.runs],
         series=[msgspec.structs.replace(x, change_points=changes(x.change_points), candidates=changes(x.candidates))
                 for x in history.series],
         change_points=changes(history.change_points),
         gates=[msgspec.structs.replace(g, message=fix(g.message)) for g in history.gates],
         warnings=[fix(w) for w in history.warnings])
 
+
+
+def several_runs(history: History) -> bool:
+    """Whether a point of the history holds several runs (then the tables show runs per point)."""
+    return any(r.recordings for r in history.runs)
+
+
+def run_count(run: Run) -> int:
+    """The runs a point holds (1 for a point of one run)."""
+    return len(run.recordings) if run.recordings else 1
+
+
+def over_runs(history: History) -> str:
+    """"6 runs", or with points of several runs "6 points (14 runs)"."""
+    if not several_runs(history):
+        return f"{len(history.runs)} runs"
+    return f"{len(history.runs)} points ({sum(run_count(r) for r in history.runs)} runs)"
+
+
+def run_noise_text(series: Series) -> str:
+    """The measured run-to-run variation of ``series`` in words ("" when not measured): the pooled
+    between-run σ, as a percentage on a log scale (else in units of the series' largest value)."""
+    if not series.run_df:
+        return ""
+    size = (f"{series.run_noise * 100:.2f} %" if series.scale == "log"
+            else f"{series.run_noise:.4f} of the largest value")
+    return f"run-to-run variation of {series.key} measured: σ {size} between runs of a point ({series.run_df} df)"
 
 
 def unit_name(unit: str) -> str:

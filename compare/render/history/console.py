@@ -3,7 +3,8 @@ gaps, gates, the method and warnings, in lines of at most ``WIDTH`` characters."
 
 from __future__ import annotations
 
-from perfcmp.render.history import MAX_WARNINGS, NO_CHANGE, ms_text, pct_text, value_text
+from perfcmp.render.history import (MAX_WARNINGS, NO_CHANGE, ms_text, over_runs, pct_text, run_count, run_noise_text,
+                                    several_runs, value_text)
 from perfcmp.render.terminal import wrap
 from perfcmp.results.history import History, Series
 
@@ -14,7 +15,7 @@ def render_console(history: History, quiet: bool = False, top: int | None = None
     """The console summary; ``quiet``: the headline, the change points, the gates and the
     warnings about runs that do not compare (what a CI log needs). ``top`` is accepted for the
     renderer protocol: the keys followed were chosen by the analysis."""
-    lines = [f"perfcmp history: {len(history.runs)} runs, {len(history.series)} keys",
+    lines = [f"perfcmp history: {over_runs(history)}, {len(history.series)} keys",
              *_wrap(f"runs ordered {history.order_reason}")]
     lines += [""] + _change_lines(history)
     if quiet:
@@ -26,7 +27,11 @@ def render_console(history: History, quiet: bool = False, top: int | None = None
         return "\n".join(lines) + "\n"
     e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
     if e2e is not None:
-        lines += ["", "E2E per run (median per step, 95 % bootstrap interval):"] + _e2e_table(history, e2e)
+        title = ("E2E per point (median of its run medians per step, 95 % bootstrap interval over runs and steps):"
+                 if several_runs(history) else "E2E per run (median per step, 95 % bootstrap interval):")
+        lines += ["", title] + _e2e_table(history, e2e)
+        if run_noise_text(e2e):
+            lines += _wrap(run_noise_text(e2e))
     gaps = [s for s in history.series if s.gaps]
     if gaps:
         lines += ["", f"keys with gaps ({len(gaps)}):"]
@@ -63,12 +68,19 @@ def _change_lines(history: History) -> list[str]:
 
 
 def _e2e_table(history: History, e2e: Series) -> list[str]:
+    """The E2E table; with points of several runs, a ``runs`` column (and the median is of the
+    run medians, its interval over runs and steps)."""
     marks = {c.index: f"{pct_text(c.relative)} {c.direction}" for c in e2e.change_points}
-    lines = [f"  {'#':>3}  {'run':<32}  {'steps':>5}  {'E2E ms':>9}  {'interval ms':^19}  change"]
+    several = several_runs(history)
+    runs = f"  {'runs':>4}" if several else ""
+    width = 26 if several else 32  # the runs column takes its room: lines stay within WIDTH
+    lines = [f"  {'#':>3}  {'run':<{width}}{runs}  {'steps':>5}  {'E2E ms':>9}  {'interval ms':^19}  change"]
     for run, point in zip(history.runs, e2e.points):
         interval = f"{ms_text(point.ci_low)} – {ms_text(point.ci_high)}" if point.ci_low is not None else "–"
         steps = f"{run.steps - run.skipped}/{run.steps}"
-        lines.append(f"  {run.index:>3}  {_cut(run.name, 32):<32}  {steps:>5}  {ms_text(point.median):>9}  "
+        runs = f"  {run_count(run):>4}" if several else ""
+        name = _cut(run.name, width)
+        lines.append(f"  {run.index:>3}  {name:<{width}}{runs}  {steps:>5}  {ms_text(point.median):>9}  "
                      f"{interval:^19}  {marks.get(run.index, '')}".rstrip())
     return lines
 

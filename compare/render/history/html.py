@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.render.history import HEAD_FILL, NO_CHANGE, interval_text, ms_text, pct_text, portable, value_text
+from perfcmp.render.history import (HEAD_FILL, NO_CHANGE, interval_text, ms_text, over_runs, pct_text, portable,
+                                    run_count, run_noise_text, several_runs, value_text)
 from perfcmp.results.history import History
 
 SUFFIX = ".html"
@@ -25,7 +26,7 @@ def render_html(history: History) -> str:
     regressions = [c for c in history.change_points if c.direction == "regression"]
     improvements = len(history.change_points) - len(regressions)
     title = (f"perfcmp history: {len(regressions)} regression{'s' if len(regressions) != 1 else ''}, "
-             f"{improvements} improvement{'s' if improvements != 1 else ''} over {len(history.runs)} runs")
+             f"{improvements} improvement{'s' if improvements != 1 else ''} over {over_runs(history)}")
     body = [f"<h1>{esc(title)}</h1>", f"<p>{esc(f'Runs ordered {history.order_reason}. Method: {history.method}.')}</p>"]
     comparability = [w for w in history.warnings if "not comparable" in w]
     body += [f'<p class="warn">{esc(w)}</p>' for w in comparability]
@@ -39,11 +40,18 @@ def render_html(history: History) -> str:
     e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
     if e2e is not None:
         marks = {c.index: f"{pct_text(c.relative)} {c.direction}" for c in e2e.change_points}
-        rows = [[str(r.index), r.name, f"{r.steps - r.skipped}/{r.steps}", ms_text(p.median), interval_text(p),
-                 marks.get(r.index, "")] for r, p in zip(history.runs, e2e.points)]
-        body.append(_html_table("E2E per run (ms per step)", ["#", "Run", "Steps", "Median", "95 % interval", "Change"],
-                                rows, "rlrrrl"))
+        several = several_runs(history)
+        rows = [[str(r.index), r.name, *([str(run_count(r))] if several else []), f"{r.steps - r.skipped}/{r.steps}",
+                 ms_text(p.median), interval_text(p), marks.get(r.index, "")] for r, p in zip(history.runs, e2e.points)]
+        header = ["#", "Run", *(["Runs"] if several else []), "Steps", "Median", "95 % interval", "Change"]
+        body.append(_html_table(f"E2E per {'point' if several else 'run'} (ms per step)", header, rows,
+                                "rlrrrrl" if several else "rlrrrl"))
+        if run_noise_text(e2e):
+            body.append(f"<p>{esc(run_noise_text(e2e))}.</p>")
     rows = [[str(r.index), r.name, r.source, r.kind, r.device, str(r.steps)] for r in history.runs]
+    if several_runs(history):  # each run of a point of several, under its point's number
+        rows = [row for r in history.runs for row in ([[str(r.index), r.name, r.source, r.kind, r.device, str(r.steps)]]
+                + [["", m.name, m.source, m.kind, "", str(m.steps)] for m in (r.recordings or [])])]
     body.append(_html_table("Runs", ["#", "Name", "Source", "Kind", "Device", "Steps"], rows, "rlllll"))
     if history.gates:
         body.append("<h2>Gates</h2><ul>" + "".join(f"<li>{esc(g.message)}</li>" for g in history.gates) + "</ul>")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.render.history import MAX_WARNINGS, NO_CHANGE, interval_text, ms_text, pct_text, portable, value_text
+from perfcmp.render.history import (MAX_WARNINGS, NO_CHANGE, interval_text, ms_text, over_runs, pct_text, portable,
+                                    run_count, run_noise_text, several_runs, value_text)
 from perfcmp.render.markdown import escape
 from perfcmp.results.history import History
 
@@ -23,7 +24,7 @@ def render_markdown(history: History) -> str:
     regressions = [c for c in history.change_points if c.direction == "regression"]
     title = (f"## perfcmp history: {len(regressions)} regression{'s' if len(regressions) != 1 else ''}, "
              f"{len(history.change_points) - len(regressions)} improvement"
-             f"{'s' if len(history.change_points) - len(regressions) != 1 else ''} over {len(history.runs)} runs")
+             f"{'s' if len(history.change_points) - len(regressions) != 1 else ''} over {over_runs(history)}")
     blocks = [title, escape(f"Runs ordered {history.order_reason}. Method: {history.method}.")]
     if history.change_points:
         rows = [[str(c.index), escape(c.run), escape(c.key), value_text(c.before, c.unit), value_text(c.after, c.unit),
@@ -35,10 +36,15 @@ def render_markdown(history: History) -> str:
     e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
     if e2e is not None:
         marks = {c.index: f"{pct_text(c.relative)} {c.direction}" for c in e2e.change_points}
-        rows = [[str(r.index), escape(r.name), f"{r.steps - r.skipped}/{r.steps}", ms_text(p.median), interval_text(p),
-                 marks.get(r.index, "")] for r, p in zip(history.runs, e2e.points)]
-        blocks.append("### E2E per run (ms per step)\n\n"
-                      + _table(["#", "Run", "Steps", "Median", "95 % interval", "Change"], rows, "rlrrrl"))
+        several = several_runs(history)
+        rows = [[str(r.index), escape(r.name), *([str(run_count(r))] if several else []),
+                 f"{r.steps - r.skipped}/{r.steps}", ms_text(p.median), interval_text(p), marks.get(r.index, "")]
+                for r, p in zip(history.runs, e2e.points)]
+        header = ["#", "Run", *(["Runs"] if several else []), "Steps", "Median", "95 % interval", "Change"]
+        blocks.append(f"### E2E per {'point' if several else 'run'} (ms per step)\n\n"
+                      + _table(header, rows, "rlrrrrl" if several else "rlrrrl"))
+        if run_noise_text(e2e):
+            blocks.append(escape(run_noise_text(e2e)) + ".")
     if history.gates:
         blocks.append("### Gates\n\n" + "\n".join(f"- {escape(g.message)}" for g in history.gates))
     if history.warnings:

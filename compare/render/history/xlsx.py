@@ -3,7 +3,8 @@ change points, every run's intervals, and notes (method, gates)."""
 
 from __future__ import annotations
 
-from perfcmp.render.history import BETTER_FILL, HEAD_FILL, WORSE_FILL, scaled, unit_name
+from perfcmp.render.history import (BETTER_FILL, HEAD_FILL, WORSE_FILL, run_count, run_noise_text, scaled, several_runs,
+                                    unit_name, value_text)
 from perfcmp.render.ooxml import Style, Workbook
 from perfcmp.results.history import History
 
@@ -18,7 +19,10 @@ def render_file(history: History, path: str, top: int = 10, jobs: int | None = N
 
 
 def write_xlsx(history: History, path: str) -> None:
-    """Runs × keys medians, the change points, every run's intervals, and notes (method, gates)."""
+    """Runs × keys medians, the change points, every run's intervals, and notes (method, gates);
+    with points of several runs, a ``Runs`` column in the medians and the intervals, the run
+    medians beside each interval, and each point's runs and the measured run-to-run variation
+    in the notes."""
     book = Workbook(path, list(SHEETS))
     head = book.style(Style(fill=HEAD_FILL, bold=True))
     title = book.style(Style(bold=True))
@@ -33,12 +37,16 @@ def write_xlsx(history: History, path: str) -> None:
         return s
 
     keys = history.series
+    several = several_runs(history)
+    extra = ["Runs"] if several else []
     s = sheet("HistoryMedians", "Median per step of each key in each run (ms; memory MiB)",
-              ["Run #", "Run", "Source", "Kind", "Steps", "Skipped"] + [f"{k.key} ({unit_name(k.unit)})" for k in keys],
-              [7, 28, 36, 9, 7, 8] + [16] * len(keys))
+              ["Run #", "Run", "Source", "Kind", "Steps", "Skipped", *extra]
+              + [f"{k.key} ({unit_name(k.unit)})" for k in keys],
+              [7, 28, 36, 9, 7, 8] + [6] * len(extra) + [16] * len(keys))
     for i, run in enumerate(history.runs):
         s.add_row([(run.index, text), (run.name, text), (run.source, text), (run.kind, text), (run.steps, text),
-                   (run.skipped, text)] + [(scaled(k.points[i].median, k.unit), number[k.unit]) for k in keys])
+                   (run.skipped, text), *[(run_count(run), text) for _ in extra]]
+                  + [(scaled(k.points[i].median, k.unit), number[k.unit]) for k in keys])
     s.close()
 
     s = sheet("ChangePoints", "Change points, newest first: the first run after each change",
@@ -52,18 +60,28 @@ def write_xlsx(history: History, path: str) -> None:
                    (c.direction, text), (c.evidence, text)])
     s.close()
 
+    extra = ["Runs used", "Run medians"] if several else []
     s = sheet("HistoryIntervals", "Each run's median and its 95 % bootstrap interval, per key",
-              ["Run #", "Run", "Key", "Unit", "Median", "CI low", "CI high", "Steps used"], [7, 28, 40, 6, 12, 12, 12, 10])
+              ["Run #", "Run", "Key", "Unit", "Median", "CI low", "CI high", "Steps used", *extra],
+              [7, 28, 40, 6, 12, 12, 12, 10] + [10, 40][:len(extra)])
     for k in keys:
         for run, p in zip(history.runs, k.points):
-            s.add_row([(run.index, text), (run.name, text), (k.key, text), (unit_name(k.unit), text),
-                       (scaled(p.median, k.unit), number[k.unit]), (scaled(p.ci_low, k.unit), number[k.unit]),
-                       (scaled(p.ci_high, k.unit), number[k.unit]), (p.n, text)])
+            row = [(run.index, text), (run.name, text), (k.key, text), (unit_name(k.unit), text),
+                   (scaled(p.median, k.unit), number[k.unit]), (scaled(p.ci_low, k.unit), number[k.unit]),
+                   (scaled(p.ci_high, k.unit), number[k.unit]), (p.n, text)]
+            if several:
+                medians = ", ".join(value_text(m, k.unit) for m in p.run_medians) if p.run_medians else ""
+                row += [(p.runs if p.runs else (1 if p.median is not None else 0), text), (medians, text)]
+            s.add_row(row)
     s.close()
 
     s = sheet("Notes", "How the history was made", ["Topic", "Note"], [14, 120])
     notes = [("order", history.order_reason), ("method", history.method), ("exit code", str(history.exit_code))]
     notes += [("gate", g.message) for g in history.gates] + [("warning", w) for w in history.warnings]
+    for run in history.runs:
+        notes += [("run", f"point {run.index} ({run.name}): {m.name}, {m.source}, {m.steps} steps, {m.skipped} "
+                          "skipped") for m in (run.recordings or [])]
+    notes += [("run noise", run_noise_text(k)) for k in keys if run_noise_text(k)]
     for k in keys:
         notes += [("not reported", f"{k.key} at run {c.index}: {c.reason}") for c in k.candidates]
     for topic, note in notes:
