@@ -23,7 +23,7 @@ from perfcmp.history.changepoints import between_run_noise, nested_median_interv
 from perfcmp.history.engine import analyse, detect
 from perfcmp.policy import load_policy
 from perfcmp.results.history import Point
-from perfcmp.samples import SampleSet
+from perfcmp.results.samples import SampleSet
 from perfcmp.verdict import Thresholds
 
 SCHEMA = Path(__file__).resolve().parents[1] / "report_templates" / "history.schema.json"
