@@ -128,5 +128,13 @@ def check_samples(samples, path: tuple, what: str, source: str) -> None:
 
 
 def check_baseline(baseline, source: str) -> None:
-    """A golden ``Baseline``'s shapes: its sample set (one value per step in every series)."""
-    check_samples(baseline.samples, ("samples",), "baseline", source)
+    """A golden ``Baseline``'s shapes: its sample sets (one value per step in every series), whose
+    overall rows are rows of its stored breakdown (a baseline is saved whole: a sample row that
+    its breakdown lacks means the file was altered, and would judge a row against nothing)."""
+    known = {f"overall:{row.key}" for row in baseline.breakdown.rows}
+    further = [] if not isinstance(baseline.runs, list) else baseline.runs
+    for path, samples in [(("samples",), baseline.samples), *((("runs", i), s) for i, s in enumerate(further))]:
+        check_samples(samples, path, "baseline", source)
+        for key in samples.rows:
+            if key.startswith("overall:") and key not in known:
+                raise _shape("names an overall row its breakdown does not have", path + ("rows", key), "baseline", source)

@@ -92,3 +92,19 @@ def test_list_fits_80_columns_names_a_cpu_run_and_stores_relative_paths(tmp_path
     assert lines[0].split() == ["name", "device", "steps", "E2E", "ms", "source"]
     row = lines[1].split()
     assert row[:3] == [name, "CPU", "1"] and row[4].startswith("../some/") and row[4].endswith("json.gz")
+
+
+def test_a_baseline_whose_samples_name_a_row_its_breakdown_lacks_is_refused(runs, tmp_path, capsys):
+    """An altered baseline (here one sample row renamed, as a stray edit inside a string would) would
+    judge the Matmul row against no baseline samples: refused with where it is, nothing judged."""
+    store = tmp_path / "baselines"
+    cli(capsys, "golden", "save", "nightly", runs["base"], "--dir", str(store))
+    doc = json.loads((store / "nightly.json").read_text())
+    rows = doc["samples"]["rows"]
+    key = next(k for k in rows if k.startswith("overall:computing.matmul"))
+    rows[key.replace("matmul", "mat[[mul", 1)] = rows.pop(key)
+    (store / "nightly.json").write_text(json.dumps(doc))
+    code, out, err = cli(capsys, "golden", "check", "nightly", runs["same"], "--dir", str(store))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "names an overall row its breakdown does not have" in err
+    assert f"$.samples.rows.{key.replace('matmul', 'mat[[mul', 1)} names" in err
