@@ -702,3 +702,46 @@ def test_demo_sheets_say_what_each_side_is_under_its_banner(demo):
     side = "GPU, trace JSON, PyTorch profiler (Kineto), NVIDIA A100-SXM4-80GB, rank 0, 8 steps, world size 8"
     assert ws["B2"].value == side and ws["E2"].value == side
     assert ws["A2"].value is None  # like for like: nothing to warn of
+
+
+def test_a_block_is_joined_in_runs_of_bounded_text():
+    """A block whose XML is longer than the bound is joined a run of rows at a time, each run
+    ending where the text passes the next multiple of the bound; a shorter block is one run."""
+    from perfcmp.render.ooxml import _RowPattern
+
+    row = _RowPattern()
+    row.fixed("ab")
+    row.varying(["x" * 10, "y" * 3, "z" * 20, "w"])  # rows of 12, 5, 22 and 3 characters: 12, 17, 39, 42 in all
+    assert row.runs(4, 42) == [(0, 4)]
+    # past 20 after row 1 (17 -> 39), past 40 after row 2 (39 -> 42): a row over the bound is a run of its own
+    assert row.runs(4, 20) == [(0, 2), (2, 3), (3, 4)]
+    assert [row.join(a, b) for a, b in row.runs(4, 20)] == ["abxxxxxxxxxxabyyy", "ab" + "z" * 20, "abw"]
+    assert row.runs(4, 1) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+
+
+def test_a_sheet_of_long_texts_goes_to_the_zip_in_bounded_pieces(tmp_path, monkeypatch):
+    """300 rows of 10,000-character texts (3 M characters in one block of rows) reach the zip's
+    stream in pieces of at most the flush size plus a row, and read back whole (before, the
+    block went as one text of 3 M characters)."""
+    from perfcmp.render import ooxml
+
+    writes: list[int] = []
+    flush = ooxml.Sheet._flush
+
+    def counted(self):
+        writes.append(sum(map(len, self.buffer)))
+        flush(self)
+
+    monkeypatch.setattr(ooxml.Sheet, "_flush", counted)
+    texts = [f"{i:05d}" + "k" * 9_995 for i in range(300)]
+    path = tmp_path / "long.xlsx"
+    book = Workbook(str(path), ["Long"])
+    sheet = book.add_sheet("Long", [20.0])
+    sheet.add_rows([texts], [[0] * 300])
+    sheet.close()
+    book.close()
+    row_xml = len('<row r="300"><c r="A300" t="inlineStr"><is><t xml:space="preserve"></t></is></c></row>') + 10_000
+    assert sum(writes) > 3_000_000 and len(writes) >= 3
+    assert max(writes) <= ooxml.FLUSH_CHARS + row_xml  # one run at most: the buffer goes before it would pass the bound
+    ws = openpyxl.load_workbook(path)["Long"]
+    assert [ws.cell(row=r, column=1).value for r in range(1, 301)] == texts

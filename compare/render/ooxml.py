@@ -322,7 +322,8 @@ class Sheet:
         row.fixed("</row>")
         self.book.cut_cells += len(cuts)
         self.row += n
-        self._write(row.join(n))
+        for start, stop in row.runs(n, FLUSH_CHARS):
+            self._write(row.join(start, stop))
 
     def skip_row(self) -> None:
         self.row += 1
@@ -353,10 +354,12 @@ class Sheet:
             self.stream.close()
 
     def _write(self, text: str) -> None:
+        """``text`` buffered; what is buffered goes to the zip first when ``text`` would take it
+        past ``FLUSH_CHARS``: so at most that much (or one longer text) is encoded at once."""
+        if self.buffered + len(text) > FLUSH_CHARS and self.buffer:
+            self._flush()
         self.buffer.append(text)
         self.buffered += len(text)
-        if self.buffered >= FLUSH_CHARS:
-            self._flush()
 
     def _flush(self) -> None:
         self.stream.write("".join(self.buffer).encode("utf-8"))
@@ -430,12 +433,12 @@ def _gf2_square(matrix: list[int]) -> list[int]:
 
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
-FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream
+FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream; also the most joined at once
 
 
 class _RowPattern:
     """The XML of a block of rows as one sequence of pieces per row: fixed markup, the same in
-    every row, between texts that vary from row to row. Joined once for the whole block, each
+    every row, between texts that vary from row to row. Joined once for a run of rows, each
     character is copied once (a string per cell, joined per row and again per block, copied
     the long kernel lists three times over: the writer's hot loop, millions of cells)."""
 
@@ -451,13 +454,39 @@ class _RowPattern:
     def varying(self, texts: list[str]) -> None:
         self.parts.append(texts)
 
-    def join(self, rows: int) -> str:
+    def runs(self, rows: int, most: int) -> list[tuple[int, int]]:
+        """The block's rows as consecutive runs (start, stop) of XML, each ending where the
+        block's text passes the next multiple of ``most`` characters (so a run holds at most
+        ``most`` plus one row's): the text joined, encoded and compressed at once stays bounded
+        whatever the cells hold. A block of 8,192 rows with two kernel-list
+        columns was 11 M characters on the real GPU pair, held as text, as UTF-8 and by the
+        compressor at once (40 MB of the run's peak); most blocks are far smaller and stay one
+        run. The count is of characters: a text of non-ASCII characters takes 2 or 4 bytes each."""
+        fixed = sum(len(part) for part in self.parts if type(part) is str)
+        varying = [part for part in self.parts if type(part) is not str]
+        if fixed * rows + sum(sum(map(len, part)) for part in varying) <= most:  # the usual block: one run
+            return [(0, rows)]
+        sizes = np.full(rows, fixed, dtype=np.int64)
+        for part in varying:
+            sizes += np.fromiter(map(len, part), dtype=np.int64, count=rows)
+        ends = np.cumsum(sizes)
+        # a run ends at the last row that keeps it within ``most`` (or at its first row, if that alone is more)
+        bounds = np.unique(np.searchsorted(ends, np.arange(most, int(ends[-1]), most), side="right"))
+        stops = [int(b) for b in bounds if 0 < b < rows] + [rows]
+        return list(zip([0] + stops[:-1], stops))
+
+    def join(self, start: int, stop: int) -> str:
+        """The XML of rows ``start:stop`` of the block."""
         # row by row, each row its pieces in order: piece i of row r lands at r * k + i, laid in
         # by one extended-slice assignment per piece (faster than zipping the rows' tuples)
+        rows = stop - start
         k = len(self.parts)
         flat: list[str | None] = [None] * (rows * k)
         for i, part in enumerate(self.parts):
-            flat[i::k] = [part] * rows if type(part) is str else part
+            if type(part) is str:
+                flat[i::k] = [part] * rows
+            else:
+                flat[i::k] = part if start == 0 and stop == len(part) else part[start:stop]
         return "".join(flat)
 
 
