@@ -274,7 +274,12 @@ class Sheet:
         else:
             self.stream = _DeflatedPiece(archive, f"{member}.{piece.index}", self.ends)
         self.buffer: list[str] = []
-        self.buffered = 0  # characters in buffer
+        self.buffered = 0  # characters in buffer (or in pending)
+        # a piece's deflate data depend on how its text is cut into the compressor's calls (ISA-L
+        # compresses each call's input as it comes; zlib's data do not depend on it), so a piece
+        # is cut as a sheet always was: at the end of a block of rows, once FLUSH_CHARS wait; the
+        # waiting text is kept encoded, once, not as texts, their join and its encoding
+        self.pending = bytearray() if piece is not None else None
         if self.starts:
             self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
                         + _sheet_view(freeze) + '<sheetFormatPr defaultRowHeight="15"/>' + _cols(widths) + "<sheetData>")
@@ -323,7 +328,7 @@ class Sheet:
         self.book.cut_cells += len(cuts)
         self.row += n
         for start, stop in row.runs(n, FLUSH_CHARS):
-            self._write(row.join(start, stop))
+            self._write(row.join(start, stop), ends_block=stop == n)
 
     def skip_row(self) -> None:
         self.row += 1
@@ -349,20 +354,31 @@ class Sheet:
     def abandon(self) -> None:
         """End a sheet whose writing failed or was stopped: its part is closed as it is (the
         workbook is being thrown away), so that closing the zip afterwards raises nothing."""
-        self.buffer, self.buffered = [], 0
+        self.buffer, self.buffered, self.pending = [], 0, None
         with contextlib.suppress(OSError, ValueError):
             self.stream.close()
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, ends_block: bool = True) -> None:
         """``text`` buffered; what is buffered goes to the zip first when ``text`` would take it
-        past ``FLUSH_CHARS``: so at most that much (or one longer text) is encoded at once."""
+        past ``FLUSH_CHARS``: so at most that much (or one longer text) is encoded at once. A
+        piece's text goes at the end of a block (``ends_block``) once that much waits."""
+        if self.pending is not None:
+            self.pending += text.encode("utf-8")
+            self.buffered += len(text)
+            if ends_block and self.buffered >= FLUSH_CHARS:
+                self._flush()
+            return
         if self.buffered + len(text) > FLUSH_CHARS and self.buffer:
             self._flush()
         self.buffer.append(text)
         self.buffered += len(text)
 
     def _flush(self) -> None:
-        self.stream.write("".join(self.buffer).encode("utf-8"))
+        if self.pending is not None:
+            self.stream.write(self.pending)
+            self.pending = bytearray()
+        else:
+            self.stream.write("".join(self.buffer).encode("utf-8"))
         self.buffer, self.buffered = [], 0
 
 
