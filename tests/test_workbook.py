@@ -717,6 +717,11 @@ def test_a_block_is_joined_in_runs_of_bounded_text():
     assert row.runs(4, 20) == [(0, 2), (2, 3), (3, 4)]
     assert [row.join(a, b) for a, b in row.runs(4, 20)] == ["abxxxxxxxxxxabyyy", "ab" + "z" * 20, "abw"]
     assert row.runs(4, 1) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    # texts of a known most characters count as that many (8 here, though each is 1): rows of
+    # 20, 13, 30 and 11 characters by that count, 20, 33, 63 and 74 in all: past 40 after row 1
+    row.varying(["1", "2", "3", "4"], 8)
+    assert row.runs(4, 40) == [(0, 2), (2, 4)]
+    assert row.runs(4, 80) == [(0, 4)]
 
 
 def test_a_sheet_of_long_texts_goes_to_the_zip_in_bounded_pieces(tmp_path, monkeypatch):
