@@ -11,8 +11,8 @@
     # and another perfcmp (say, a checkout of the code before a change, with its own venv) in the same rounds:
     python benchmarks/bench.py --pair ... --runs 3 --peer msprof-analyze --peer-runs 3 --other /tmp/before/.venv/bin/perfcmp
 
-Each run is a fresh process, measured by ``treemem.py``: wall time, and peak memory of the
-whole process tree (PSS summed over perfcmp and its read worker, or the peer and its children)
+Each run is a fresh process, measured by ``treemem.py``: wall time, CPU time (median, user +
+system, the tool's child processes included), and peak memory of the whole process tree (PSS summed over perfcmp and its read worker, or the peer and its children)
 and of the largest process. perfcmp's and the peer's runs alternate, so the machine's drift
 hits both alike (and with ``--other``, a second perfcmp's runs, e.g. the code before a change,
 in the same rounds). A generated pair is made once into ``benchmarks/out/`` (git-ignored) with
@@ -101,7 +101,8 @@ def measure_once(command: list[str]) -> dict:
 
 def summary(results: list[dict]) -> dict:
     walls = [r["wall_s"] for r in results]
-    return {"median": statistics.median(walls), "best": min(walls), "tree_mb": max(r["tree_pss_mib"] for r in results),
+    return {"median": statistics.median(walls), "best": min(walls), "cpu": statistics.median(r["cpu_s"] for r in results),
+            "tree_mb": max(r["tree_pss_mib"] for r in results),
             "largest_mb": max(r["largest_rss_mib"] for r in results), "runs": len(results)}
 
 
@@ -147,7 +148,7 @@ def main() -> int:
                     others.append(measure_once(other_cmd))
             if peer_cmd and i < args.peer_runs:
                 peers.append(measure_once(peer_cmd))
-    line = "{name:14s} median {median:.2f} s  best {best:.2f} s  peak {tree_mb:.0f} MB whole tree ({largest_mb:.0f} MB largest process)  ({runs} runs)"
+    line = "{name:14s} median {median:.2f} s  best {best:.2f} s  CPU {cpu:.2f} s  peak {tree_mb:.0f} MB whole tree ({largest_mb:.0f} MB largest process)  ({runs} runs)"
     mine = summary(ours)
     print(line.format(name="perfcmp", **mine))
     if others:
