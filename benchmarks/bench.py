@@ -8,11 +8,14 @@
     # the real GPU pair (HTA's trace-diff control and test), against the peer, interleaved:
     python benchmarks/bench.py --pair ../shared/samples/gpu/hta_trace_diff_control.pt.trace.json.gz \
         ../shared/samples/gpu/hta_trace_diff_test.pt.trace.json.gz --runs 3 --peer msprof-analyze --peer-runs 3
+    # and another perfcmp (say, a checkout of the code before a change, with its own venv) in the same rounds:
+    python benchmarks/bench.py --pair ... --runs 3 --peer msprof-analyze --peer-runs 3 --other /tmp/before/.venv/bin/perfcmp
 
-Each run is a fresh process, measured by ``treemem.py``: wall time, and peak memory of the
-whole process tree (PSS summed over perfcmp and its read worker, or the peer and its children)
+Each run is a fresh process, measured by ``treemem.py``: wall time, CPU time (median, user +
+system, the tool's child processes included), and peak memory of the whole process tree (PSS summed over perfcmp and its read worker, or the peer and its children)
 and of the largest process. perfcmp's and the peer's runs alternate, so the machine's drift
-hits both alike. A generated pair is made once into ``benchmarks/out/`` (git-ignored) with
+hits both alike (and with ``--other``, a second perfcmp's runs, e.g. the code before a change,
+in the same rounds). A generated pair is made once into ``benchmarks/out/`` (git-ignored) with
 gen_traces.py; a given pair (``--pair BASE COMP``) is used as it is, except that gzipped
 traces are unpacked there once (the peer reads only .json). Both tools run as installed, with
 their bytecode compiled (a ``PYTHONDONTWRITEBYTECODE`` in the environment is dropped for the
@@ -98,7 +101,8 @@ def measure_once(command: list[str]) -> dict:
 
 def summary(results: list[dict]) -> dict:
     walls = [r["wall_s"] for r in results]
-    return {"median": statistics.median(walls), "best": min(walls), "tree_mb": max(r["tree_pss_mib"] for r in results),
+    return {"median": statistics.median(walls), "best": min(walls), "cpu": statistics.median(r["cpu_s"] for r in results),
+            "tree_mb": max(r["tree_pss_mib"] for r in results),
             "largest_mb": max(r["largest_rss_mib"] for r in results), "runs": len(results)}
 
 
@@ -119,6 +123,8 @@ def main() -> int:
     parser.add_argument("--perfcmp-args", default="", help="extra perfcmp arguments, e.g. '--enable_profiling_compare'")
     parser.add_argument("--pair", nargs=2, metavar=("BASE", "COMP"),
                         help="measure this pair (real profiles; .gz unpacked) instead of a generated one")
+    parser.add_argument("--other", metavar="PERFCMP",
+                        help="another perfcmp executable (the code before a change) run as often, in the same rounds")
     args = parser.parse_args()
 
     if args.pair:
@@ -130,24 +136,34 @@ def main() -> int:
     print(f"input: {what}: base {base} ({size_of(base):.1f} MB), comparison {comp} ({size_of(comp):.1f} MB)")
     compile_perfcmp()
     perfcmp = shutil.which("perfcmp") or "perfcmp"
-    ours, peers = [], []
+    ours, peers, others = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         ours_cmd = [perfcmp, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp, *args.perfcmp_args.split()]
         peer_cmd = [args.peer, "compare", "-d", str(comp), "-bp", str(base), "-o", tmp] if args.peer else None
+        other_cmd = [args.other, *ours_cmd[1:]] if args.other else None
         for i in range(max(args.runs, args.peer_runs if peer_cmd else 0)):  # interleaved: drift hits both alike
             if i < args.runs:
                 ours.append(measure_once(ours_cmd))
+                if other_cmd:
+                    others.append(measure_once(other_cmd))
             if peer_cmd and i < args.peer_runs:
                 peers.append(measure_once(peer_cmd))
-    line = "{name:14s} median {median:.2f} s  best {best:.2f} s  peak {tree_mb:.0f} MB whole tree ({largest_mb:.0f} MB largest process)  ({runs} runs)"
+    line = "{name:14s} median {median:.2f} s  best {best:.2f} s  CPU {cpu:.2f} s  peak {tree_mb:.0f} MB whole tree ({largest_mb:.0f} MB largest process)  ({runs} runs)"
     mine = summary(ours)
     print(line.format(name="perfcmp", **mine))
+    if others:
+        print(line.format(name="other perfcmp", **summary(others)))
     if peers:
         theirs = summary(peers)
         print(line.format(name="msprof-analyze", **theirs))
         print(f"perfcmp / peer: wall {mine['median'] / theirs['median']:.3f}, "
               f"whole-tree memory {mine['tree_mb'] / theirs['tree_mb']:.3f}, "
               f"largest process {mine['largest_mb'] / theirs['largest_mb']:.3f}")
+        if others:
+            other = summary(others)
+            print(f"other perfcmp / peer: wall {other['median'] / theirs['median']:.3f}, "
+                  f"whole-tree memory {other['tree_mb'] / theirs['tree_mb']:.3f}")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

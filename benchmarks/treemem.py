@@ -12,6 +12,7 @@ sum is the figure the README quotes. Linux only; prints one JSON line.
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -54,8 +55,10 @@ def _field_kib(pid: int, field: str, name: str = "status") -> int:
 
 
 def measure(command: list[str], interval: float = 0.05, env: dict[str, str] | None = None) -> dict:
-    """Wall seconds, peak whole-tree PSS and peak largest-process RSS (MiB), and the exit code
-    of ``command`` run with ``env`` (None: this process's environment)."""
+    """Wall seconds, CPU seconds (user + system of the command and every process it waited
+    for), peak whole-tree PSS and peak largest-process RSS (MiB), and the exit code of
+    ``command`` run with ``env`` (None: this process's environment)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty child never blocks on it
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, env=env)
@@ -67,10 +70,13 @@ def measure(command: list[str], interval: float = 0.05, env: dict[str, str] | No
             peak_procs = max(peak_procs, len(pids))
             time.sleep(interval)
         wall = time.perf_counter() - start
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (now.ru_utime + now.ru_stime) - (used.ru_utime + used.ru_stime)
         errors.seek(0)
         stderr = errors.read().decode(errors="replace")
     return {
         "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
         "tree_pss_mib": round(peak_tree / 1024, 1),
         "largest_rss_mib": round(largest / 1024, 1),
         "processes": peak_procs,

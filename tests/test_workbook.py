@@ -288,8 +288,8 @@ def test_a_block_of_rows_is_the_cells_written_one_by_one(block, first):
     columns, styles, heights, row_texts = block
     sheet = Sheet.__new__(Sheet)  # a sheet's rows only: no workbook, no file
     written: list[str] = []
-    sheet.letters, sheet.row, sheet.book, sheet._write = ([column_letter(i) for i in range(len(columns))], first - 1,
-                                                          SimpleNamespace(cut_cells=0), written.append)
+    sheet.letters, sheet.row, sheet.book = [column_letter(i) for i in range(len(columns))], first - 1, SimpleNamespace(cut_cells=0)
+    sheet._write = lambda text, ends_block=True: written.append(text)
     sheet.add_rows(columns, styles, heights, row_texts)
     book = sheet.book
 
@@ -702,3 +702,72 @@ def test_demo_sheets_say_what_each_side_is_under_its_banner(demo):
     side = "GPU, trace JSON, PyTorch profiler (Kineto), NVIDIA A100-SXM4-80GB, rank 0, 8 steps, world size 8"
     assert ws["B2"].value == side and ws["E2"].value == side
     assert ws["A2"].value is None  # like for like: nothing to warn of
+
+
+def test_a_block_is_joined_in_runs_of_bounded_text():
+    """A block whose XML is longer than the bound is joined a run of rows at a time, each run
+    ending where the text passes the next multiple of the bound; a shorter block is one run."""
+    from perfcmp.render.ooxml import _RowPattern
+
+    row = _RowPattern()
+    row.fixed("ab")
+    row.varying(["x" * 10, "y" * 3, "z" * 20, "w"])  # rows of 12, 5, 22 and 3 characters: 12, 17, 39, 42 in all
+    assert row.runs(4, 42) == [(0, 4)]
+    # past 20 after row 1 (17 -> 39), past 40 after row 2 (39 -> 42): a row over the bound is a run of its own
+    assert row.runs(4, 20) == [(0, 2), (2, 3), (3, 4)]
+    assert [row.join(a, b) for a, b in row.runs(4, 20)] == ["abxxxxxxxxxxabyyy", "ab" + "z" * 20, "abw"]
+    assert row.runs(4, 1) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    # texts of a known most characters count as that many (8 here, though each is 1): rows of
+    # 20, 13, 30 and 11 characters by that count, 20, 33, 63 and 74 in all: past 40 after row 1
+    row.varying(["1", "2", "3", "4"], 8)
+    assert row.runs(4, 40) == [(0, 2), (2, 4)]
+    assert row.runs(4, 80) == [(0, 4)]
+
+
+def test_a_sheet_of_long_texts_goes_to_the_zip_in_bounded_pieces(tmp_path, monkeypatch):
+    """300 rows of 10,000-character texts (3 M characters in one block of rows) reach the zip's
+    stream in pieces of at most the flush size plus a row, and read back whole (before, the
+    block went as one text of 3 M characters)."""
+    from perfcmp.render import ooxml
+
+    writes: list[int] = []
+    flush = ooxml.Sheet._flush
+
+    def counted(self):
+        writes.append(sum(map(len, self.buffer)))
+        flush(self)
+
+    monkeypatch.setattr(ooxml.Sheet, "_flush", counted)
+    texts = [f"{i:05d}" + "k" * 9_995 for i in range(300)]
+    path = tmp_path / "long.xlsx"
+    book = Workbook(str(path), ["Long"])
+    sheet = book.add_sheet("Long", [20.0])
+    sheet.add_rows([texts], [[0] * 300])
+    sheet.close()
+    book.close()
+    row_xml = len('<row r="300"><c r="A300" t="inlineStr"><is><t xml:space="preserve"></t></is></c></row>') + 10_000
+    assert sum(writes) > 3_000_000 and len(writes) >= 3
+    assert max(writes) <= ooxml.FLUSH_CHARS + row_xml  # one run at most: the buffer goes before it would pass the bound
+    ws = openpyxl.load_workbook(path)["Long"]
+    assert [ws.cell(row=r, column=1).value for r in range(1, 301)] == texts
+
+
+def test_a_piece_reaches_its_compressor_cut_at_block_ends_as_before(tmp_path, monkeypatch):
+    """ISA-L's deflate data depend on how the input is cut into calls, so a piece's text goes to
+    its compressor at the ends of blocks of rows, as it always did, however the block was joined:
+    10 rows of 600-character texts joined in runs of 1,000 characters still arrive as one write."""
+    from perfcmp.render import ooxml
+
+    monkeypatch.setattr(ooxml, "FLUSH_CHARS", 1000)
+    writes: list[bytes] = []
+    write = ooxml._DeflatedPiece.write
+    monkeypatch.setattr(ooxml._DeflatedPiece, "write", lambda self, data: (writes.append(bytes(data)), write(self, data)))
+    book = Workbook(str(tmp_path / "book.xlsx"), ["Long"])
+    with zipfile.ZipFile(tmp_path / "loose.zip", "w") as archive:
+        sheet = book.add_sheet("Long", [20.0], archive=archive, piece=ooxml.Piece(0, 2, 0))
+        texts = [f"{i}" + "t" * 599 for i in range(10)]
+        sheet.add_rows([texts], [[0] * 10])
+        assert len(writes) == 1  # the head and the whole block, ~7,000 characters, in one call
+        assert writes[0].endswith(b"".join(f'<row r="{i + 1}"><c r="A{i + 1}" t="inlineStr"><is><t xml:space="preserve">'
+                                           f"{t}</t></is></c></row>".encode() for i, t in enumerate(texts)))
+        sheet.close()

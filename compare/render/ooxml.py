@@ -274,7 +274,12 @@ class Sheet:
         else:
             self.stream = _DeflatedPiece(archive, f"{member}.{piece.index}", self.ends)
         self.buffer: list[str] = []
-        self.buffered = 0  # characters in buffer
+        self.buffered = 0  # characters in buffer (or in pending)
+        # a piece's deflate data depend on how its text is cut into the compressor's calls (ISA-L
+        # compresses each call's input as it comes; zlib's data do not depend on it), so a piece
+        # is cut as a sheet always was: at the end of a block of rows, once FLUSH_CHARS wait; the
+        # waiting text is kept encoded, once, not as texts, their join and its encoding
+        self.pending = bytearray() if piece is not None else None
         if self.starts:
             self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
                         + _sheet_view(freeze) + '<sheetFormatPr defaultRowHeight="15"/>' + _cols(widths) + "<sheetData>")
@@ -309,20 +314,21 @@ class Sheet:
         cuts: list[int] = []
         row = _RowPattern()
         row.fixed('<row r="')
-        row.varying(numbers)
+        row.varying(numbers, ROW_NUMBER_CHARS)
         row.fixed('"')
         if heights is not None:
             # no customHeight: the height is a fit to the row's text, not a user's choice, so Excel
             # fits the row again itself (on opening, and when a sort moves text between rows);
             # LibreOffice, which does not fit rows on opening, draws it as given
-            row.varying([f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in heights])
+            row.varying([f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in heights], HEIGHT_CHARS)
         row.fixed(">")
         for k, (letter, values, sts) in enumerate(zip(self.letters, columns, styles)):
             _add_column(row, letter, numbers, values, sts, cuts, k in row_texts)
         row.fixed("</row>")
         self.book.cut_cells += len(cuts)
         self.row += n
-        self._write(row.join(n))
+        for start, stop in row.runs(n, FLUSH_CHARS):
+            self._write(row.join(start, stop), ends_block=stop == n)
 
     def skip_row(self) -> None:
         self.row += 1
@@ -348,18 +354,31 @@ class Sheet:
     def abandon(self) -> None:
         """End a sheet whose writing failed or was stopped: its part is closed as it is (the
         workbook is being thrown away), so that closing the zip afterwards raises nothing."""
-        self.buffer, self.buffered = [], 0
+        self.buffer, self.buffered, self.pending = [], 0, None
         with contextlib.suppress(OSError, ValueError):
             self.stream.close()
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, ends_block: bool = True) -> None:
+        """``text`` buffered; what is buffered goes to the zip first when ``text`` would take it
+        past ``FLUSH_CHARS``: so at most that much (or one longer text) is encoded at once. A
+        piece's text goes at the end of a block (``ends_block``) once that much waits."""
+        if self.pending is not None:
+            self.pending += text.encode("utf-8")
+            self.buffered += len(text)
+            if ends_block and self.buffered >= FLUSH_CHARS:
+                self._flush()
+            return
+        if self.buffered + len(text) > FLUSH_CHARS and self.buffer:
+            self._flush()
         self.buffer.append(text)
         self.buffered += len(text)
-        if self.buffered >= FLUSH_CHARS:
-            self._flush()
 
     def _flush(self) -> None:
-        self.stream.write("".join(self.buffer).encode("utf-8"))
+        if self.pending is not None:
+            self.stream.write(self.pending)
+            self.pending = bytearray()
+        else:
+            self.stream.write("".join(self.buffer).encode("utf-8"))
         self.buffer, self.buffered = [], 0
 
 
@@ -430,34 +449,73 @@ def _gf2_square(matrix: list[int]) -> list[int]:
 
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
-FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream
+FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream; also about the most joined at once
+ROW_NUMBER_CHARS = 7  # Excel's last row, 1048576
+HEIGHT_CHARS = 16  # ' ht="409"', a height as :g writes it
+FLOAT_CHARS = 24  # repr of a float: '-2.2250738585072014e-308'
+INT_CHARS = 20  # str of an int64: '-9223372036854775808'
 
 
 class _RowPattern:
     """The XML of a block of rows as one sequence of pieces per row: fixed markup, the same in
-    every row, between texts that vary from row to row. Joined once for the whole block, each
+    every row, between texts that vary from row to row. Joined once for a run of rows, each
     character is copied once (a string per cell, joined per row and again per block, copied
     the long kernel lists three times over: the writer's hot loop, millions of cells)."""
 
     def __init__(self) -> None:
         self.parts: list[str | list[str]] = []  # fixed markup (adjacent pieces merged), or per-row texts
+        self.longest: list[int | None] = []  # of each varying part: the most characters a text takes, or None
 
     def fixed(self, markup: str) -> None:
         if self.parts and type(self.parts[-1]) is str:
             self.parts[-1] += markup
         else:
             self.parts.append(markup)
+            self.longest.append(None)
 
-    def varying(self, texts: list[str]) -> None:
+    def varying(self, texts: list[str], longest: int | None = None) -> None:
+        """Texts that vary from row to row; ``longest``: the most characters one takes, when known
+        (numbers, markup), else None: measured when a block's size is asked (``runs``)."""
         self.parts.append(texts)
+        self.longest.append(longest)
 
-    def join(self, rows: int) -> str:
+    def runs(self, rows: int, most: int) -> list[tuple[int, int]]:
+        """The block's rows as consecutive runs (start, stop) of XML, each ending where the
+        block's text passes the next multiple of ``most`` characters (so a run holds about
+        ``most`` plus one row's; texts of a known most characters count as that many): the text
+        joined, encoded and compressed at once stays bounded whatever the cells hold. A block of
+        8,192 rows with two kernel-list columns was 11 M characters on the real GPU pair, held
+        as text, as UTF-8 and by the compressor at once (40 MB of the run's peak); most blocks
+        are far smaller and stay one run. Only the texts of unknown length are measured, the
+        numbers never (a pass of ``len`` over every cell cost as much as the join). The count is
+        of characters: a text of non-ASCII characters takes 2 or 4 bytes each."""
+        fixed = sum(len(part) for part in self.parts if type(part) is str)
+        fixed += sum(longest for longest in self.longest if longest is not None)
+        measured = [part for part, longest in zip(self.parts, self.longest) if type(part) is not str and longest is None]
+        if fixed * rows + sum(sum(map(len, part)) for part in measured) <= most:  # the usual block: one run
+            return [(0, rows)]
+        sizes = np.full(rows, fixed, dtype=np.int64)
+        for part in measured:
+            sizes += np.fromiter(map(len, part), dtype=np.int64, count=rows)
+        ends = np.cumsum(sizes)
+        # a run ends at the last row that keeps it within the next multiple of ``most`` (or at
+        # its first row, if that alone passes it)
+        bounds = np.unique(np.searchsorted(ends, np.arange(most, int(ends[-1]), most), side="right"))
+        stops = [int(b) for b in bounds if 0 < b < rows] + [rows]
+        return list(zip([0] + stops[:-1], stops))
+
+    def join(self, start: int, stop: int) -> str:
+        """The XML of rows ``start:stop`` of the block."""
         # row by row, each row its pieces in order: piece i of row r lands at r * k + i, laid in
         # by one extended-slice assignment per piece (faster than zipping the rows' tuples)
+        rows = stop - start
         k = len(self.parts)
         flat: list[str | None] = [None] * (rows * k)
         for i, part in enumerate(self.parts):
-            flat[i::k] = [part] * rows if type(part) is str else part
+            if type(part) is str:
+                flat[i::k] = [part] * rows
+            else:
+                flat[i::k] = part if start == 0 and stop == len(part) else part[start:stop]
         return "".join(flat)
 
 
@@ -469,18 +527,18 @@ def _add_column(row: _RowPattern, letter: str, numbers: list[str], values: list,
     if markup is None:
         row.varying(_column_cells(letter, numbers, values, styles, cuts, row_texts))
         return
-    shown, texts, present, close = markup
+    shown, texts, present, close, longest = markup
     row.fixed(f'<c r="{letter}')
-    row.varying(numbers)
+    row.varying(numbers, ROW_NUMBER_CHARS)
     if present is None:
         row.fixed(shown)
-        row.varying(texts)
+        row.varying(texts, longest)
         row.fixed(close)
         return
     blank = f'" s="{styles[0]}"/>'
-    row.varying(list(map({True: shown, False: blank}.__getitem__, present)))
-    row.varying(texts)
-    row.varying(list(map({True: close, False: ""}.__getitem__, present)))
+    row.varying(list(map({True: shown, False: blank}.__getitem__, present)), max(len(shown), len(blank)))
+    row.varying(texts, longest)
+    row.varying(list(map({True: close, False: ""}.__getitem__, present)), len(close))
 
 
 def _one_style(styles: list[int]) -> bool:
@@ -490,12 +548,13 @@ def _one_style(styles: list[int]) -> bool:
 
 
 def _value_markup(values: list, styles: list[int],
-                  row_texts: bool) -> tuple[str, list[str], list[bool] | None, str] | None:
+                  row_texts: bool) -> tuple[str, list[str], list[bool] | None, str, int | None] | None:
     """For a column of one style holding values of one kind (floats, ints, or texts no longer
     than half a cell's limit), with blanks only if its style is not the default (such a blank
     keeps its cell, ``<c r=".." s=".."/>``): the markup between a cell's row number and its
     value, each row's value as XML text ("" for a blank), which rows hold a value (None: all),
-    and the markup closing a cell. None for any other column."""
+    the markup closing a cell and the most characters a value's text takes (None for texts:
+    as long as they are). None for any other column."""
     if not values or not _one_style(styles):
         return None
     kinds = set(map(type, values)) - {type(None)}
@@ -504,13 +563,16 @@ def _value_markup(values: list, styles: list[int],
     kind, style = kinds.pop(), styles[0]
     attribute = f' s="{style}"' if style else ""
     shown, close = f'"{attribute}><v>', "</v></c>"
+    longest = None
     if kind is float:
+        longest = FLOAT_CHARS
         present = [v is not None and v - v == 0.0 for v in values]  # finite (inf - inf and NaN - NaN are NaN)
         texts = _float_texts(list(compress(values, present)))
         if len(texts) < len(values):
             following = iter(texts).__next__
             texts = [following() if p else "" for p in present]
     elif kind is int:
+        longest = INT_CHARS  # the ints of a sheet are int64s
         present = [v is not None for v in values]
         texts = _int_texts(values) if all(present) else [str(v) if v is not None else "" for v in values]
     elif kind is str and max(map(len, filter(None, values)), default=0) <= TEXT_LIMIT // 2:
@@ -525,10 +587,10 @@ def _value_markup(values: list, styles: list[int],
     else:
         return None
     if all(present):
-        return shown, texts, None, close
+        return shown, texts, None, close, longest
     if not style:  # a blank of the default style is no cell at all
         return None
-    return shown, texts, present, close
+    return shown, texts, present, close, longest
 
 
 def _column_cells(letter: str, numbers: list[str], values: list, styles: list[int], cuts: list[int],
