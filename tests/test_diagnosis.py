@@ -61,3 +61,19 @@ def test_level0_rank1_vs_rank0_communication_says_who_waits(samples_dir, tmp_pat
     assert (wait.base, wait.comp) == (pytest.approx(77547.9, abs=1.0), pytest.approx(60503.5, abs=1.0))
     assert first.statement.startswith("the base side waits more")
     assert sum(f.cost_us for f in _timed(result)) + d.unexplained_us == pytest.approx(d.e2e_diff_us)
+
+
+def test_a_findings_interval_sums_its_rows_in_their_given_order_whatever_the_hash_seed():
+    """``_Context.interval`` adds the rows' (ci − diff) in the order the rows are listed (duplicates
+    once): summed in a set's order, which follows PYTHONHASHSEED, the last digits of a finding's
+    cost interval changed from run to run. Here the order decides the float sum exactly:
+    (1e16 + 1) − 1e16 = 0 but (1e16 − 1e16) + 1 = 1."""
+    from types import SimpleNamespace
+
+    from perfcmp.diagnosis.detect import _Context
+
+    ctx = _Context.__new__(_Context)
+    ctx.judged = {key: SimpleNamespace(ci_low=low, ci_high=0.0, diff=0.0)
+                  for key, low in (("kernel:a", 1e16), ("kernel:b", 1.0), ("kernel:c", -1e16))}
+    assert ctx.interval(["kernel:a", "kernel:b", "kernel:c", "kernel:b"]) == (0.0, 0.0)
+    assert ctx.interval(["kernel:a", "kernel:c", "kernel:b"]) == (1.0, 0.0)

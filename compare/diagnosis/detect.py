@@ -139,7 +139,7 @@ class _Context:
         """Σ over verdict rows of (ci − diff): how far the interval reaches below and above the
         point difference (0 for untested rows)."""
         lo = hi = 0.0
-        for key in set(rows):
+        for key in dict.fromkeys(rows):  # first-seen order: a set's order follows the hash seed, and so would the sum
             r = self.judged.get(key)
             if r is not None and r.ci_low is not None and r.diff is not None:
                 lo += r.ci_low - r.diff
