@@ -111,3 +111,25 @@ def test_step_sums_are_pandas_groupby_sums(rows):
                                 "value": pd.array([v for _, _, v in rows], dtype="float64")})
     want = occurrences.groupby(["step", "key"], sort=True)["value"].sum()
     assert _step_sums(occurrences) == [(int(p), k, v) for (p, k), v in want.items()]
+
+
+@pytest.mark.slow
+def test_the_same_real_pair_gives_the_same_bytes_whatever_the_hash_seed(tmp_path):
+    """Two processes with different PYTHONHASHSEED (string hashing, so set and dict-of-set orders,
+    differ) write byte-identical JSON and Markdown for the real HTA pair, whose findings sum many
+    kernel rows' intervals (they differed at byte 11,060,432 when those were summed in a set's order)."""
+    import os
+    import subprocess
+    import sys
+
+    gpu = SAMPLES / "gpu"
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"seed{seed}"  # two formats: -o is the directory, the names carry the time
+        subprocess.run([sys.executable, "-m", "perfcmp", "compare", "-d", str(gpu / "hta_trace_diff_test.pt.trace.json.gz"),
+                        "-bp", str(gpu / "hta_trace_diff_control.pt.trace.json.gz"), "--format", "json,md",
+                        "-o", str(out), "--quiet"],
+                       check=True, env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True)
+        outputs.append({p.suffix: p.read_bytes() for p in sorted(out.iterdir())})
+    assert sorted(outputs[0]) == [".json", ".md"]
+    assert outputs[0] == outputs[1]
