@@ -48,6 +48,9 @@ TOLERANCE_US = 1e-6  # float noise allowed when checking that parts add up
 CONCURRENT = "computing.concurrent"  # kernel time counted twice in the category rows (subtracted)
 
 
+UNNAMED_GROUP = "unnamed group"  # the row of collectives whose export names no group
+
+
 @dataclass
 class MetricRow:
     """One OverallMetrics line: ``key`` is stable across sides, ``label`` is the peer's text."""
@@ -311,7 +314,10 @@ class Analyzer:
         return rows
 
     def _comm_rows(self, s, e, comm_mask, group, uncovered_iv) -> list[MetricRow]:
-        groups = sorted(g for g in pd.unique(group[comm_mask]) if g)
+        # a collective whose group the export does not name (a lost string id) still has its
+        # group's row, so that the groups split all of Uncovered Communication as its ops do
+        group = np.where(pd.isna(group), "", group)
+        groups = sorted(pd.unique(group[comm_mask]))
         rows: list[MetricRow] = []
         group_uncovered = {}
         for g in groups:
@@ -323,15 +329,17 @@ class Analyzer:
             transfer, has_tasks = self._transfers[g]
             total = iv.length(g_unc)
             wait = total - iv.length(iv.intersect(transfer, g_unc)) if has_tasks else 0.0
-            rows += [MetricRow(f"comm.group:{g}", g, 1, total),
-                     MetricRow(f"comm.group:{g}.wait", "Wait", 2, wait),
-                     MetricRow(f"comm.group:{g}.transmit", "Transmit", 2, total - wait)]
+            label = g or UNNAMED_GROUP
+            rows += [MetricRow(f"comm.group:{label}", label, 1, total),
+                     MetricRow(f"comm.group:{label}.wait", "Wait", 2, wait),
+                     MetricRow(f"comm.group:{label}.transmit", "Transmit", 2, total - wait)]
         pairs = []
         for i, a in enumerate(groups):
             for b in groups[i + 1:]:
                 both = iv.length(iv.intersect(group_uncovered[a], group_uncovered[b]))
                 if both > 0:
-                    pairs.append(MetricRow(f"comm.overlapped.{a} & {b}", f"{a} & {b}", 2, both))
+                    a_, b_ = a or UNNAMED_GROUP, b or UNNAMED_GROUP
+                    pairs.append(MetricRow(f"comm.overlapped.{a_} & {b_}", f"{a_} & {b_}", 2, both))
         if pairs:
             rows.append(MetricRow("comm.overlapped", "Uncovered Communication Overlapped", 1, sum(p.dur_us for p in pairs)))
             rows += pairs

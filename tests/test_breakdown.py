@@ -330,3 +330,13 @@ def test_a_window_looks_only_at_nearby_tasks_and_gets_what_all_tasks_give(seed, 
     monkeypatch.setattr(Analyzer, "_rows_near", lambda self, lo, hi: np.arange(len(self.start)))
     everything = [Analyzer(profile, RULES).breakdown(w) for w in windows]
     assert near == everything
+
+
+def test_collectives_whose_export_names_no_group_still_have_a_group_row():
+    # two collectives, one in group "A", one whose group name the export lost: each group's row
+    # holds its uncovered time, so the group rows split Uncovered Communication as the ops do
+    device = [("a", COMM, 1, 0.0, 10.0, -1, "A"), ("b", COMM, 2, 20.0, 5.0, -1, "")]
+    b = Analyzer(make_profile([], device), RULES).breakdown()
+    b.check()
+    assert b.uncovered_us == 15.0
+    assert b.value("comm.group:A") == 10.0 and b.value("comm.group:unnamed group") == 5.0
