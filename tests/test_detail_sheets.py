@@ -168,13 +168,13 @@ def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatc
 
     monkeypatch.setattr(procs.Beside, "result", recorded)
     if child == "fails":
-        parent, real = os.getpid(), details_run._kernel_and_memory
+        parent, real = os.getpid(), details_run._build_all
 
         def fails_in_the_child(*args, **kwargs):
             if os.getpid() != parent:
                 raise OSError(28, "No space left on device")
             return real(*args, **kwargs)
-        monkeypatch.setattr(details_run, "_kernel_and_memory", fails_in_the_child)
+        monkeypatch.setattr(details_run, "_build_all", fails_in_the_child)
     sides = [read_side(p, None, options).details for p in (GPU_BASE, GPU_COMP)]
     aside = compare_details(*sides, options.detail, consume=True, fork=True)
     assert len(handed) == 1 and isinstance(handed[0], OSError) == (child == "fails")
@@ -184,9 +184,9 @@ def test_kernel_and_memory_sheets_built_aside_are_the_ones_built_here(monkeypatc
         for role, table in tables.items():
             got = aside[0][name][role]
             assert got.columns == table.columns and list(got.rows) == list(table.rows), (name, role)
-        assert set(aside[0][name].children) == set(table.children), name
-        for key, child in table.children.items():
-            assert list(aside[0][name].children[key].rows) == list(child.rows), (name, key)
+            assert set(got.children) == set(table.children), (name, role)
+            for key, child in table.children.items():
+                assert list(got.children[key].rows) == list(child.rows), (name, role, key)
     assert all(side.compute.empty for side in sides)
 
 
