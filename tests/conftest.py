@@ -12,6 +12,12 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests judge values, never speed: on a loaded CI machine a 200 ms deadline or hypothesis's
+# "input generation is slow" check fails a correct test (both were seen with the suite beside other work).
+settings.register_profile("perfcmp", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("perfcmp")
 
 # --- every result any test makes is checked (ComparisonResult.check) -----------------------------
 
