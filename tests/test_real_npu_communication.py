@@ -98,3 +98,26 @@ def test_level0_text_against_db_pairs_every_collective_and_task_type(samples_dir
     summary = rows[0]
     assert summary["base_total_us"] == pytest.approx(85516.888594, abs=1e-3)
     assert summary["base_wait_us"] + summary["base_transit_us"] <= summary["base_total_us"]
+
+
+def test_a_collective_whose_name_the_export_lost_keeps_its_row_and_its_time(samples_dir, tmp_path):
+    """The real 2025 DB export with the 4th COMMUNICATION_OP's name id pointing nowhere (as the fuzz
+    session wrote it): the op is the "unnamed collective" row, and the collectives' uncovered times
+    still add up to the group's: 75932.563 (allreduce) + 9948.559 = 85881.122 µs."""
+    import shutil
+    import sqlite3
+
+    base = _export(samples_dir, "real_msinsight_level0", "db", 0)
+    comp = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(base, comp)
+    db = next(comp.rglob("ascend_pytorch_profiler_0.db"))
+    with sqlite3.connect(db) as con:
+        fourth = con.execute("SELECT rowid FROM COMMUNICATION_OP ORDER BY rowid").fetchall()[3][0]
+        con.execute("UPDATE COMMUNICATION_OP SET opName = ? WHERE rowid = ?", (-4.2161658035761825e35, fourth))
+    result = _compare(base, comp)
+    rows = {r["comp_op"]: r for r in result.detail("communication", "statistic").records() if r["comp_op"] not in (None, "|")}
+    assert sorted(rows) == ["allreduce", "unnamed collective"]
+    assert rows["allreduce"]["comp_uncovered_us"] == pytest.approx(75932.563, abs=1e-3)
+    assert rows["unnamed collective"]["comp_uncovered_us"] == pytest.approx(9948.559, abs=1e-3)
+    group = next(o for o in result.overall if o.key.startswith("comm.group:") and o.level == 1)
+    assert group.comp_us == pytest.approx(85881.122, abs=1e-3)

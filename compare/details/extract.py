@@ -464,6 +464,9 @@ def _comm(profile: Profile, normalizer: Normalizer, parts: tuple[np.ndarray, np.
                          "uncovered_wait_us": np.asarray(wait, dtype=np.float64)})
 
 
+UNNAMED_COLLECTIVE = "unnamed collective"  # the CommunicationCompare row of ops whose name the export lost
+
+
 def collective_key(name: str, normalizer: Normalizer) -> str:
     """The collective a communication op or kernel performs ("allreduce", "allgather", …).
 
@@ -472,6 +475,8 @@ def collective_key(name: str, normalizer: Normalizer) -> str:
     on either vendor); for others the name itself is reduced the way the peer does
     (``hcom_allReduce__371_0_1`` -> ``allreduce``).
     """
+    if not name:  # an export that lost the op's name (a dangling string id): its time still counts
+        return UNNAMED_COLLECTIVE
     key = normalizer.key(name)
     if key != name:
         return key
