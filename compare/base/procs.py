@@ -29,7 +29,6 @@ import contextlib
 import ctypes
 import functools
 import itertools
-import multiprocessing
 import os
 import pickle
 import selectors
@@ -54,6 +53,8 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 def can_fork() -> bool:
     """Whether this platform forks processes (Linux, macOS; not Windows)."""
+    import multiprocessing  # here, not at import: every command loads this module, --help too (15 ms)
+
     return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
 
 
