@@ -17,7 +17,7 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name == "ComparisonResult":
-        from perfcmp.result import ComparisonResult
+        from perfcmp.results.pair import ComparisonResult
 
         return ComparisonResult
     raise AttributeError(f"module 'perfcmp' has no attribute {name!r}")

@@ -15,7 +15,7 @@ and the one entry of every product the commands call (``compare_options``,
 
 Everything runs in the calling process (no worker process is forked, which Jupyter kernels do
 not take well); nothing is printed and no file is written until ``result.write`` is called. The frames are described in
-``perfcmp.result.ComparisonResult`` (``overall_frame``, ``steps_frame``, ``verdict_frame``,
+``perfcmp.results.pair.ComparisonResult`` (``overall_frame``, ``steps_frame``, ``verdict_frame``,
 ``table``).
 """
 
@@ -28,7 +28,7 @@ from perfcmp.options import DEFAULT_FORMATS, DIMENSIONS, CompareOptions, DetailO
 from perfcmp.policy import load_policy
 from perfcmp.readers import load_profile as read_profile
 from perfcmp.readers.model import Profile
-from perfcmp.result import ComparisonResult
+from perfcmp.results.pair import ComparisonResult
 
 if TYPE_CHECKING:
     from pathlib import Path

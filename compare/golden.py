@@ -33,9 +33,9 @@ from perfcmp import scope
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.pipeline import judge_sides, read_side
 from perfcmp.base.errors import InputError, UsageError
-from perfcmp.result import ComparisonResult, SideSummary, StepMetrics, WarningRecord, decode_versioned
+from perfcmp.results.pair import ComparisonResult, SideSummary, StepMetrics, WarningRecord, decode_versioned
 from perfcmp.results.samples import SampleSet
-from perfcmp.validate import check_baseline
+from perfcmp.results.validate import check_baseline
 
 BASELINE_VERSION = 1
 DEFAULT_DIR = "golden/baselines"

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from perfcmp.dimensions import peer_names
-from perfcmp.result import CONCURRENT, STATISTIC, ComparisonResult
+from perfcmp.results.pair import CONCURRENT, STATISTIC, ComparisonResult
 
 SIDES = (("base", "base"), ("comp", "comparison"))
 COMM_PARTS = ("wait", "transit", "sync", "idle")  # communication per-op columns {side}_{part}_us

@@ -15,7 +15,7 @@ import pandas as pd
 
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
-from perfcmp.result import KernelShare, MigrationRow
+from perfcmp.results.pair import KernelShare, MigrationRow
 
 TOP_OPS = 10
 TOP_KERNELS = 3  # per op and side, by time

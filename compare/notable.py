@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from perfcmp import scope
 from perfcmp.dimensions import Notable, notables
-from perfcmp.result import ComparisonResult
+from perfcmp.results.pair import ComparisonResult
 from perfcmp.verdict import Thresholds
 
 

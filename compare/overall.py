@@ -8,7 +8,7 @@ import msgspec
 
 from perfcmp.breakdown import Breakdown, MetricRow
 from perfcmp.keys import OVERALL, row_name
-from perfcmp.result import OverallRow, StepMetrics, StepRow, ratio
+from perfcmp.results.pair import OverallRow, StepMetrics, StepRow, ratio
 from perfcmp.results.samples import SampleSet
 
 ZERO_US = 1e-9  # a row is "absent" on a side when its time is below this (float noise)

@@ -36,7 +36,7 @@ from perfcmp.readers.formats import op_reference, step_reference
 from perfcmp.readers.model import DeviceKind, Profile, ReadWarning
 from perfcmp.overall import aligned_samples, overall_rows, step_rows
 from perfcmp.policy import evaluate, exit_code, selects
-from perfcmp.result import (STATISTIC, TIMELINE, ComparisonResult, SideSummary, StepMetrics, Table, Verdict,
+from perfcmp.results.pair import (STATISTIC, TIMELINE, ComparisonResult, SideSummary, StepMetrics, Table, Verdict,
                             WarningRecord)
 from perfcmp import budget, comparability, invariants, migration, scope
 from perfcmp.diagnosis import detect as diagnosis, timeline

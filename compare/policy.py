@@ -64,7 +64,7 @@ from fnmatch import fnmatchcase
 from perfcmp.optionfiles import OptionFileError, load_toml
 from perfcmp.base.errors import UsageError
 from perfcmp.render.reasons import why_not_comparable
-from perfcmp.result import NOT_COMPARABLE, GateResult, Verdict, VerdictRow
+from perfcmp.results.pair import NOT_COMPARABLE, GateResult, Verdict, VerdictRow
 from perfcmp.verdict import Thresholds
 from perfcmp.wording import GIB, KIB, MIB, amount, relative_change
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import msgspec
 
-from perfcmp.result import ComparisonResult, KernelShare, MigrationRow, OverallRow, SideSummary, ratio
+from perfcmp.results.pair import ComparisonResult, KernelShare, MigrationRow, OverallRow, SideSummary, ratio
 
 PER_STEP, TOTAL, AUTO = "per step", "total", "auto"
 SCOPES = (AUTO, PER_STEP, TOTAL)

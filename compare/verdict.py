@@ -158,7 +158,7 @@ import msgspec
 import numpy as np
 
 from perfcmp.base.errors import InputError
-from perfcmp.result import (DEVICES_DIFFER, E2E_CHANGE, FEW_MATCHED, N1, NO_E2E, NO_STEPS, ROWS_MOVED, SEVERAL_RUNS,
+from perfcmp.results.pair import (DEVICES_DIFFER, E2E_CHANGE, FEW_MATCHED, N1, NO_E2E, NO_STEPS, ROWS_MOVED, SEVERAL_RUNS,
                             STEP_COUNTS, Reason, Verdict, VerdictRow)
 from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.stats import (benjamini_hochberg, holm, mann_whitney_interval, mann_whitney_p, pooled_t, signed_rank_interval,

@@ -5,7 +5,7 @@ order in which changed rows are listed."""
 
 from __future__ import annotations
 
-from perfcmp.result import VerdictRow, ratio
+from perfcmp.results.pair import VerdictRow, ratio
 
 UNIT_ORDER = {"us": 0, "bytes": 1}  # time rows are listed before memory rows
 KIB, MIB, GIB = 1024.0, 1024.0**2, 1024.0**3  # every size perfcmp shows is 1024-based

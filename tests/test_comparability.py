@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perfcmp.comparability import assess, op_overlap, sheet_overlap, side_facts
-from perfcmp.result import SideSummary, Table, Verdict, VerdictRow
+from perfcmp.results.pair import SideSummary, Table, Verdict, VerdictRow
 
 
 def side(source="a.pt.trace.json.gz", device="GPU", name="NVIDIA A100-SXM4-80GB", basis="device", steps=(1, 2, 3),

@@ -154,7 +154,7 @@ def test_real_export_sdma_split_and_preparing(samples_dir):
 
 
 def verdict_row(row: str, diff: float, base: float = 1000.0):
-    from perfcmp.result import VerdictRow
+    from perfcmp.results.pair import VerdictRow
     dimension, key = row.split(":", 1)
     return VerdictRow(row=row, dimension=dimension, key=key, unit="us", n_base=5, n_comp=5, base_median=base,
                       comp_median=base + diff, diff=diff, relative=diff / base, verdict="regressed")
@@ -375,7 +375,7 @@ def test_names_that_differ_near_the_middle_keep_a_window_on_the_difference():
 def test_the_verdict_lines_leave_out_the_rows_moved_reasons_by_kind_not_by_words():
     """The rows that moved while E2E did not are the counts and "regressed:" lines already: the
     reason of that kind is left out whatever its words, any other reason shown whatever its words."""
-    from perfcmp.result import E2E_CHANGE, ROWS_MOVED, ComparisonResult, Reason, SideSummary, Verdict
+    from perfcmp.results.pair import E2E_CHANGE, ROWS_MOVED, ComparisonResult, Reason, SideSummary, Verdict
 
     side = SideSummary(source="a.json", device="GPU", producer="PyTorch")
     reasons = [Reason(ROWS_MOVED, ("op:mm",), text="rows that moved, worded anew"),

@@ -17,7 +17,7 @@ from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions
 from perfcmp.readers.hosttree import nested_in_same
 from perfcmp.readers.model import COMM, COMPUTE, DeviceKind, Profile, RunInfo, table
-from perfcmp.result import Table, encode_hook
+from perfcmp.results.pair import Table, encode_hook
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 OPTS = DetailOptions()

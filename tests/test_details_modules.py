@@ -8,7 +8,7 @@ import pytest
 
 from perfcmp.details.extract import extract
 from perfcmp.render.detail_text import text_columns
-from perfcmp.result import Table, encode_hook
+from perfcmp.results.pair import Table, encode_hook
 from perfcmp.details.modules import module_sheets
 from perfcmp.names import load_normalizer
 from perfcmp.options import DetailOptions

@@ -19,7 +19,7 @@ TOY_MODULE = '''
 import pandas as pd
 
 from perfcmp.dimensions import Dimension, Sides
-from perfcmp.result import Table
+from perfcmp.results.pair import Table
 
 
 def build(sides: Sides):

@@ -20,7 +20,7 @@ from perfcmp.breakdown import CONCURRENT
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.render import html, renderer
-from perfcmp.result import (
+from perfcmp.results.pair import (
     ComparisonResult,
     GateResult,
     OverallRow,

@@ -4,7 +4,7 @@ whose numbers are written here."""
 import pytest
 
 from perfcmp.invariants import violations
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary, Table
+from perfcmp.results.pair import ComparisonResult, OverallRow, SideSummary, Table
 
 COMM_COLUMNS = ["order_id", "base_op", "base_task", "base_total_us", "base_wait_us", "base_transit_us",
                 "base_uncovered_us", "comp_op", "comp_task", "comp_total_us", "comp_wait_us", "comp_transit_us",

@@ -14,11 +14,11 @@ import msgspec
 import pytest
 from markdown_it import MarkdownIt
 
-from perfcmp import result as model
+from perfcmp.results import pair as model
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.render import jsonout, markdown
-from perfcmp.result import (
+from perfcmp.results.pair import (
     ComparisonResult,
     GateResult,
     OverallRow,

@@ -31,7 +31,7 @@ from perfcmp.cli import main
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
 from perfcmp.render import ooxml, xlsx
-from perfcmp.result import Table
+from perfcmp.results.pair import Table
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "golden" / "demo" / "gpu"

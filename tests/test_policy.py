@@ -8,7 +8,7 @@ import pytest
 
 from perfcmp.policy import Gate, Policy, evaluate, exit_code, load_policy, parse_gate
 from perfcmp.base.errors import UsageError
-from perfcmp.result import GateResult, Verdict, VerdictRow
+from perfcmp.results.pair import GateResult, Verdict, VerdictRow
 
 MB = 1024.0 ** 2
 

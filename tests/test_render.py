@@ -11,7 +11,7 @@ from perfcmp.options import CompareOptions, DetailOptions
 from perfcmp.pipeline import compare_profiles
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, DeviceKind, Profile, ReadWarning, RunInfo, Step, table
 from perfcmp.render import console, xlsx
-from perfcmp.result import ComparisonResult, SideSummary
+from perfcmp.results.pair import ComparisonResult, SideSummary
 
 
 def profile(source, gemm_us, comm_us, warnings=()):

@@ -8,7 +8,7 @@ import pytest
 
 from perfcmp import scope
 from perfcmp.cli import main
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary
+from perfcmp.results.pair import ComparisonResult, OverallRow, SideSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ import pytest
 import simulator
 from perfcmp.base.errors import InputError
 from perfcmp.render.reasons import sentence, sentences
-from perfcmp.result import DEVICES_DIFFER, FEW_MATCHED, NO_STEPS, STEP_COUNTS
+from perfcmp.results.pair import DEVICES_DIFFER, FEW_MATCHED, NO_STEPS, STEP_COUNTS
 from perfcmp.results.samples import SampleSet
 from perfcmp.verdict import Thresholds, choose_skip, judge, outlier_steps
 
@@ -493,7 +493,7 @@ def test_reasons_are_records_whose_json_is_their_sentence():
     rows-moved record naming op:big; the JSON holds their sentences (worded by
     ``render.reasons`` from the verdict's rows), which read back as the same kinds and words
     (renderers select by kind, never by words)."""
-    from perfcmp.result import N1, ROWS_MOVED, Verdict, encode_hook
+    from perfcmp.results.pair import N1, ROWS_MOVED, Verdict, encode_hook
 
     base = sset({"overall:e2e": [10000], "op:big": [1000]})
     comp = sset({"overall:e2e": [10200], "op:big": [1100]})

@@ -24,7 +24,7 @@ from perfcmp.pipeline import run
 from perfcmp.render import xlsx
 from perfcmp.render.ooxml import Workbook, shown_width
 from perfcmp.rows import Rows
-from perfcmp.result import ComparisonResult, OverallRow, SideSummary, Table, Verdict, VerdictRow, WarningRecord
+from perfcmp.results.pair import ComparisonResult, OverallRow, SideSummary, Table, Verdict, VerdictRow, WarningRecord
 from perfcmp.templates import load_layout
 
 DEMO = Path(__file__).resolve().parents[1] / "golden" / "demo" / "gpu"
@@ -580,7 +580,7 @@ def test_wrapped_line_counts_from_the_measured_lengths_are_the_texts_counts(cell
     import re
 
     from perfcmp.render.detail_text import TextCells
-    from perfcmp.result import Table
+    from perfcmp.results.pair import Table
 
     child = Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"],
                   rows=[[i, name, "kernel", "", dur] for i, kernels in enumerate(cells) for name, dur in kernels])
@@ -596,7 +596,7 @@ def test_wrapped_line_counts_from_the_measured_lengths_are_the_texts_counts(cell
 
 def test_a_name_with_a_line_break_has_its_lines_counted_from_the_text():
     from perfcmp.render.detail_text import TextCells
-    from perfcmp.result import Table
+    from perfcmp.results.pair import Table
 
     child = Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"], rows=[[0, "two\nlines", "kernel", "", 1.0]])
     assert TextCells(child, [1]).line_counts(0, 1, 10, 9) is None
@@ -626,7 +626,7 @@ def test_line_lengths_computed_from_the_values_are_the_made_lines(kernels, group
     """Kernel, kernel-group and memory-block lines are measured from their values (names once
     per distinct name): the lengths and first line breaks of the lines the workbook writes."""
     from perfcmp.render import detail_text
-    from perfcmp.result import Table
+    from perfcmp.results.pair import Table
 
     tables = [Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"],
                     rows=[[i, n, t, s, float(d)] for i, (n, t, s, d) in enumerate(kernels)]),
@@ -665,7 +665,7 @@ def test_kernel_lists_are_escaped_without_a_search_only_when_clean():
     replaces; one name with a control character makes the whole column take the full escape."""
     from perfcmp.render.detail_text import TextCells
     from perfcmp.render.ooxml import _column_cells
-    from perfcmp.result import Table
+    from perfcmp.results.pair import Table
 
     def cells(names):
         child = Table(columns=["row", "name", "task_type", "input_shapes", "dur_us"],

@@ -30,7 +30,7 @@ from perfcmp.results.cluster import (ClusterResult, ClusterSide, Finding, GroupT
                                     RankSummary, StepPair)
 from perfcmp.readers.groups import describe
 from perfcmp.render.reasons import sentence
-from perfcmp.result import N1, NOT_COMPARABLE
+from perfcmp.results.pair import N1, NOT_COMPARABLE
 from perfcmp.verdict import Thresholds, judge
 
 GroupKey = tuple[tuple[int, ...], tuple[str, ...], int]  # member ranks, collective kinds, n-th such group of the run

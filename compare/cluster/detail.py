@@ -33,7 +33,7 @@ from perfcmp.base.errors import UsageError
 
 if TYPE_CHECKING:
     from perfcmp.options import CompareOptions
-    from perfcmp.result import ComparisonResult, Table
+    from perfcmp.results.pair import ComparisonResult, Table
     from perfcmp.templates import Layout, SheetSpec
 
 MAX_ASKED = 4  # --detail-rank values; each rank adds about ten sheets

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.details.common import Table, cells, ratios, union_order
-from perfcmp.result import STATISTIC
+from perfcmp.results.pair import STATISTIC
 from perfcmp.details.extract import SideDetails
 from perfcmp.names import Normalizer, load_api_map
 from perfcmp.options import DetailOptions

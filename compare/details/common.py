@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.base.textmatch import factorize, first_rows
-from perfcmp.result import Table, ratio
+from perfcmp.results.pair import Table, ratio
 from perfcmp.rows import Rows, Typed
 
 __all__ = ["Table", "ratio", "ratios", "ratio_column", "cells", "cell_column", "side_stats", "union_order", "slice_children", "KERNEL_CHILD",

@@ -64,7 +64,7 @@ from perfcmp.base import intervals as iv
 from perfcmp.breakdown import transfer_mask
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
-from perfcmp.result import STATISTIC
+from perfcmp.results.pair import STATISTIC
 from perfcmp.options import DetailOptions
 
 TASK_MARK = "|"

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.details.common import Table, cells, ratios, side_stats, union_order
-from perfcmp.result import STATISTIC, TYPES
+from perfcmp.results.pair import STATISTIC, TYPES
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernel_groups import cross_device_columns
 from perfcmp.details.operators import Pairs, align_ops

@@ -28,7 +28,7 @@ import pandas as pd
 
 from perfcmp.align import align, ramps
 from perfcmp.details.common import GROUP_CHILD, KERNEL_CHILD, Table, cell_column, ratio, ratio_column, slice_children
-from perfcmp.result import PAIRS, STATISTIC
+from perfcmp.results.pair import PAIRS, STATISTIC
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.module_tree import ModuleTree, op_codes
 from perfcmp.options import DetailOptions

@@ -40,7 +40,7 @@ import pandas as pd
 
 from perfcmp.align import align_arrays
 from perfcmp.details.common import ALLOC_CHILD, KERNEL_CHILD, Table, group_codes, ratio_column, ratios, slice_children
-from perfcmp.result import PAIRS, STATISTIC
+from perfcmp.results.pair import PAIRS, STATISTIC
 from perfcmp.details.extract import SideDetails
 from perfcmp.keys import op_keys
 from perfcmp.names import Normalizer, load_normalizer

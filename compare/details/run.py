@@ -17,7 +17,7 @@ from perfcmp.details.operators import Pairs, align_ops
 from perfcmp.dimensions import Built, Dimension, Sides, registry
 from perfcmp.options import DetailOptions
 from perfcmp.base.procs import Beside
-from perfcmp.result import Table, WarningRecord
+from perfcmp.results.pair import Table, WarningRecord
 
 
 Tables = dict[str, dict[str, Table]]  # dimension -> role -> table (``ComparisonResult.dimension_tables``)

@@ -29,8 +29,8 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from perfcmp.diagnosis.model import Diagnosis, Evidence, Finding
-from perfcmp.result import STATISTIC, TYPES
+from perfcmp.results.diagnosis import Diagnosis, Evidence, Finding
+from perfcmp.results.pair import STATISTIC, TYPES
 
 SIGNIFICANT = {"regressed", "improved", "base only", "comparison only"}
 TESTED = {"regressed", "improved"}
@@ -93,7 +93,7 @@ class _Context:
     """The result's numbers the detectors share: per-step divisors, verdict rows by key, rules."""
 
     def __init__(self, result, rules: dict) -> None:
-        from perfcmp import scope  # result -> diagnosis.model only; scope imports result
+        from perfcmp import scope  # results.pair -> results.diagnosis only; scope imports results.pair
 
         nb, nc = scope.step_counts(result)
         self.nb, self.nc = float(max(nb, 1)), float(max(nc, 1))

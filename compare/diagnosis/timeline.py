@@ -88,7 +88,7 @@ def _part(frame: pd.DataFrame, track: str, lane: pd.Series, cat: pd.Series, t0: 
 
 def as_table(base: pd.DataFrame, comp: pd.DataFrame):
     """Both sides' step events as one ``Table`` (``COLUMNS``), base first."""
-    from perfcmp.result import Table
+    from perfcmp.results.pair import Table
 
     rows = []
     for side, frame in (("base", base), ("comparison", comp)):

@@ -5,10 +5,10 @@ is one module of this package holding one ``DIMENSION = Dimension(...)``: how it
 (the verdict row prefix of ``perfcmp.keys``), how its tables are built from the two sides
 (``build``), which samples its verdicts test (``samples``, rows of ``perfcmp.samples``), the gate
 selector kind that picks its rows (``selector``, ``perfcmp.policy``), its tables by role
-(``perfcmp.result``: "statistic", "pairs", ...) with the peer's sheet name of each, and the
+(``perfcmp.results.pair``: "statistic", "pairs", ...) with the peer's sheet name of each, and the
 ``--enable_<option>_compare`` name the CLI and the options use. The result holds the tables by
 dimension and role; the peer's names are used only by the workbook (``sheets.toml``) and the
-JSON document (``perfcmp.result.document``), which keep them for compatibility. The registry
+JSON document (``perfcmp.results.pair.document``), which keep them for compatibility. The registry
 finds the modules by themselves (``registry``): adding a dimension is one module here plus the
 sheet's entry in ``report_templates/sheets.toml`` (the xlsx renderer's, which holds the headers
 and display units).
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from perfcmp.details.extract import SideDetails
 from perfcmp.details.operators import Pairs
 from perfcmp.options import DetailOptions
-from perfcmp.result import Table
+from perfcmp.results.pair import Table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,7 +79,7 @@ class Dimension:
         name: the registry's name ("operators", "kernels", …); results and notebooks use it.
         order: where its tables and notes come in the result (ascending).
         option: the name ``--enable_<option>_compare`` and ``DetailOptions.enabled`` use.
-        tables: its tables' roles (``perfcmp.result``: "statistic", "pairs", …) and the peer's
+        tables: its tables' roles (``perfcmp.results.pair``: "statistic", "pairs", …) and the peer's
             sheet name of each, which the JSON document and ``report_templates/sheets.toml`` use.
         key: its verdict rows' prefix (``perfcmp.keys``: "op", "comm", …; "" when unjudged).
         key_fields: the fields of its statistic table naming a row's key (the first non-empty

@@ -3,7 +3,7 @@ group (``perfcmp.details.apis``)."""
 
 from perfcmp.details.apis import api_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
-from perfcmp.result import STATISTIC
+from perfcmp.results.pair import STATISTIC
 
 SHEET = "ApiCompare"
 

@@ -7,7 +7,7 @@ from perfcmp.details.communication import communication_sheets
 from perfcmp.details.extract import SideDetails
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import COMM
-from perfcmp.result import STATISTIC
+from perfcmp.results.pair import STATISTIC
 from perfcmp.samples import in_steps
 
 SHEET = "CommunicationCompare"

@@ -8,7 +8,7 @@ from perfcmp.details.extract import SideDetails
 from perfcmp.details.kernels import kernel_notes, kernel_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import KERNEL
-from perfcmp.result import STATISTIC, TYPES
+from perfcmp.results.pair import STATISTIC, TYPES
 from perfcmp.samples import in_steps
 
 SHEETS = ("KernelCompare", "KernelTypeCompare")

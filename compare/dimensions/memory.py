@@ -5,7 +5,7 @@ aligned op pair (``perfcmp.details.operators``); the verdict tests the allocator
 from perfcmp.details.operators import memory_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import MEMORY
-from perfcmp.result import PAIRS, STATISTIC
+from perfcmp.results.pair import PAIRS, STATISTIC
 
 SHEETS = ("MemoryCompareStatistic", "MemoryCompare")
 

@@ -3,7 +3,7 @@ have module data their sheets stand in for the operator sheets, else a note says
 
 from perfcmp.details.modules import module_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides
-from perfcmp.result import PAIRS, STATISTIC
+from perfcmp.results.pair import PAIRS, STATISTIC
 
 SHEETS = ("ModuleCompareStatistic", "ModuleCompare")
 # the statistic's [ TOTAL ] rows (the pairs table's TOTAL rows) total the module's time

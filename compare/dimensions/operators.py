@@ -11,7 +11,7 @@ from perfcmp.details.operators import operator_sheets
 from perfcmp.dimensions import Built, Dimension, Notable, Sides, left_out
 from perfcmp.keys import OP, op_keys
 from perfcmp.readers.model import frame
-from perfcmp.result import PAIRS, STATISTIC
+from perfcmp.results.pair import PAIRS, STATISTIC
 
 SHEETS = ("OperatorCompareStatistic", "OperatorCompare")
 

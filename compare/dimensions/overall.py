@@ -8,7 +8,7 @@ detail tables); its verdicts test the
 
 from perfcmp.dimensions import Dimension
 from perfcmp.keys import OVERALL
-from perfcmp.result import TIMELINE
+from perfcmp.results.pair import TIMELINE
 
 # its table: the trace output's events of one step (``perfcmp.diagnosis.timeline``), in the JSON
 # document only (the workbook shows the breakdown itself: OverallMetrics, StepMetrics)

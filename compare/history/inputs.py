@@ -123,8 +123,8 @@ def _entries(directory: str, warnings: list[str], where: str = "") -> list[tuple
 def read_baseline(path: str):
     """The baseline stored at ``path``, or None when it is not a baseline JSON (a profile)."""
     from perfcmp.golden import BASELINE_VERSION, Baseline
-    from perfcmp.result import BOM, decode_versioned
-    from perfcmp.validate import check_baseline
+    from perfcmp.results.pair import BOM, decode_versioned
+    from perfcmp.results.validate import check_baseline
 
     p = Path(path)
     if not p.is_file():

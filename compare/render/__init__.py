@@ -13,7 +13,7 @@ in this process only; the pair's workbook is the one output large enough to use 
 console is not a file: its module offers ``render_console(result, quiet=False, top=None) -> str``
 for stdout instead.
 
-The products and their result types: a pair comparison (``perfcmp.result.ComparisonResult``,
+The products and their result types: a pair comparison (``perfcmp.results.pair.ComparisonResult``,
 also ``perfcmp render`` and ``perfcmp golden check``), a cluster comparison
 (``perfcmp.results.cluster.ClusterReport``, ``render.cluster``) and a history
 (``perfcmp.results.history.History``, ``render.history``). Modules are keyed by the result

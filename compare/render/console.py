@@ -22,7 +22,7 @@ from perfcmp.render import top_changes
 from perfcmp.render.reasons import sentence
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
 from perfcmp.keys import OVERALL
-from perfcmp.result import ROWS_MOVED, ComparisonResult, OverallRow, SideSummary, VerdictRow
+from perfcmp.results.pair import ROWS_MOVED, ComparisonResult, OverallRow, SideSummary, VerdictRow
 from perfcmp.wording import GIB, amount, ranked_rows, ratio_change, relative_change
 
 MAX_WARNING_LINES = 10

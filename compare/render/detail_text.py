@@ -20,7 +20,7 @@ import pandas as pd
 
 from perfcmp.base.textmatch import distinct_objects, per_unique
 from perfcmp.render.ooxml import INVALID_XML
-from perfcmp.result import Table
+from perfcmp.results.pair import Table
 from perfcmp.rows import Rows, block_of, column_of
 
 # sheet field -> the count column whose child table it shows

@@ -8,8 +8,8 @@ from __future__ import annotations
 import html
 import textwrap
 
-from perfcmp.diagnosis.model import Diagnosis, Evidence, Finding
-from perfcmp.result import ComparisonResult
+from perfcmp.results.diagnosis import Diagnosis, Evidence, Finding
+from perfcmp.results.pair import ComparisonResult
 
 CONSOLE_FINDINGS = 3
 MIB = 1024 * 1024

@@ -26,7 +26,7 @@ from perfcmp.render import diagnosis, top_changes
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
 from perfcmp.render.terminal import shorten_distinct
-from perfcmp.result import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
+from perfcmp.results.pair import ComparisonResult, GateResult, SideSummary, StepRow, Verdict, VerdictRow
 from perfcmp.render.reasons import verdict_notes
 from perfcmp.wording import MIB, fixed, mib_text, ms_text, ranked_rows, ratio_change
 

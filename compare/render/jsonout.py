@@ -1,7 +1,7 @@
 """JSON output: the ``ComparisonResult`` as a versioned, deterministic document for machines (CI).
 
 The document is ``ComparisonResult.to_json()`` made portable: the same fields, in the structs'
-declared order, the detail tables flat under the peer's sheet names (``perfcmp.result.document``,
+declared order, the detail tables flat under the peer's sheet names (``perfcmp.results.pair.document``,
 the JSON bridge), with every dict's keys sorted (``options``, ``details``, ``metadata``,
 ``thresholds``, ``outlier_steps``), ``indent=1`` and a trailing newline. It is documented by
 ``report_templates/result.schema.json`` and reads back with ``ComparisonResult.from_json``.
@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import msgspec
 
-from perfcmp.result import ComparisonResult, Reason, SideSummary, Verdict, WarningRecord, document, encode_hook
+from perfcmp.results.pair import ComparisonResult, Reason, SideSummary, Verdict, WarningRecord, document, encode_hook
 
 _PATH_END = r"(?=$|[/\\\s'\"`),;:])"  # what may follow a whole path inside a message
 

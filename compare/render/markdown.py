@@ -18,7 +18,7 @@ from pathlib import Path
 from perfcmp.render import diagnosis
 from perfcmp.render.console import headline, kernel_list
 from perfcmp.render.jsonout import portable, side_identity, step_and_digest
-from perfcmp.result import ComparisonResult, SideSummary, Verdict, VerdictRow
+from perfcmp.results.pair import ComparisonResult, SideSummary, Verdict, VerdictRow
 from perfcmp.render.reasons import verdict_notes
 from perfcmp.wording import mib_text, ms_text, ranked_rows, ratio_change
 

@@ -1,9 +1,9 @@
-"""The verdict's reasons worded: one sentence per ``perfcmp.result.Reason`` record.
+"""The verdict's reasons worded: one sentence per ``perfcmp.results.pair.Reason`` record.
 
 The verdict (``perfcmp.verdict``) gives each reason as a record — its kind, the verdict rows it
 is about and the figures and names it states — and this module alone makes its sentence: the
 console, Markdown, HTML and workbook show these, the JSON document holds them
-(``perfcmp.result.document``) and the gate messages and cluster notes quote them. The figures of
+(``perfcmp.results.pair.document``) and the gate messages and cluster notes quote them. The figures of
 a reason's rows (E2E's change, the rows that moved) are read from the verdict's own rows, so a
 sentence never says a number the verdict does not hold. A reason read back from a document says
 the sentence it was read from.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from perfcmp.result import (DEVICES_DIFFER, E2E_CHANGE, FEW_MATCHED, N1, NO_E2E, NO_STEPS, NOT_COMPARABLE,
+from perfcmp.results.pair import (DEVICES_DIFFER, E2E_CHANGE, FEW_MATCHED, N1, NO_E2E, NO_STEPS, NOT_COMPARABLE,
                             ROWS_MOVED, SEVERAL_RUNS, STEP_COUNTS, Reason, Verdict, VerdictRow)
 from perfcmp.wording import amount, relative_change
 

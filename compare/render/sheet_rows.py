@@ -12,7 +12,7 @@ import math
 
 from perfcmp.render import diagnosis
 from perfcmp.render.detail_text import lazy_text_columns, text_columns
-from perfcmp.result import ComparisonResult, Table, VerdictRow
+from perfcmp.results.pair import ComparisonResult, Table, VerdictRow
 from perfcmp.rows import Rows
 
 MIB = 1024 * 1024

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from perfcmp.render.terminal import DEFAULT_WIDTH, PLAIN, Column, Paint, shorten, table, wrap
-from perfcmp.result import ComparisonResult
+from perfcmp.results.pair import ComparisonResult
 from perfcmp.wording import ratio_change
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from perfcmp.diagnosis.timeline import COLUMNS
 from perfcmp.base.errors import UsageError
-from perfcmp.result import TIMELINE
+from perfcmp.results.pair import TIMELINE
 
 SUFFIX = ".trace.json"
 PIDS = {"base": 1, "comparison": 2}

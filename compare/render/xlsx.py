@@ -30,7 +30,7 @@ from perfcmp.base.procs import Beside, can_fork
 from perfcmp.base.heap import collector_paused
 from perfcmp.render.sheet_rows import table_for
 from perfcmp.rows import Rows, block_of, column_of
-from perfcmp.result import ComparisonResult, Table
+from perfcmp.results.pair import ComparisonResult, Table
 from perfcmp.templates import ColumnSpec, Layout, SheetSpec, load_layout
 
 HEAD_ROWS = 3  # banner, blank, headers: data starts on row 4, so read_excel(header=2) works

@@ -5,6 +5,6 @@
 ``cluster``  ``ClusterResult`` and ``ClusterReport``, the result of a cluster comparison
 ``samples``  ``SampleSet``, a profile's per-step samples (what verdicts and golden baselines read)
 
-The pair comparison's ``ComparisonResult`` is still ``perfcmp.result`` (reshaped by other work
+The pair comparison's ``ComparisonResult`` is still ``perfcmp.results.pair`` (reshaped by other work
 this round; it moves here, as ``pair``, when that has landed).
 """

@@ -1,6 +1,6 @@
 """``ClusterResult``: every number a cluster renderer shows, computed once, plain and serialisable.
 
-Times are µs and sizes bytes, as in ``perfcmp.result``; bandwidths are GB/s (10⁹ bytes per
+Times are µs and sizes bytes, as in ``perfcmp.results.pair``; bandwidths are GB/s (10⁹ bytes per
 second, the profilers' unit). Ranks are sorted by id, steps by position, groups by (rank, label),
 links by (group, src, dst, transport), where a group is named by its ranks and collective kind
 (never by HCCL's per-launch name): the same inputs give the same document, whichever executor read the ranks.
@@ -16,7 +16,7 @@ import msgspec
 from perfcmp.results.samples import SampleSet
 
 if TYPE_CHECKING:
-    from perfcmp.result import ComparisonResult, Table
+    from perfcmp.results.pair import ComparisonResult, Table
     from perfcmp.templates import SheetSpec
 
 CLUSTER_VERSION = 1

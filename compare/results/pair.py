@@ -8,15 +8,14 @@ when a field changes meaning, and ``from_json`` refuses versions it does not kno
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
 
-from perfcmp import validate
-from perfcmp.diagnosis.model import Diagnosis
-from perfcmp.comparability import Comparability
-from perfcmp.rows import Rows
+from perfcmp.results import validate
+from perfcmp.results.diagnosis import Diagnosis
+from perfcmp.results.comparability import Comparability
 from perfcmp.base.errors import InputError, max_depth
 
 FORMAT_VERSION = 2  # 2: detail tables in µs and bytes, keyed ones with their verdicts
@@ -107,12 +106,12 @@ def encode_hook(value: object) -> object:
     """msgspec's hook for what it cannot encode itself: column-stored rows (``Rows``) are
     written as the row lists they stand for; a verdict's ``Reason`` read back from a document
     as its sentence (the others are worded by ``document``, which has the verdict's rows)."""
-    if isinstance(value, Rows):
-        return list(value)
     if isinstance(value, Reason) and value.text:
         return value.text
     if isinstance(value, Reason):
         raise NotImplementedError("a verdict's reasons are records: encode the result's document() (it words them)")
+    if isinstance(value, Sequence):  # perfcmp.rows.Rows (numpy columns), not imported here: the floor has no numpy
+        return list(value)
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
@@ -752,7 +751,7 @@ def decode_versioned(data: bytes, kind: type, newest: int, what: str, source: st
     """Decode a perfcmp JSON document of type ``kind`` whose ``format_version`` this version
     reads (``oldest`` to ``newest``); ``what`` names it in errors ("result", "baseline").
 
-    Read back defensively (``perfcmp.validate``): every number within ±2**63, then ``shapes``
+    Read back defensively (``perfcmp.results.validate``): every number within ±2**63, then ``shapes``
     (``validate.check_result`` ...) checks row shapes and indexes of the decoded document; any
     problem is an ``InputError`` naming where it is. A leading UTF-8 BOM is skipped."""
     if data.startswith(BOM):
