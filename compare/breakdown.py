@@ -243,6 +243,7 @@ class Analyzer:
         # ops of one group that overlap share their time: each instant goes to the earliest-starting
         # op over it, so that a group's ops add up to its row
         group = self.group[rows]
+        group = np.where(pd.isna(group), "", group)  # no name ("") is a group too, as in the group rows
         own_s, own_e = op_s.copy(), op_e.copy()
         for g in pd.unique(group):
             m = np.flatnonzero(group == g)
@@ -250,8 +251,6 @@ class Analyzer:
         uncovered = iv.covered(uncovered_iv, own_s, own_e)
         wait = np.zeros(rows.size)
         for g in pd.unique(group):
-            if not g:
-                continue
             if g not in self._transfers:
                 self._transfers[g] = transfer_intervals(self.profile.comm_tasks, g)
             transfer, has_tasks = self._transfers[g]

@@ -340,3 +340,14 @@ def test_collectives_whose_export_names_no_group_still_have_a_group_row():
     b.check()
     assert b.uncovered_us == 15.0
     assert b.value("comm.group:A") == 10.0 and b.value("comm.group:unnamed group") == 5.0
+
+
+def test_an_unnamed_groups_wait_is_split_per_op_as_its_row_splits_it():
+    # an export that lost every name: the collective and its task have group "" — the op's
+    # uncovered wait (a notify wait, no transfer, [20,25)) is its group row's Wait, 5 µs
+    device = [("b", COMM, 2, 20.0, 5.0, -1, "")]
+    tasks = table("comm_tasks", name=["Notify_Wait"], group=[""], plane=[0], start_us=[20.0], dur_us=[5.0])
+    a = Analyzer(make_profile([], device, comm_tasks=tasks), RULES)
+    assert a.breakdown().value("comm.group:unnamed group.wait") == 5.0
+    uncovered, wait = a.comm_op_parts()
+    assert list(uncovered) == [5.0] and list(wait) == [5.0]
