@@ -4,13 +4,42 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
-from perfcmp.policy import Policy
 from perfcmp.base.errors import UsageError
 
 from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS, FORMATS, HISTORY_FORMATS  # noqa: F401 (re-exported)
 
 DETAIL_DIMENSIONS = frozenset(DIMENSIONS) - {"profiling"}  # the ones with detail sheets
+
+
+# The regression gates (``--fail-on``, ``--policy``) are options too: their records live here, beside
+# the options that carry them; ``perfcmp.policy`` parses and judges them.
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One parsed gate. ``absolute`` is in µs for time rows and bytes for memory rows."""
+
+    expression: str  # as written
+    rows: tuple[str, ...] | None  # exact row names, or None when ``pattern`` selects
+    pattern: str | None  # fnmatch pattern over row names ("op:aten::*")
+    relative: float | None  # +10% -> 0.10: an increase of more than this fails
+    absolute: float | None  # +2ms -> 2000.0 (µs); +512MB -> bytes for memory rows
+
+    def matches(self, row: str) -> bool:
+        if self.rows is not None:
+            return row in self.rows
+        return self.pattern is not None and (row == self.pattern or fnmatchcase(row, self.pattern))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The gates a run is judged by, whether it must reach a verdict, and the verdict's thresholds."""
+
+    gates: tuple[Gate, ...] = ()
+    require_verdict: bool = False  # exit 3 when the pair is not comparable or the verdict is inconclusive
+    thresholds: dict[str, float | str] = field(default_factory=dict)  # perfcmp.verdict.Thresholds(**...)
 
 
 @dataclass(frozen=True)

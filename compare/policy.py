@@ -58,11 +58,11 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from dataclasses import dataclass
 
 from perfcmp.optionfiles import OptionFileError, load_toml
 from perfcmp.base.errors import UsageError
+from perfcmp.options import Gate, Policy
 from perfcmp.render.reasons import why_not_comparable
 from perfcmp.results.pair import NOT_COMPARABLE, GateResult, Verdict, VerdictRow
 from perfcmp.verdict import Thresholds
@@ -88,29 +88,6 @@ _HINT = "write <selector>:+N% or <selector>:+N<unit>, e.g. e2e:+3%, communicatio
 _LIMIT = re.compile(r"\+\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>%|[a-zA-Zµμ]+)")
 _BARE_LIMIT = re.compile(r"[-+]?\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|[a-zA-Zµμ]+)?(\s*&.*)?")
 _SHOWN_ROWS = 3  # failing rows named in a message before "and N more"
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One parsed gate. ``absolute`` is in µs for time rows and bytes for memory rows."""
-
-    expression: str  # as written
-    rows: tuple[str, ...] | None  # exact row names, or None when ``pattern`` selects
-    pattern: str | None  # fnmatch pattern over row names ("op:aten::*")
-    relative: float | None  # +10% -> 0.10: an increase of more than this fails
-    absolute: float | None  # +2ms -> 2000.0 (µs); +512MB -> bytes for memory rows
-
-    def matches(self, row: str) -> bool:
-        if self.rows is not None:
-            return row in self.rows
-        return self.pattern is not None and (row == self.pattern or fnmatchcase(row, self.pattern))
-
-
-@dataclass(frozen=True)
-class Policy:
-    gates: tuple[Gate, ...] = ()
-    require_verdict: bool = False  # exit 3 when the pair is not comparable or the verdict is inconclusive
-    thresholds: dict[str, float | str] = field(default_factory=dict)  # perfcmp.verdict.Thresholds(**...)
 
 
 # --- parsing -------------------------------------------------------------------------------------

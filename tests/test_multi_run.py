@@ -9,7 +9,8 @@ import pytest
 
 from perfcmp.golden import check, load, save
 from perfcmp.options import CompareOptions
-from perfcmp.policy import Policy, evaluate, exit_code, parse_gate, selects
+from perfcmp.options import Policy
+from perfcmp.policy import evaluate, exit_code, parse_gate, selects
 from perfcmp.render.reasons import sentences
 from perfcmp.base.errors import UsageError
 from perfcmp.results.samples import SampleSet

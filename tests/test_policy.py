@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from perfcmp.policy import Gate, Policy, evaluate, exit_code, load_policy, parse_gate
+from perfcmp.options import Gate, Policy
+from perfcmp.policy import evaluate, exit_code, load_policy, parse_gate
 from perfcmp.base.errors import UsageError
 from perfcmp.results.pair import GateResult, Verdict, VerdictRow
 

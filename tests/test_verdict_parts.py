@@ -3,7 +3,8 @@ Wilcoxon's count after dropping zeros (perfcmp.verdict, issue 24). Numbers worke
 
 from __future__ import annotations
 
-from perfcmp.policy import Policy, evaluate, exit_code, parse_gate, selects
+from perfcmp.options import Policy
+from perfcmp.policy import evaluate, exit_code, parse_gate, selects
 from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.verdict import RUN_ALLOWANCE, judge
 

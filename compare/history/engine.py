@@ -17,7 +17,7 @@ from perfcmp.history.changepoints import (SPREAD_OUTLIER, between_run_noise, med
                                           noise, segment)
 from perfcmp.history.gates import judge_gates
 from perfcmp.history.options import MIN_RUNS, HistoryOptions
-from perfcmp.policy import Gate
+from perfcmp.options import Gate
 from perfcmp.results.history import ChangePoint, History, Point, Recording, Run, Series
 from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
 from perfcmp.stats import mann_whitney_p, t_two_sided

@@ -7,7 +7,7 @@ import difflib
 
 from perfcmp.base.errors import UsageError
 from perfcmp.history.options import MIN_RUNS
-from perfcmp.policy import Gate, Policy
+from perfcmp.options import Gate, Policy
 from perfcmp.results.history import ChangePoint, GateOutcome, History
 
 

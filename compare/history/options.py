@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from perfcmp.base.errors import UsageError
 from perfcmp.choices import HISTORY_FORMATS as FORMATS
 from perfcmp.options import CompareOptions
-from perfcmp.policy import Policy
+from perfcmp.options import Policy
 
 MIN_RUNS = 3
 ORDERS = ("auto", "name", "given")
