@@ -9,7 +9,7 @@
     python benchmarks/bench.py --pair ../shared/samples/gpu/hta_trace_diff_control.pt.trace.json.gz \
         ../shared/samples/gpu/hta_trace_diff_test.pt.trace.json.gz --runs 3 --peer msprof-analyze --peer-runs 3
     # and another perfcmp (say, a checkout of the code before a change, with its own venv) in the same rounds:
-    python benchmarks/bench.py --pair ... --runs 3 --peer msprof-analyze --peer-runs 3 --other /tmp/before/.venv/bin/perfcmp
+    python benchmarks/bench.py --pair ... --runs 3 --peer msprof-analyze --peer-runs 3 --other OLD_CHECKOUT/.venv/bin/perfcmp
 
 Each run is a fresh process, measured by ``treemem.py``: wall time, CPU time (median, user +
 system, the tool's child processes included), and peak memory of the whole process tree (PSS summed over perfcmp and its read worker, or the peer and its children)

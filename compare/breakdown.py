@@ -111,7 +111,7 @@ class Analyzer:
         self.start = tasks["start_us"].to_numpy()
         self.end = self.start + tasks["dur_us"].to_numpy()
         self.kind = tasks["kind"].to_numpy()
-        self.group = tasks["group"].to_numpy()
+        self.group = group_names(tasks["group"])
         self.is_compute, self.is_comm, self.is_sdma = self.kind == COMPUTE, self.kind == COMM, self.kind == SDMA
         self.is_work = self.is_compute | self.is_comm
         self.category = np.full(len(tasks), "", dtype=object)
@@ -242,8 +242,7 @@ class Analyzer:
             uncovered_iv = iv.subtract(iv.union(op_s, op_e), compute_iv)
         # ops of one group that overlap share their time: each instant goes to the earliest-starting
         # op over it, so that a group's ops add up to its row
-        group = self.group[rows]
-        group = np.where(pd.isna(group), "", group)  # no name ("") is a group too, as in the group rows
+        group = self.group[rows]  # no name ("") is a group too, as in the group rows
         own_s, own_e = op_s.copy(), op_e.copy()
         for g in pd.unique(group):
             m = np.flatnonzero(group == g)
@@ -313,9 +312,8 @@ class Analyzer:
         return rows
 
     def _comm_rows(self, s, e, comm_mask, group, uncovered_iv) -> list[MetricRow]:
-        # a collective whose group the export does not name (a lost string id) still has its
-        # group's row, so that the groups split all of Uncovered Communication as its ops do
-        group = np.where(pd.isna(group), "", group)
+        # a collective whose group the export does not name (a lost string id; "" here) still has
+        # its group's row, so that the groups split all of Uncovered Communication as its ops do
         groups = sorted(pd.unique(group[comm_mask]))
         rows: list[MetricRow] = []
         group_uncovered = {}
@@ -363,6 +361,13 @@ class Analyzer:
         app = component == "APP"
         allocator = component == "PTA" if (component == "PTA").any() else ~app
         return _peak(allocated[allocator]), _peak(reserved[allocator]), _peak(reserved[app])
+
+
+def group_names(column: pd.Series) -> np.ndarray:
+    """A task table's communication groups as an object array, a missing name read as "" (the
+    group without a name, whose row is ``UNNAMED_GROUP``)."""
+    values = column.to_numpy(dtype=object)
+    return np.where(pd.isna(values), "", values)
 
 
 def _peak(values: np.ndarray) -> float | None:
@@ -438,7 +443,7 @@ def _comm_parts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     if profile.info.metadata.get("communication basis") != "tasks" or tasks.empty:
         return None
     start = tasks["start_us"].to_numpy(dtype=np.float64)
-    return start, start + tasks["dur_us"].to_numpy(dtype=np.float64), tasks["group"].to_numpy(dtype=object)
+    return start, start + tasks["dur_us"].to_numpy(dtype=np.float64), group_names(tasks["group"])
 
 
 def _host_tasks(profile: Profile) -> pd.DataFrame:

@@ -78,7 +78,23 @@ def plain_values(params) -> None:
             param._runtime_param = PlainValues(leaf)
 
 
-class OneSpelling(TyperCommand):
+class PlainHelp:
+    """What commands and groups share: flags show no value, and the help screen is drawn in plain
+    text (``perfcmp.commands.helpscreen``), not by typer's rich helpers."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        quiet_flags(params)
+        return params
+
+    def format_help(self, ctx, formatter) -> None:
+        """The help screen in plain text (``perfcmp.commands.helpscreen``), not typer's rich one."""
+        from perfcmp.commands.helpscreen import help_screen
+
+        formatter.write(help_screen(self, ctx))
+
+
+class OneSpelling(PlainHelp, TyperCommand):
     """A command whose ``--help`` names each option once: its short name and its first long
     name. The other long names (the peer's ``--profiling_path`` next to ``--profiling-path``)
     are hidden there, and in shell completion, but still parse. Plain values are taken without
@@ -94,17 +110,6 @@ class OneSpelling(TyperCommand):
                 self.aliases[param.name] = long[1:]
                 param.opts = [o for o in param.opts if o not in long[1:]]
 
-    def get_params(self, ctx):
-        params = super().get_params(ctx)
-        quiet_flags(params)
-        return params
-
-    def format_help(self, ctx, formatter) -> None:
-        """The help screen in plain text (``perfcmp.commands.helpscreen``), not typer's rich one."""
-        from perfcmp.commands.helpscreen import help_screen
-
-        formatter.write(help_screen(self, ctx))
-
     def make_parser(self, ctx):
         params = [p for p in self.get_params(ctx) if p.name in self.aliases]
         shown = [p.opts for p in params]
@@ -117,19 +122,9 @@ class OneSpelling(TyperCommand):
                 p.opts = opts
 
 
-class Group(TyperGroup):
+class Group(PlainHelp, TyperGroup):
     """The command groups: flags (``--version``, ``--install-completion``) show no value either,
     and the help screen is drawn in plain text as a command's is."""
-
-    def get_params(self, ctx):
-        params = super().get_params(ctx)
-        quiet_flags(params)
-        return params
-
-    def format_help(self, ctx, formatter) -> None:
-        from perfcmp.commands.helpscreen import help_screen
-
-        formatter.write(help_screen(self, ctx))
 
 
 # --- shell completion of option values (perfcmp --install-completion) -----------------------------
