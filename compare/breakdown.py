@@ -271,7 +271,7 @@ class Analyzer:
         work spans; and how many copies (``copy_s``/``copy_e``, clipped to the window) run there."""
         self.step_windows()  # the regions come with the windows
         window = (np.array([lo]), np.array([hi]))
-        lead, trail = iv.intersect(self._lead, window), iv.intersect(self._trail, window)
+        lead, trail = _inside(self._lead, lo, hi), _inside(self._trail, lo, hi)
         preparing = iv.length(lead) - iv.length(iv.intersect(lead, busy))
         tail = iv.length(trail) - iv.length(iv.intersect(trail, busy))
         spans = iv.subtract(window, iv.merge(lead, trail))
@@ -426,6 +426,14 @@ def group_names(column: pd.Series) -> np.ndarray:
     group without a name, whose row is ``UNNAMED_GROUP``)."""
     values = column.to_numpy(dtype=object)
     return np.where(pd.isna(values), "", values)
+
+
+def _inside(regions: iv.Intervals, lo: float, hi: float) -> iv.Intervals:
+    """The part of the interval set ``regions`` in ``[lo, hi)``: only the intervals that reach
+    into it are looked at (a step's window meets a few of the profile's per-step regions)."""
+    starts, ends = regions
+    first, last = int(np.searchsorted(ends, lo, side="right")), int(np.searchsorted(starts, hi, side="left"))
+    return iv.union(*iv.clip(starts[first:last], ends[first:last], lo, hi))
 
 
 def _clamp(value: float, lo: float, hi: float) -> float:
