@@ -1,23 +1,44 @@
 """The overall time breakdown of one profile: computing by category, uncovered communication
-by group (wait vs transmit), free time (SDMA vs idle) and E2E, over the whole profiled window
-or one step's device window.
+by group (wait vs transmit), free time (before a step's work, SDMA, idle, after its work) and
+E2E, over the whole profiled window or one step's window.
 
 Definitions (all exact interval arithmetic on half-open ``[start, end)`` µs intervals). *Work*
 is the device's kernels and collectives (``compute`` and ``comm`` tasks); copies, markers and
 bookkeeping tasks never stretch a window, which is how the profilers count it too (torch_npu's
 ``step_trace_time.csv`` Stage runs from a step's first kernel or collective to its last).
 
-* A step's window: from the start of its first work (a task belongs to the step in which it was
-  *launched*) to the end of its last. Idle time between two steps goes to the step whose host
-  span it falls in: it is cut where the host entered the next step (clamped to the gap), so a
-  stall at the start of ``ProfilerStep#3`` counts in step 3, not step 2.
+* A step's window, one rule for every step, the first and the last included: it opens where
+  the host entered the step and closes where the host entered the next one (the last step:
+  where the host left it). Each cut is clamped into the idle gap between device work, so a
+  window never reaches over other work: a cut between two steps lies between the earlier one's
+  last work and the later one's first (a task belongs to the step in which it was *launched*);
+  the first step's opens no earlier than the end of work launched before any step, and no later
+  than its own first work; the last step's closes no earlier than its last work and no later
+  than work launched after the steps. So a stall at the start of ``ProfilerStep#3`` counts in
+  step 3, not step 2, and the first step is no shorter for being first. The windows partition
+  the device timeline. A step whose work all ran elsewhere keeps its host span.
 * E2E without a step: the profiled steps end to end (the first step's window start to the
-  last one's end); a profile without steps, from its first work to its last.
+  last one's end); a profile without steps, from its first work to its last. A trace without
+  device activity: its steps' host spans.
 * Computing: the union of compute kernels (NPU: the profiler's ``Computing`` lane only when the
   export has no kernel tasks at all).
 * Uncovered communication: the union of communication ops minus Computing (an export whose
   generation counts its collectives' tasks instead, the 2024 DB export: the union of those tasks).
-* Free: E2E − Computing − Uncovered; its SDMA part is copy time that overlaps neither.
+* Free: E2E − Computing − Uncovered, split into four level-1 rows that add up to it (µs; over a
+  window holding several steps, each summed over the steps' regions inside it):
+
+  - ``free.preparing`` "Preparing": idle time in the window before its step's first work (the
+    host entered the step, the device is not yet working): torch_npu's Preparing, which its
+    Stage leaves out;
+  - ``free.sdma`` "SDMA": copy time overlapping no work, between the step's first work and its
+    last (its count: the copies running there);
+  - ``free.free`` "Free": the rest of the idle time between the step's first work and its last
+    (torch_npu's Free = this + SDMA);
+  - ``free.tail`` "After Last Work": idle time after the step's last work until the window
+    closes (the host enters the next step, or leaves the last).
+
+  A step's Stage (first work to last) is thus E2E − Preparing − After Last Work. Without steps
+  (or on the host) Preparing and After Last Work are 0.
 * Categories: a category's time is the summed duration of its kernels inside the window and its
   count the number of those kernels, as the profiler's op_statistic.csv counts them. Kernels that
   run at the same time (several streams) are counted once per kernel there, so one more row,
@@ -125,6 +146,9 @@ class Analyzer:
         self.comm_parts = _comm_parts(profile)
         self._steps: dict[int, tuple[float, float]] | None = None  # step windows, computed once
         self._spans: dict[int, tuple[float, float]] = {}  # each step's own work span, with the windows
+        # where the step windows run before their step's first work / after its last, with the windows
+        self._lead: iv.Intervals = iv.EMPTY
+        self._trail: iv.Intervals = iv.EMPTY
         self._by_start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _rows_near
         self._samples: tuple[np.ndarray, ...] | None = None  # memory samples in time order (_memory_peaks)
 
@@ -156,21 +180,37 @@ class Analyzer:
         if self.host_mode:
             return {s.step_id: (s.start_us, s.end_us) for s in steps}
         host_start = {s.step_id: s.start_us for s in steps}
+        host_end = {s.step_id: s.end_us for s in steps}
         step_of = self.tasks["step_id"].to_numpy()
         work = self.is_work if self.is_work.any() else np.ones(len(step_of), dtype=bool)
         spans = pd.DataFrame({"step": step_of[work], "lo": self.start[work], "hi": self.end[work]})
-        spans = spans[spans["step"].isin(list(host_start))].groupby("step").agg(lo=("lo", "min"), hi=("hi", "max"))
+        in_steps = spans["step"].isin(list(host_start)).to_numpy()
+        spans = spans[in_steps].groupby("step").agg(lo=("lo", "min"), hi=("hi", "max"))
         ordered = spans.sort_values(["lo"], kind="stable")
         ids, firsts, lasts = ordered.index.tolist(), ordered["lo"].tolist(), ordered["hi"].tolist()
         if self.is_work.any():
             self._spans = {int(sid): (float(lo), float(hi)) for sid, lo, hi in zip(ids, firsts, lasts)}
-        cuts = [firsts[0]] if ids else []
+        if not ids:
+            return {s.step_id: (s.start_us, s.end_us) for s in steps}
+        # One rule for every step, the first and the last included: the idle time before a step's
+        # first work is the step's from where the host entered it, never reaching back over earlier
+        # work (of the step before, or launched before any profiled step); the last step likewise
+        # keeps the idle time after its last work up to where the host left it.
+        outside_lo, outside_hi = self.start[work][~in_steps], self.end[work][~in_steps]
+        before, after = outside_hi[outside_hi <= firsts[0]], outside_lo[outside_lo >= lasts[-1]]
+        floor = before.max() if before.size else -np.inf  # work before the first step's, not to be reached over
+        ceiling = after.min() if after.size else np.inf  # ... and after the last step's
+        cuts = [_clamp(host_start[ids[0]], floor, firsts[0])]
         for i in range(1, len(ids)):
             # idle between two steps: cut where the host entered the later step, within the gap
-            gap_lo, gap_hi = lasts[i - 1], firsts[i]
-            cut = min(max(host_start[ids[i]], gap_lo), gap_hi) if gap_lo <= gap_hi else gap_hi
-            cuts.append(max(cut, cuts[-1]))
-        windows = {sid: (cuts[i], cuts[i + 1] if i + 1 < len(ids) else max(lasts[i], cuts[i])) for i, sid in enumerate(ids)}
+            cuts.append(max(_clamp(host_start[ids[i]], lasts[i - 1], firsts[i]), cuts[-1]))
+        cuts.append(max(_clamp(host_end[ids[-1]], lasts[-1], ceiling), cuts[-1]))
+        windows = {sid: (float(cuts[i]), float(cuts[i + 1])) for i, sid in enumerate(ids)}
+        # each window's time before its step's first work and after its last (the Free children
+        # Preparing and After Last Work); a window cut short by an overlapping step has no tail
+        bounds = np.asarray(cuts, dtype=np.float64)
+        self._lead = iv.union(bounds[:-1], np.minimum(firsts, bounds[1:]))
+        self._trail = iv.union(np.maximum(lasts, bounds[:-1]), bounds[1:])
         for s in steps:  # a step whose work was all launched elsewhere keeps its host span
             windows.setdefault(s.step_id, (s.start_us, s.end_us))
         return dict(sorted(windows.items()))
@@ -206,19 +246,37 @@ class Analyzer:
         e2e = hi - lo
         computing, uncovered = iv.length(compute_iv), iv.length(uncovered_iv)
         free = e2e - computing - uncovered
-        sdma = iv.length(sdma_iv)
+        preparing, tail, sdma, copies = self._free_parts(lo, hi, busy, sdma_iv, s[sdma_mask], e[sdma_mask])
         category_rows = self._compute_rows(s, e, live & is_compute, near, compute_iv, computing)
         kernels = int((live & is_compute).sum())
         rows = [MetricRow("computing", "Computing Time", 0, computing, kernels)] + category_rows
         rows.append(MetricRow("comm", "Uncovered Communication Time", 0, uncovered))
         rows += self._comm_rows(comm_s, comm_e, comm_mask, comm_group, uncovered_iv)
         rows += [MetricRow("free", "Free Time", 0, free),
-                 MetricRow("free.sdma", "SDMA", 1, sdma, int(sdma_mask.sum())),
-                 MetricRow("free.free", "Free", 1, free - sdma),
+                 MetricRow("free.preparing", "Preparing", 1, preparing),
+                 MetricRow("free.sdma", "SDMA", 1, sdma, copies),
+                 MetricRow("free.free", "Free", 1, free - preparing - sdma - tail),
+                 MetricRow("free.tail", "After Last Work", 1, tail),
                  MetricRow("e2e", "E2E Time", 0, e2e)]
         allocated, reserved, process = self._memory_peaks(lo, hi, window is None)
         return Breakdown((lo, hi), e2e, computing, uncovered, free, rows, allocated, reserved,
                          "host" if self.host_mode else "device", process)
+
+    def _free_parts(self, lo: float, hi: float, busy: iv.Intervals, idle_copies: iv.Intervals,
+                    copy_s: np.ndarray, copy_e: np.ndarray) -> tuple[float, float, float, int]:
+        """Free Time's parts in ``[lo, hi)`` (µs) other than its Free: Preparing and After Last
+        Work, the idle time (outside ``busy``, the window's Computing ∪ Communication) in the
+        step windows' regions before their step's first work and after its last; SDMA, the
+        ``idle_copies`` (copy time overlapping no work) in the rest of the window, the steps'
+        work spans; and how many copies (``copy_s``/``copy_e``, clipped to the window) run there."""
+        self.step_windows()  # the regions come with the windows
+        window = (np.array([lo]), np.array([hi]))
+        lead, trail = _inside(self._lead, lo, hi), _inside(self._trail, lo, hi)
+        preparing = iv.length(lead) - iv.length(iv.intersect(lead, busy))
+        tail = iv.length(trail) - iv.length(iv.intersect(trail, busy))
+        spans = iv.subtract(window, iv.merge(lead, trail))
+        copies = int((iv.covered(spans, copy_s, copy_e) > 0).sum())
+        return preparing, tail, iv.length(iv.intersect(idle_copies, spans)), copies
 
     def comm_op_parts(self, window: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Per communication op (device rows of kind COMM, in order): its uncovered time in the
@@ -368,6 +426,19 @@ def group_names(column: pd.Series) -> np.ndarray:
     group without a name, whose row is ``UNNAMED_GROUP``)."""
     values = column.to_numpy(dtype=object)
     return np.where(pd.isna(values), "", values)
+
+
+def _inside(regions: iv.Intervals, lo: float, hi: float) -> iv.Intervals:
+    """The part of the interval set ``regions`` in ``[lo, hi)``: only the intervals that reach
+    into it are looked at (a step's window meets a few of the profile's per-step regions)."""
+    starts, ends = regions
+    first, last = int(np.searchsorted(ends, lo, side="right")), int(np.searchsorted(starts, hi, side="left"))
+    return iv.union(*iv.clip(starts[first:last], ends[first:last], lo, hi))
+
+
+def _clamp(value: float, lo: float, hi: float) -> float:
+    """``value`` within ``[lo, hi]``; ``hi`` when the bounds cross (overlapping steps: no gap)."""
+    return min(max(value, lo), hi) if lo <= hi else hi
 
 
 def _peak(values: np.ndarray) -> float | None:

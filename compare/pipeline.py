@@ -382,7 +382,6 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
         computing_us=breakdown.computing_us, uncovered_us=breakdown.uncovered_us, free_us=breakdown.free_us,
         peak_allocated_bytes=breakdown.peak_allocated_bytes, peak_reserved_bytes=breakdown.peak_reserved_bytes,
         process_peak_bytes=breakdown.process_peak_bytes, op_memory_bytes=_op_memory_bytes(profile),
-        preparing_us=reference_preparing(profile.reference_steps, list(windows), step),
     )
     reference = step_reference(info.format)  # where the format's profiler wrote its own step numbers
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
@@ -417,22 +416,6 @@ def _unowned_memory(profile: Profile) -> list[ReadWarning]:
     return [ReadWarning(profile.info.source, (
         f"operator memory blocks that belong to no op of the trace, {size / 1e6:,.3f} MB of the export's "
         f"{total / 1e6:,.3f} MB: left out of the memory sheets"), int(lost.sum()))]
-
-
-def reference_preparing(reference: pd.DataFrame, steps: list[int], step: int | None) -> float | None:
-    """The profiler's own Preparing (``reference_steps.preparing_us``, µs) over what is compared:
-    Σ over the profile's steps (a row without a step id, -1, stands for the whole profile and
-    counts only there; a profile without steps takes every row), or the one ``step``'s value;
-    None when the export writes none for them (NaN cells, no step_trace_time)."""
-    if reference.empty:
-        return None
-    ids, values = reference["step_id"].to_numpy(), reference["preparing_us"].to_numpy(dtype=float)
-    if step is not None:
-        wanted = ids == step
-    else:
-        wanted = np.isin(ids, steps) | (ids == -1) if steps else np.ones(len(ids), dtype=bool)
-    shown = values[wanted & np.isfinite(values)]
-    return float(shown.sum()) if shown.size else None
 
 
 def analyse_profile(profile: Profile, path: str, options: CompareOptions) -> _Side:

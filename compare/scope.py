@@ -75,8 +75,7 @@ def view(result: ComparisonResult) -> ComparisonResult:
 
     def side(s: SideSummary, d: float) -> SideSummary:
         return msgspec.structs.replace(s, e2e_us=s.e2e_us / d, computing_us=s.computing_us / d,
-                                       uncovered_us=s.uncovered_us / d, free_us=s.free_us / d,
-                                       preparing_us=None if s.preparing_us is None else s.preparing_us / d)
+                                       uncovered_us=s.uncovered_us / d, free_us=s.free_us / d)
 
     def row(r: OverallRow) -> OverallRow:
         base, comp = r.base_us / db, r.comp_us / dc

@@ -7,16 +7,22 @@ same four numbers from the tasks themselves, by the definitions of the export's 
 which step, both numbers, and that perfcmp's own value is the one shown — without a guess at
 its cause.
 
-What is compared, per step the profiler lists:
+What is compared, per step the profiler lists (perfcmp's step window, which opens where the host
+entered the step and closes where it entered the next, holds the step's Preparing before its
+first work and its After Last Work after its last; the profiler reports the first apart and
+spreads the second over its steps' Free):
 
-* Computing and Communication(Not Overlapped): perfcmp's, over the step's own work span;
-* Stage: the span itself, first work to last (perfcmp's step window adds the idle time
-  between steps that falls in the step's host span, which the profiler reports apart); the
-  profiler leaves a pipeline's receive time (``hcom_receive``, its Bubble) out of it, so the
-  span less that time is accepted too;
-* Free: the span's free time. The profiler adds to a step every free interval that *starts*
-  inside it, so its Free may also hold the idle time up to the next work: both readings are
-  accepted.
+* Computing and Communication(Not Overlapped): perfcmp's, over the step's window;
+* Stage: the window's E2E less its Preparing and After Last Work (the step's first work to its
+  last); the profiler leaves a pipeline's receive time (``hcom_receive``, its Bubble) out of
+  it, so that less the receive time is accepted too;
+* Free: Free Time's SDMA + Free (the idle time within the step's work). The profiler adds to a
+  step every free interval that *starts* inside it, so its Free may also hold the idle time up
+  to the next work: both readings are accepted;
+* Preparing: Free Time's Preparing (host entered the step -> its first work).
+
+The row without a step id (a whole profile) is compared over the first step's first work to the
+last step's last work, its Preparing against the first step's.
 
 MindSpore's step_trace_time.csv follows other rules (a step is its host span, Stage the step's
 HCCL span, Free clipped to the host span; docs/formats/mindspore.md), so on MindSpore
@@ -43,7 +49,8 @@ from perfcmp.base.textmatch import per_unique
 
 RELATIVE = 0.005
 ABSOLUTE_US = 1.0
-ROWS = (("computing", "Computing"), ("uncovered", "Communication(Not Overlapped)"), ("free", "Free"), ("stage", "Stage"))
+ROWS = (("computing", "Computing"), ("uncovered", "Communication(Not Overlapped)"), ("free", "Free"), ("stage", "Stage"),
+        ("preparing", "Preparing"))
 
 
 @dataclass(frozen=True)
@@ -66,42 +73,67 @@ class StepCheck:
 
 def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = False,
                 known: dict[tuple[float, float], Breakdown] | None = None) -> list[StepCheck]:
-    """One ``StepCheck`` per profiler row whose step perfcmp also found (a profile without
-    steps is checked as one row against the profiler's row without a step id; so is a
-    profile with steps against such a row: its whole span, first step to last). ``known``:
-    breakdowns already made, by window (a step whose window is its span is not broken down again)."""
+    """One ``StepCheck`` per profiler row whose step perfcmp also found with work of its own (a
+    profile without steps is checked as one row against the profiler's row without a step id;
+    so is a profile with steps against such a row: its whole span, first step's first work to
+    the last step's last). ``known``: breakdowns already made, by window (the step windows)."""
     rows = ROWS[:2] if mindspore else ROWS
     if reference.empty:
         return []
-    spans = analyzer.step_spans()
-    if not spans and not analyzer.step_windows():
+    spans, windows = analyzer.step_spans(), analyzer.step_windows()
+    known = dict(known or {})
+
+    def figures(sid: int) -> dict[str, float]:
+        if sid in windows:
+            return _step_figures(_breakdown(analyzer, windows[sid], known))
+        b = _breakdown(analyzer, spans[sid], known)  # the whole profile's row: its work span
+        first = min(windows, key=lambda s: windows[s][0]) if windows else None
+        return {"computing": b.computing_us, "uncovered": b.uncovered_us, "free": b.free_us, "stage": b.e2e_us,
+                "preparing": figures(first)["preparing"] if first in spans else np.nan}
+
+    if not spans and not windows:
         lo, hi = analyzer.whole_window()
         spans = {-1: (lo, hi)} if hi > lo else {}
     elif spans and -1 not in spans and (reference["step_id"] == -1).any():
         # a row without a step (CANN 9 / torch_npu 2.10 write one with an empty Step cell even
         # when the trace has ProfilerStep#N) covers the whole profile: the first step's first
-        # work to the last step's last work
+        # work to the last step's last work, the first step's Preparing before it
         spans[-1] = (min(lo for lo, _ in spans.values()), max(hi for _, hi in spans.values()))
     work_iv = _work(analyzer)
     out = []
     for row in reference.itertuples(index=False):
-        span = spans.get(int(row.step_id))
-        if span is None:
+        sid = int(row.step_id)
+        if sid not in spans:
             continue
-        b = (known or {}).get(span) or analyzer.breakdown(span)
-        trailing = _idle_after(work_iv, span[1])
-        ours = {"computing": b.computing_us, "uncovered": b.uncovered_us, "free": b.free_us, "stage": b.e2e_us}
-        theirs = {"computing": row.computing_us, "uncovered": row.uncovered_us, "free": row.free_us, "stage": row.stage_us}
+        span, ours = spans[sid], figures(sid)
+        theirs = {"computing": row.computing_us, "uncovered": row.uncovered_us, "free": row.free_us,
+                  "stage": row.stage_us, "preparing": row.preparing_us}
         differences = []
         for key, label in rows:
-            if not np.isfinite(theirs[key]):
+            if not (np.isfinite(theirs[key]) and np.isfinite(ours[key])):
                 continue
-            accepted = {"free": (ours[key], ours[key] + trailing),
+            accepted = {"free": (ours[key], ours[key] + _idle_after(work_iv, span[1])),
                         "stage": (ours[key], ours[key] - _bubble(analyzer, span))}.get(key, (ours[key],))
             if all(_differs(value, theirs[key]) for value in accepted):
                 differences.append((label, float(ours[key]), float(theirs[key])))
-        out.append(StepCheck(int(row.step_id), tuple(differences)))
+        out.append(StepCheck(sid, tuple(differences)))
     return out
+
+
+def _breakdown(analyzer: Analyzer, window: tuple[float, float], known: dict[tuple[float, float], Breakdown]) -> Breakdown:
+    """The breakdown of ``window``, made once (``known`` keeps it)."""
+    if window not in known:
+        known[window] = analyzer.breakdown(window)
+    return known[window]
+
+
+def _step_figures(b: Breakdown) -> dict[str, float]:
+    """A step window's figures as the profiler defines its row (µs): Computing, Communication(Not
+    Overlapped), Free = Free Time less its Preparing and After Last Work (SDMA + Free), Stage =
+    E2E less the same two, Preparing."""
+    preparing, tail = b.value("free.preparing"), b.value("free.tail")
+    return {"computing": b.computing_us, "uncovered": b.uncovered_us, "free": b.free_us - preparing - tail,
+            "stage": b.e2e_us - preparing - tail, "preparing": preparing}
 
 
 def warning_lines(checks: list[StepCheck], source_name: str) -> list[tuple[str, int]]:

@@ -33,11 +33,13 @@ start S (µs, half-open)::
 
 Hand-computed numbers with steps=(1, 2) (10 kernels, 1 collective, 7 plane tasks):
 
-    perfcmp (compare/breakdown.py windows: step = first work .. last work, the idle gap between
-    steps cut where the host entered the next step):
-        step 1: window [S1+100, S1+1000)  E2E 900  Computing 290  Uncovered 170  Free 440
-        step 2: window [S2+0,   S2+600)   E2E 600  Computing 290  Uncovered   0  Free 310
-        whole:  [S1+100, S2+600)         E2E 1500 Computing 580  Uncovered 170  Free 750
+    perfcmp (compare/breakdown.py windows: a step opens where the host entered it and closes
+    where the host entered the next one, the last where the host left it; S2 = S1 + 1000):
+        step 1: window [S1, S2)        E2E 1000 Computing 290 Uncovered 170 Free 540
+                                       (Preparing 100, Free 40, After Last Work 400)
+        step 2: window [S2, S2+1000)   E2E 1000 Computing 290 Uncovered   0 Free 710
+                                       (Preparing 100, Free 210, After Last Work 400)
+        whole:  [S1, S2+1000)          E2E 2000 Computing 580 Uncovered 170 Free 1250
         step 1 communication group: Transmit 130 (memcpy/reduce on any plane), Wait 40
 
     MindSpore's own step_trace_time.csv (its rules, see docs/formats/mindspore.md: lanes counted by
@@ -47,7 +49,8 @@ Hand-computed numbers with steps=(1, 2) (10 kernels, 1 collective, 7 plane tasks
         2     290        0                     0           0              310   0      0       100
 
 The DB export has no step table (MindSpore's DB is CANN's msprof DB renamed: no PYTORCH_API,
-no STEP_TIME, no analysis.db), so it reads as one window: the "whole" row above.
+no STEP_TIME, no analysis.db), so it reads as one window, without steps: first work to last,
+[S1+100, S2+600), E2E 1500 Computing 580 Uncovered 170 Free 750.
 """
 
 from __future__ import annotations
@@ -117,9 +120,12 @@ KERNEL_HEADER = ("Step ID", "Model ID", "Task ID", "Stream ID", "Name", "Type", 
 STEP_TRACE_HEADER = ("Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
                      "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing")
 # the perfcmp numbers of the module docstring, µs, with steps=(1, 2)
-EXPECTED_STEPS = {1: {"e2e": 900.0, "computing": 290.0, "uncovered": 170.0, "free": 440.0},
-                  2: {"e2e": 600.0, "computing": 290.0, "uncovered": 0.0, "free": 310.0}}
-EXPECTED_WHOLE = {"e2e": 1500.0, "computing": 580.0, "uncovered": 170.0, "free": 750.0}
+EXPECTED_STEPS = {1: {"e2e": 1000.0, "computing": 290.0, "uncovered": 170.0, "free": 540.0},
+                  2: {"e2e": 1000.0, "computing": 290.0, "uncovered": 0.0, "free": 710.0}}
+EXPECTED_FREE_PARTS = {1: {"free.preparing": 100.0, "free.sdma": 0.0, "free.free": 40.0, "free.tail": 400.0},
+                       2: {"free.preparing": 100.0, "free.sdma": 0.0, "free.free": 210.0, "free.tail": 400.0}}
+EXPECTED_WHOLE = {"e2e": 2000.0, "computing": 580.0, "uncovered": 170.0, "free": 1250.0}
+EXPECTED_WHOLE_NO_STEPS = {"e2e": 1500.0, "computing": 580.0, "uncovered": 170.0, "free": 750.0}  # the DB export
 EXPECTED_STEP_TRACE = {1: {"computing": 290.0, "uncovered": 170.0, "free": 440.0, "stage": 200.0, "preparing": 100.0},
                        2: {"computing": 290.0, "uncovered": 0.0, "free": 310.0, "stage": 0.0, "preparing": 100.0}}
 

@@ -30,7 +30,8 @@ def test_the_readme_example_runs_as_written():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "regression"
-    assert lines[1] == "E2E 33.99 ms -> 36.96 ms"  # as the README's console example
+    # as the README's console example: ProfilerStep#1 ts to ProfilerStep#8 ts + dur, 34308.880 -> 37270.425 µs
+    assert lines[1] == "E2E 34.31 ms -> 37.27 ms"
     assert "aten::linear" in done.stdout
 
 
@@ -109,8 +110,8 @@ def test_the_api_forks_nothing_and_checks_its_arguments(monkeypatch):
 
 def test_repr_is_the_headline_sides_and_verdict(demo_result):
     text = repr(demo_result)
-    # the README demo: E2E 33.99 ms -> 36.96 ms, a regression (see test_the_readme_example_runs_as_written)
-    assert text.startswith("<ComparisonResult E2E 33.988 ms -> 36.958 ms (+8.7 %);")
+    # the README demo: E2E 34.31 ms -> 37.27 ms, a regression (see test_the_readme_example_runs_as_written)
+    assert text.startswith("<ComparisonResult E2E 34.309 ms -> 37.270 ms (+8.6 %);")
     assert "verdict regression; 7 tables>" in text and "8 steps" in text
     assert f"base {GPU_BASE!r} (GPU" in text and f"comparison {GPU_COMP!r} (GPU" in text
     assert len(text) < 400 and "\n" not in text

@@ -217,11 +217,12 @@ def test_step_windows_partition_the_device_timeline():
     steps = [Step(1, 0.0, 100.0), Step(2, 100.0, 200.0)]
     p = make_profile(HOST, DEVICE, steps=steps)
     # gemm launched at 10 (step 1); elementwise at 110 (step 2); the rest have no launcher and
-    # run after step 2 started, so they drain into it.
+    # run after step 2 started, so they drain into it. Step 1 opens where the host entered it (0,
+    # its first kernel at 20), step 2 closes where the host left it (200, its last kernel at 160).
     p.device["step_id"] = [1, 2, 2, 2, 2]
     a = Analyzer(p, RULES)
     windows = a.step_windows()
-    assert windows == {1: (20.0, 40.0), 2: (40.0, 160.0)}
+    assert windows == {1: (0.0, 40.0), 2: (40.0, 200.0)}
     parts = [a.breakdown(w) for w in windows.values()]
     assert sum(b.e2e_us for b in parts) == a.breakdown().e2e_us
     assert sum(b.computing_us for b in parts) == a.breakdown().computing_us
@@ -232,14 +233,27 @@ def test_idle_between_steps_belongs_to_the_step_whose_host_span_holds_it():
     device = [("k1", COMPUTE, 1, 0.0, 10.0, -1, ""), ("k2", COMPUTE, 1, 50.0, 10.0, -1, "")]
     p = make_profile([], device, steps=[Step(1, -5.0, 30.0), Step(2, 30.0, 100.0)])
     p.device["step_id"] = [1, 2]
-    assert Analyzer(p, RULES).step_windows() == {1: (0.0, 30.0), 2: (30.0, 60.0)}
+    # (the first step opens where the host entered it, -5; the last closes where the host left it, 100)
+    assert Analyzer(p, RULES).step_windows() == {1: (-5.0, 30.0), 2: (30.0, 100.0)}
     # the host entered step 2 at 5, while step 1's work still ran: the whole gap is step 2's
     p = make_profile([], device, steps=[Step(1, -5.0, 5.0), Step(2, 5.0, 100.0)])
     p.device["step_id"] = [1, 2]
     a = Analyzer(p, RULES)
-    assert a.step_windows() == {1: (0.0, 10.0), 2: (10.0, 60.0)}
+    assert a.step_windows() == {1: (-5.0, 10.0), 2: (10.0, 100.0)}
     assert a.step_spans() == {1: (0.0, 10.0), 2: (50.0, 60.0)}
-    assert a.whole_window() == (0.0, 60.0)
+    assert a.whole_window() == (-5.0, 100.0)
+
+
+def test_the_first_and_last_steps_are_cut_by_the_rule_of_the_others():
+    # work launched before any profiled step, [0,10); step 1's work [30,40), step 2's [60,70);
+    # the host: step 1 [5,50), step 2 [50,90), then work after the steps at [80,85)
+    device = [("warm", COMPUTE, 1, 0.0, 10.0, -1, ""), ("k1", COMPUTE, 1, 30.0, 10.0, -1, ""),
+              ("k2", COMPUTE, 1, 60.0, 10.0, -1, ""), ("late", COMPUTE, 1, 80.0, 5.0, -1, "")]
+    p = make_profile([], device, steps=[Step(1, 5.0, 50.0), Step(2, 50.0, 90.0)])
+    p.device["step_id"] = [-1, 1, 2, -1]
+    # step 1 would open at 5 but the warm-up work runs until 10; step 2 would close at 90 but the
+    # late work starts at 80: each window holds its own idle time and no one else's work
+    assert Analyzer(p, RULES).step_windows() == {1: (10.0, 50.0), 2: (50.0, 80.0)}
 
 
 def test_copies_and_markers_do_not_stretch_a_window():
@@ -351,3 +365,81 @@ def test_an_unnamed_groups_wait_is_split_per_op_as_its_row_splits_it():
     assert a.breakdown().value("comm.group:unnamed group.wait") == 5.0
     uncovered, wait = a.comm_op_parts()
     assert list(uncovered) == [5.0] and list(wait) == [5.0]
+
+
+def three_steps_with_idle_around_their_work():
+    """Host steps [0,100), [100,200), [200,300); each step k (offset o = 100 (k − 1)) launches a
+    copy [o+10, o+15) before its first work, kernels [o+20, o+50) and [o+55, o+70), and a copy
+    [o+50, o+53) between them: every step, the first included, starts with 20 µs of idle time
+    and ends with 30, the last one too (the host leaves it at 300, its work ends at 270)."""
+    device, step_ids = [], []
+    for k in (1, 2, 3):
+        o = 100.0 * (k - 1)
+        device += [(f"H2D_{k}", SDMA, 7, o + 10.0, 5.0, -1, ""), (f"gemm_{k}", COMPUTE, 7, o + 20.0, 30.0, -1, ""),
+                   (f"D2D_{k}", SDMA, 7, o + 50.0, 3.0, -1, ""), (f"add_{k}", COMPUTE, 7, o + 55.0, 15.0, -1, "")]
+        step_ids += [k] * 4
+    p = make_profile([], device, steps=[Step(1, 0.0, 100.0), Step(2, 100.0, 200.0), Step(3, 200.0, 300.0)])
+    p.device["step_id"] = step_ids
+    return p
+
+
+def test_every_step_first_and_last_included_gets_its_idle_time_before_and_after_its_work():
+    a = Analyzer(three_steps_with_idle_around_their_work(), RULES)
+    # cuts: the first step's at the host's entry, 0 (its first work at 20, no work before it);
+    # between steps at the host's entry, 100 and 200 (within the gaps [70,120) and [170,220));
+    # the last at the host's exit, 300 (its last work ends at 270, none after it)
+    assert a.step_windows() == {1: (0.0, 100.0), 2: (100.0, 200.0), 3: (200.0, 300.0)}
+    assert a.step_spans() == {1: (20.0, 70.0), 2: (120.0, 170.0), 3: (220.0, 270.0)}
+    for sid, window in a.step_windows().items():
+        b = a.breakdown(window)
+        b.check()
+        # E2E 100, Computing 30 + 15 = 45, Free 55: Preparing [o, o+20) = 20 (the copy in it
+        # too: the device has not started the step's work); SDMA the copy [o+50, o+53) = 3
+        # (one copy); Free the rest of [o+50, o+55) = 2; After Last Work [o+70, o+100) = 30
+        assert (b.e2e_us, b.computing_us, b.uncovered_us, b.free_us) == (100.0, 45.0, 0.0, 55.0), sid
+        parts = {r.key: (r.dur_us, r.count) for r in b.rows if r.key.startswith("free.")}
+        assert parts == {"free.preparing": (20.0, None), "free.sdma": (3.0, 1), "free.free": (2.0, None),
+                         "free.tail": (30.0, None)}, sid
+    whole = a.breakdown()
+    whole.check()
+    # the whole profile, [0, 300): each part summed over the three steps
+    assert whole.window_us == (0.0, 300.0) and whole.free_us == 165.0
+    assert [whole.value(k) for k in ("free.preparing", "free.sdma", "free.free", "free.tail")] == [60.0, 9.0, 6.0, 90.0]
+
+
+def test_free_parts_of_a_window_cut_inside_steps_count_only_what_lies_in_it():
+    a = Analyzer(three_steps_with_idle_around_their_work(), RULES)
+    # [60, 230): step 1's [60,70) work and [70,100) tail; step 2 whole; step 3's preparing [200,220)
+    # and its first 10 µs of work [220,230)
+    b = a.breakdown((60.0, 230.0))
+    b.check()
+    assert b.e2e_us == 170.0 and b.computing_us == 10.0 + 45.0 + 10.0
+    assert [b.value(k) for k in ("free.preparing", "free.sdma", "free.free", "free.tail")] == [40.0, 3.0, 2.0, 60.0]
+
+
+def test_a_profile_without_steps_has_no_preparing_or_tail():
+    b = Analyzer(make_profile(HOST, DEVICE), RULES).breakdown()
+    assert b.value("free.preparing") == 0.0 and b.value("free.tail") == 0.0
+    assert b.value("free.sdma") + b.value("free.free") == b.free_us
+
+
+def test_the_profiler_check_compares_stage_free_and_preparing_by_the_profilers_definitions():
+    from perfcmp.selfcheck import check_steps, warning_lines
+
+    a = Analyzer(three_steps_with_idle_around_their_work(), RULES)
+    # torch_npu's rows for these steps: Stage = first work to last, 50; Free = Stage − Computing
+    # = 5 (the copy and the idle gap); Preparing = host entry to first work, 20; step 3's
+    # Preparing written 19.5 (within the 1 µs tolerance), step 2's 30 (10 µs off)
+    rows = {"step_id": np.array([1, 2, 3]), "computing_us": np.full(3, 45.0), "uncovered_us": np.zeros(3),
+            "free_us": np.full(3, 5.0), "stage_us": np.full(3, 50.0), "preparing_us": np.array([20.0, 30.0, 19.5])}
+    checks = check_steps(a, table("reference_steps", **rows))
+    assert [(c.step, c.differences) for c in checks] == [(1, ()), (2, (("Preparing", 20.0, 30.0),)), (3, ())]
+    [(message, count)] = warning_lines(checks, "step_trace_time.csv")
+    assert count == 1 and message.startswith("Preparing differs from the profiler's own step_trace_time.csv — "
+                                              "step 2: 0.020 ms here, 0.030 ms in the profiler's (-33.3 %)")
+    # the window's E2E (100) is no Stage: flagged. Its Free (55) is no Free either, but for steps
+    # 1 and 2 it equals the profiler's other reading (the step's Free 5 + the idle time up to the
+    # next work, [70,120): 50), accepted; step 3 has no next work: flagged
+    rows.update(stage_us=np.full(3, 100.0), free_us=np.full(3, 55.0), preparing_us=np.full(3, np.nan))
+    checks = check_steps(a, table("reference_steps", **rows))
+    assert {c.step: [d[0] for d in c.differences] for c in checks} == {1: ["Stage"], 2: ["Stage"], 3: ["Free", "Stage"]}

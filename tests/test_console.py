@@ -85,13 +85,19 @@ def test_the_distribution_has_the_workbooks_rows(demo):
     title = console.distribution(result, 80)[0]
     if name == "gpu_vs_npu":  # 8 GPU steps vs 3 NPU steps: per step by default (perfcmp.scope)
         assert title == "Model Profiling Time Distribution (ms; per step, mean of 8 vs 3 steps)"
-        assert distribution_rows(result)["E2E Time"][:2] == [f"{33.988 / 8:.3f}", f"{12.229 / 3:.3f}"]  # 4.248 and 4.076 (totals 33.988, 12.229 ms)
-        assert distribution_rows(result)["Preparing (before E2E)"][:2] == ["–", f"{180.660 / 3 / 1000:.3f}"]  # GPU: none
+        # the steps end to end, where the host entered the first step to where it left the last:
+        # GPU ProfilerStep#1 ts 445867601000.0 to ProfilerStep#8 ts + dur 445867635308.880 (34308.880
+        # µs); NPU ProfilerStep#1 ts ...1000.000 to ProfilerStep#3 ts + dur ...9235.821 + 4100.085 (12335.906 µs)
+        assert distribution_rows(result)["E2E Time"][:2] == [f"{34.308880 / 8:.3f}", f"{12.335906 / 3:.3f}"]  # 4.289, 4.112
+        # measured on both sides; NPU: its step_trace_time.csv Preparing, 59.799 + 61.159 + 59.702 µs
+        gpu, npu = distribution_rows(result)["Preparing"][:2]
+        assert float(gpu) > 0 and npu == f"{180.660 / 3 / 1000:.3f}"
     else:
         assert title.startswith("Model Profiling Time Distribution (ms; whole profile, ")
     if name == "npu":  # step_trace_time.csv Preparing: 59.799 + 61.159 + 59.702 vs 63.899 + 59.477 + 57.694 µs
-        assert distribution_rows(result)["Preparing (before E2E)"] == ["0.181", "0.181", "±0.000", "+0.2 %"]
-        assert (result.base.preparing_us, result.comparison.preparing_us) == pytest.approx((180.660, 181.070))
+        assert distribution_rows(result)["Preparing"] == ["0.181", "0.181", "±0.000", "+0.2 %"]
+        preparing = next(r for r in result.overall if r.key == "free.preparing")
+        assert (preparing.base_us, preparing.comp_us) == pytest.approx((180.660, 181.070), abs=1e-9)
 
 
 def computing_parts(result) -> tuple[float, float, list[float], float]:
@@ -132,8 +138,8 @@ def test_concurrent_kernels_row_makes_the_categories_add_up(samples_dir):
 def test_real_export_sdma_split_and_preparing(samples_dir):
     """Text (base) against DB (comparison) of one job: the TensorMove kernels are SDMA under
     Computing, as kernel_details.csv lists them (11 kernels, 577.290 µs), the free-time copies SDMA
-    under Free Time; Preparing is the profiler's own (step_trace_time.csv 19358.0 µs,
-    analysis.db StepTraceTime 16681.808 µs)."""
+    under Free Time; Preparing under Free Time is the profiler's own to its rounding
+    (step_trace_time.csv 19358.0 µs, analysis.db StepTraceTime 16681.808 µs)."""
     real = samples_dir / "npu" / "real_msinsight_level0"
     result = run(CompareOptions(base_path=str(real / "text" / "rank0_ascend_pt"),
                                 comp_path=str(real / "db" / "rank0_ascend_pt"), formats=("console",)))
@@ -146,8 +152,10 @@ def test_real_export_sdma_split_and_preparing(samples_dir):
     sdma = next(r for r in result.overall if r.key == "free.sdma")
     assert rows["SDMA"][:2] == [f"{sdma.base_us / 1000:.3f} ({sdma.base_count})", f"{sdma.comp_us / 1000:.3f} ({sdma.comp_count})"]
     assert sdma.base_count == 22  # with the 11 kernels above, the 33 the console once printed as one "SDMA" row
-    assert rows["Preparing (before E2E)"][:2] == ["19.358", "16.682"]
-    assert (result.base.preparing_us, result.comparison.preparing_us) == (19358.0, 16681.808)
+    assert rows["Preparing"][:2] == ["19.358", "16.682"]
+    preparing = next(r for r in result.overall if r.key == "free.preparing")
+    # text: float64 µs timestamps near 1.7e15 step by 0.25 µs; DB: integer ns
+    assert preparing.base_us == pytest.approx(19358.0, abs=0.25) and preparing.comp_us == pytest.approx(16681.808, abs=1e-3)
     _, _, _, net = computing_parts(result)
     assert net == pytest.approx(result.base.computing_us, rel=1e-12)
     assert result.base.computing_us == pytest.approx(8827.473, rel=1e-6)  # step_trace_time.csv Computing
@@ -230,7 +238,9 @@ def test_quiet_is_headline_verdict_and_gates(capsys, monkeypatch):
     start = next(i for i, line in enumerate(lines) if line.startswith("Comparison: "))
     assert "gpu/comp.pt.trace.json.gz" in lines[start]
     lines = lines[next(i for i, line in enumerate(lines) if line.startswith("E2E ")):]
-    assert lines[0].startswith("E2E 33.99 ms → 36.96 ms (+8.7 %)") and lines[1].startswith("  ")
+    # ProfilerStep#1 ts to ProfilerStep#8 ts + dur: 445867601000.0 -> 445867635308.880 (34308.880 µs)
+    # against 445867601000.0 -> 445867638270.425 (37270.425 µs): +8.63 %
+    assert lines[0].startswith("E2E 34.31 ms → 37.27 ms (+8.6 %)") and lines[1].startswith("  ")
     assert lines[2].startswith("Verdict: regression — E2E +")
     assert lines[3].startswith("  gate e2e:+3%: FAILED") and len(lines) == 4
     assert max(len(line) for line in lines) <= 80
@@ -332,24 +342,6 @@ def test_progress_appears_only_after_a_second_on_a_terminal(monkeypatch):
     quiet.show(500)
     quiet.done()
     assert sys.stderr.getvalue() == ""
-
-
-def test_preparing_is_the_profilers_own_over_the_steps_compared():
-    """``SideSummary.preparing_us``: Σ of the profiler's per-step Preparing over the steps
-    compared, the chosen step's alone, None where the export writes none."""
-    import numpy as np
-
-    from perfcmp.pipeline import reference_preparing
-    from perfcmp.readers.model import table
-
-    steps = table("reference_steps", step_id=np.array([2, 3, 4]), preparing_us=np.array([10.5, 20.25, np.nan]))
-    assert reference_preparing(steps, [2, 3, 4], None) == 30.75  # step 4 wrote no Preparing
-    assert reference_preparing(steps, [2, 3], 3) == 20.25
-    assert reference_preparing(steps, [3], None) == 20.25  # step 2 is not among the profile's steps
-    assert reference_preparing(steps, [2, 3, 4], 4) is None
-    whole = table("reference_steps", step_id=np.array([-1]), preparing_us=np.array([7.0]))  # one row, no step id
-    assert reference_preparing(whole, [1, 2], None) == 7.0 and reference_preparing(whole, [1, 2], 1) is None
-    assert reference_preparing(table("reference_steps"), [1], None) is None  # a GPU trace
 
 
 def test_two_kernels_alike_but_in_the_middle_stay_apart_when_cut():

@@ -27,8 +27,9 @@ def test_gpu_demo_pair_two_findings_that_add_up(tmp_path):
     d = result.diagnosis
     timed = _timed(result)
     assert [f.mechanism for f in timed] == ["slower_kernels", "added_ops"]
-    # E2E 33987.755 -> 36958.256 µs over 8 steps each: +371.31 µs per step
-    assert d.e2e_diff_us == pytest.approx((36958.256 - 33987.755) / 8, abs=1e-6)
+    # E2E (ProfilerStep#1 ts to ProfilerStep#8 ts + dur) 34308.880 -> 37270.425 µs over 8 steps
+    # each: +370.19 µs per step
+    assert d.e2e_diff_us == pytest.approx((37270.425 - 34308.880) / 8, abs=1e-6)
     assert sum(f.cost_us for f in timed) + d.unexplained_us == pytest.approx(d.e2e_diff_us, abs=1e-9)
     # the injected cost: Matmul 13040.289 -> 15617.460 µs = +322.1 µs per step; within 10 %
     assert timed[0].cost_us == pytest.approx((15617.460 - 13040.289) / 8, rel=0.10)

@@ -29,8 +29,10 @@ def _write(kind, path, **knobs):
 
 
 def _injected_us(kind, knobs) -> float:
-    """Per step: the comparison's simulated device span minus the base's."""
-    spans = [simulator.describe(kind, **SMALL, **k)["total"]["e2e_device_span_us"] for k in ({}, knobs)]
+    """Per step: the comparison's simulated step time minus the base's. The steps' host spans
+    (E2E: where the host entered the first step to where it left the last, each step's leading
+    stall in it, the first step's too; the generated device work ends inside the last step)."""
+    spans = [simulator.describe(kind, **SMALL, **k)["total"]["cpu_steps_us"] for k in ({}, knobs)]
     return (spans[1] - spans[0]) / SMALL["steps"]
 
 

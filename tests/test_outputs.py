@@ -254,7 +254,8 @@ def test_markdown_opens_with_the_verdict_and_the_headline(demo):
     assert lines[0] == "## perfcmp: regression"
     assert lines[2].startswith("- **Base:** ") and "GPU, trace JSON" in lines[2] and "8 steps" in lines[2]
     assert lines[3].startswith("- **Comparison:** ")
-    assert lines[5].startswith("E2E 33.99 ms → 36.96 ms (+8.7 %)")  # the GPU demo pair, 8 steps
+    # the GPU demo pair, 8 steps: ProfilerStep#1 ts to ProfilerStep#8 ts + dur, 34308.880 µs against 37270.425 µs
+    assert lines[5].startswith("E2E 34.31 ms → 37.27 ms (+8.6 %)")
     assert markdown.render(msgspec.structs.replace(demo, verdict=None)).splitlines()[0] == "## perfcmp"
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mindspore_fixture import (ALLREDUCE_NAME, CANN_VERSION, EXPECTED_STEP_TRACE, EXPECTED_STEPS, EXPECTED_WHOLE,
+                               EXPECTED_FREE_PARTS, EXPECTED_WHOLE_NO_STEPS,
                                KERNELS, MS_VERSION, OUTPUT, build_tasks, rename_csv_column, rename_db_column,
                                step_trace_rows, write_ms_export)
 from reader_helpers import read
@@ -165,10 +166,12 @@ def test_step_breakdown(text_export):
     windows = an.step_windows()
     assert sorted(windows) == [1, 2]
     starts = {s.step_id: s.start_us for s in profile.steps}
-    assert windows[1][0] - starts[1] == pytest.approx(100.0)  # first kernel of step 1
+    assert windows[1][0] - starts[1] == pytest.approx(0.0)  # every step opens at the host's entry, the first too
     assert windows[2][0] - starts[2] == pytest.approx(0.0)  # the idle gap is cut at the host's step 2
     for sid, expected in EXPECTED_STEPS.items():
-        assert_breakdown(an.breakdown(windows[sid]), expected)
+        b = an.breakdown(windows[sid])
+        assert_breakdown(b, expected)
+        assert {k: b.value(k) for k in EXPECTED_FREE_PARTS[sid]} == pytest.approx(EXPECTED_FREE_PARTS[sid], abs=1e-6)
 
 
 def test_communication_group_wait_and_transmit(text_export):
@@ -182,8 +185,8 @@ def test_communication_group_wait_and_transmit(text_export):
 
 
 def test_whole_breakdown(variant):
-    path, _, _ = variant
-    assert_breakdown(analyzer(read(path)).breakdown(), EXPECTED_WHOLE)
+    path, export, _ = variant
+    assert_breakdown(analyzer(read(path)).breakdown(), EXPECTED_WHOLE if export == "text" else EXPECTED_WHOLE_NO_STEPS)
 
 
 def test_reference_steps_hold_mindspores_own_numbers(text_export):

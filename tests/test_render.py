@@ -39,13 +39,18 @@ def result():
 
 
 def test_overall_numbers(result):
-    # base: window [10, 710), first to last kernel; compute [10,310) + [700,710) = 310;
-    # comm [210,360) − compute = [310,360) = 50; the copy [600,650) is free time (SDMA)
+    # base: window [0, 1000), the host's entry into step 1 to its exit from step 2 (step 1's work
+    # [10,210), step 2's [210,710): the cut between them is at 210); compute [10,310) + [700,710)
+    # = 310; comm [210,360) − compute = [310,360) = 50; the copy [600,650) is free time (SDMA)
     b, c = result.base, result.comparison
-    assert (b.e2e_us, b.computing_us, b.uncovered_us, b.free_us) == (700.0, 310.0, 50.0, 340.0)
+    assert (b.e2e_us, b.computing_us, b.uncovered_us, b.free_us) == (1000.0, 310.0, 50.0, 640.0)
     # comparison: compute [10,410) + [700,710) = 410; comm [310,460) − compute = 50
-    assert (c.e2e_us, c.computing_us, c.uncovered_us, c.free_us) == (700.0, 410.0, 50.0, 240.0)
+    assert (c.e2e_us, c.computing_us, c.uncovered_us, c.free_us) == (1000.0, 410.0, 50.0, 540.0)
     rows = {r.key: r for r in result.overall}
+    # Free's parts: before step 1's first work [0,10); after step 2's last [710,1000); the copy;
+    # the rest, [360,600) + [650,700) (base) and [460,600) + [650,700) (comparison)
+    assert [(rows[k].base_us, rows[k].comp_us) for k in ("free.preparing", "free.sdma", "free.free", "free.tail")] == \
+        [(10.0, 10.0), (50.0, 50.0), (290.0, 190.0), (290.0, 290.0)]
     assert rows["computing.matmul.matmul_cube"].base_us == 200.0
     assert rows["computing.matmul.matmul_cube"].comp_us == 300.0
     assert rows["computing.matmul.matmul_cube"].ratio == 1.5
@@ -54,14 +59,14 @@ def test_overall_numbers(result):
 
 
 def test_headline_and_table(result):
-    headline = "E2E 0.700 ms → 0.700 ms (±0.0 %): computing +0.100 ms, uncovered communication ±0.000 ms, free −0.100 ms"
+    headline = "E2E 1.00 ms → 1.00 ms (±0.0 %): computing +0.100 ms, uncovered communication ±0.000 ms, free −0.100 ms"
     assert console.headline(result) == headline
     text = console.render(result, width=200)
     lines = text.splitlines()
     assert headline in lines
     rows = {re.split(r"\s{2,}", line.strip())[0]: line.split() for line in lines if line.startswith("  ")}
     assert rows["Matmul"][1:] == ["0.200", "(1)", "0.300", "(1)", "+0.100", "+50.0", "%"]  # the workbook's label
-    assert rows["Computing Time"][2:4] == ["0.310", "0.410"] and rows["E2E Time"][2:4] == ["0.700", "0.700"]
+    assert rows["Computing Time"][2:4] == ["0.310", "0.410"] and rows["E2E Time"][2:4] == ["1.000", "1.000"]
     assert "  comparison: odd thing (×3)" in lines
     # at 80 columns the headline wraps, and no line is longer
     narrow = console.render(result).splitlines()

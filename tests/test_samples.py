@@ -31,8 +31,21 @@ PEER = {
 
 @pytest.mark.parametrize("sample", sorted(PEER))
 def test_overall_agrees_with_the_peer(sample):
-    b = Analyzer(load_profile(str(SAMPLES / sample)), load_rules()).breakdown()
-    b.check()
+    analyzer = Analyzer(load_profile(str(SAMPLES / sample)), load_rules())
+    whole = analyzer.breakdown()
+    whole.check()
+    # The peer's E2E runs from the device's first work to its last; perfcmp's from where the host
+    # entered the first step to where it left the last: it adds the first step's Preparing and
+    # the last step's After Last Work, and so does its Free
+    spans, windows = analyzer.step_spans(), analyzer.step_windows()
+    b = whole
+    if spans:
+        first, last = min(spans, key=lambda s: spans[s][0]), max(spans, key=lambda s: spans[s][1])
+        b = analyzer.breakdown((spans[first][0], spans[last][1]))
+        lead = analyzer.breakdown(windows[first]).value("free.preparing")
+        trail = analyzer.breakdown(windows[last]).value("free.tail")
+        assert whole.e2e_us == pytest.approx(b.e2e_us + lead + trail, abs=1e-6)
+        assert whole.free_us == pytest.approx(b.free_us + lead + trail, abs=1e-6)
     got = (b.e2e_us / 1000, b.computing_us / 1000, b.uncovered_us / 1000, b.free_us / 1000)
     for name, mine, theirs in zip(("E2E", "Computing", "Uncovered", "Free"), got, PEER[sample]):
         assert mine == pytest.approx(theirs, rel=0.01, abs=1e-6), name
@@ -67,7 +80,12 @@ def test_every_gpu_sample_compares_and_keeps_the_invariants(sample):
 def test_real_gpu_against_real_npu():
     result = run(CompareOptions(str(SAMPLES / "gpu/alexnet.pt.trace.json.gz"), str(SAMPLES / "npu/real_sample_ascend_pt")))
     assert (result.base.device, result.comparison.device) == ("GPU", "NPU")
-    assert result.comparison.e2e_us / 1000 == pytest.approx(11.269917, rel=1e-6)
+    # its one step's window is the host's ProfilerStep#1 (dur 14091.970 µs, its work inside it);
+    # from the device's first task to its last, the peer's E2E, 11.269917 ms
+    assert result.comparison.e2e_us / 1000 == pytest.approx(14.091970, rel=1e-6)
+    free = {r.key: r.comp_us for r in result.overall if r.key.startswith("free.")}
+    assert (result.comparison.e2e_us - free["free.preparing"] - free.get("free.tail", 0.0)) / 1000 == \
+        pytest.approx(11.269917, rel=1e-6)
 
 
 OPS, APIS, KERNELS = {"operators": ["statistic", "pairs"]}, {"apis": ["statistic"]}, {"kernels": ["statistic"]}

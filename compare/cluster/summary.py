@@ -116,9 +116,12 @@ def summarise_rank(unit: WorkUnit) -> RankSummary:
         wait = _sum_at(rows, _WAIT, position)
         transmit = _sum_at(rows, _TRANSMIT, position)
         got = receive.get(m.step, 0.0)
+        # the step window's idle time before its first work and after its last: outside the
+        # profiler's Stage and Free (perfcmp.breakdown, Free Time's Preparing and After Last Work)
+        outside = sum(rows[k][position] or 0.0 for k in ("overall:free.preparing", "overall:free.tail") if k in rows)
         steps.append(RankStep(step=m.step, e2e_us=m.e2e_us, computing_us=m.computing_us, uncovered_us=m.uncovered_us,
-                              wait_us=wait, transmit_us=transmit, free_us=m.free_us, receive_us=got,
-                              stage_us=m.e2e_us - got, profiler_check=m.profiler_check))
+                              wait_us=wait, transmit_us=transmit, free_us=m.free_us - outside, receive_us=got,
+                              stage_us=m.e2e_us - outside - got, profiler_check=m.profiler_check))
     groups = _groups(side.breakdown.rows, comm_group_facts(profile.comm_groups))
     export = info.metadata.get("export", "")
     # the links its profiler wrote, from the export that was read (text or DB)

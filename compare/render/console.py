@@ -6,9 +6,9 @@ The time distribution is the OverallMetrics sheet's rows, as the workbook and JS
 columns Base / Comparison / Diff / Change: the four headline rows, every row one level below
 them (the computing categories with ``Concurrent Kernels``, the time two categories both
 count, so that Σ categories − concurrent = Computing; the SDMA copies that are kernels under
-Computing and the free-time copies under Free; each communication group, with its Wait and
-Transmit), then the profiler's own Preparing where the export writes it (before E2E, not in
-it) and the memory peaks. Times are milliseconds totalled over what was compared (the whole
+Computing; Free's parts, Preparing (a step's idle time before its first work), the free-time
+copies, Free and After Last Work; each communication group, with its Wait and Transmit), then
+the memory peaks. Times are milliseconds totalled over what was compared (the whole
 profiled window, or the chosen step); ``(n)`` after a time counts the kernels or copies behind
 it; memory rows are peaks in GiB. The verdict's numbers are per-step medians and say so.
 """
@@ -31,7 +31,6 @@ TITLE = "Model Profiling Time Distribution"
 # OverallMetrics rows below level 1 that the distribution shows too: a group's wait and transmit
 DEEPER_ROWS = (".wait", ".transmit")
 GROUP_PREFIX = "comm.group:"
-PREPARING = "Preparing (before E2E)"
 VERDICT_COLOURS = {"regression": "red", "improvement": "green", "inconclusive": "yellow"}
 
 
@@ -135,13 +134,11 @@ def distribution(result: ComparisonResult, width: int = DEFAULT_WIDTH, paint: Pa
 def distribution_metrics(result: ComparisonResult) -> list[Metric]:
     """The rows of the time distribution, in order: the result's overall rows of levels 0 and 1
     and the groups' wait and transmit rows, with their labels and counts (rows both sides lack
-    are not in the result), Preparing where either side has it, the memory peaks."""
+    are not in the result), the memory peaks."""
     b, c = result.base, result.comparison
     rows = [r for r in result.overall if _shown(r)]
     out = [Metric(r.label, r.base_us, r.comp_us, counts=_counts(r), level=r.level, keys=(f"overall:{r.key}",))
            for i, r in enumerate(rows) if not _echoes_parent(rows, i)]
-    if b.preparing_us is not None or c.preparing_us is not None:
-        out.append(Metric(PREPARING, b.preparing_us, c.preparing_us))
     return out + _memory_metrics(b, c)
 
 

@@ -24,10 +24,13 @@ CLUSTER_VERSION = 1
 
 class RankStep(msgspec.Struct, kw_only=True):
     """One step of one rank (µs). ``wait_us`` + ``transmit_us`` = ``uncovered_us`` where the
-    export has HCCL task data; a GPU trace's communication is all transmit. ``receive_us`` is the
-    step's receive-only communication (``hcom_receive*``: the pipeline-parallel bubble) and
-    ``stage_us`` = E2E − receive, as torch_npu's step_trace_time.csv and MindSpore Insight's
-    cluster step trace define Stage and Bubble."""
+    export has HCCL task data; a GPU trace's communication is all transmit. ``e2e_us`` is the
+    step's window (host entry to the next step's, ``perfcmp.breakdown``); ``free_us`` and
+    ``stage_us`` leave out its Preparing (before its first work) and After Last Work, as the
+    profiler's Free and Stage do. ``receive_us`` is the step's receive-only communication
+    (``hcom_receive*``: the pipeline-parallel bubble) and ``stage_us`` = E2E − Preparing − After
+    Last Work − receive, as torch_npu's step_trace_time.csv and MindSpore Insight's cluster step
+    trace define Stage and Bubble."""
 
     step: int
     e2e_us: float

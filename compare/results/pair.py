@@ -50,10 +50,6 @@ class SideSummary(msgspec.Struct, kw_only=True):
     # an op of the trace, which the memory sheets refine (perfcmp.invariants); None where the
     # profile has no such list
     op_memory_bytes: float | None = None
-    # the profiler's own Preparing (torch_npu step_trace_time.csv / analysis.db StepTraceTime):
-    # host step start to the step's first device task, outside E2E; Σ over the steps compared,
-    # µs; None when the export writes none (GPU traces, exports without the column)
-    preparing_us: float | None = None
     sha256: str = ""  # of the input's bytes (JSON/Markdown outputs); "" when not computed
 
 
