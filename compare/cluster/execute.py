@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from perfcmp.base.procs import map_units
 from perfcmp.results.cluster import RankSummary
-from perfcmp.cluster.summary import RankFailure, WorkUnit, decode, summarise
+from perfcmp.cluster.summary import RankFailure, WorkUnit, decode, prepare, summarise
 
 SCHEDULER_ENV = "PERFCMP_SCHEDULER"
 
@@ -40,5 +40,7 @@ def run_units(units: Sequence[WorkUnit], jobs: int | None = None,
     """Every unit's summary, or the failure that says why its rank could not be read, in the
     order of ``units``. A worker that dies is ``procs.WorkerDied`` (exit 2): every rank's
     reading stops, none is published."""
+    if not scheduler:  # local workers are forked from this process: what they load is loaded once, here
+        prepare()
     summaries = map_units(summarise, units, jobs, "a rank's read worker", sorted({u.path for u in units}), scheduler)
     return [decode(d) for d in summaries]
