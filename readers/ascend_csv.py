@@ -90,20 +90,27 @@ def shapes(text: pd.Series) -> np.ndarray:
 
 
 def read_csv_columns(path: Path, mapping: dict[str, str], shown_as: str) -> pd.DataFrame:
-    """Read the mapped columns of a CSV as strings, renamed to model names."""
+    """Read the mapped columns of a CSV as strings, renamed to model names (the first header,
+    in the file's order, of each model column; a later one mapping to the same column is dropped).
+
+    One pass: the parser picks the columns by their header (a ``usecols`` callable), so the
+    header is not parsed into a frame of its own first (a frame of 46 empty columns for
+    kernel_details.csv cost more than reading a small file's body: a rank's fixed cost)."""
     try:
-        header = pd.read_csv(path, nrows=0, encoding_errors="replace").columns
-        wanted: dict[str, str] = {}
-        for col in header:
-            target = mapping.get(str(col).strip())
-            if target and target not in wanted.values():
-                wanted[col] = target
-        frame = pd.read_csv(path, usecols=list(wanted), dtype=str, keep_default_na=False,
-                            encoding_errors="replace")
+        # index_col=False: a row with more cells than the header keeps its cells under their headers
+        frame = pd.read_csv(path, usecols=lambda col: str(col).strip() in mapping, dtype=str, keep_default_na=False,
+                            encoding_errors="replace", index_col=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeError, ValueError) as exc:
         raise InputError(f"malformed CSV ({exc}); expected a torch_npu profiler CSV", shown_as) from None
     except OSError as exc:
         raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
+    wanted: dict[str, str] = {}
+    for col in frame.columns:
+        target = mapping[str(col).strip()]
+        if target not in wanted.values():
+            wanted[col] = target
+    if len(wanted) < len(frame.columns):
+        frame = frame[list(wanted)]
     return frame.rename(columns=wanted)
 
 
