@@ -20,7 +20,7 @@ from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT
 from perfcmp.readers.common import byte_sizes
 from perfcmp.base.errors import InputError
 from perfcmp.readers.model import ReadWarning
-from perfcmp.base.textmatch import CUT_MARK
+from perfcmp.base.textmatch import CUT_MARK, per_unique
 
 MB = 1024 * 1024
 
@@ -95,9 +95,16 @@ def _clean(text: pd.Series) -> pd.Series:
 
 
 def shapes(text: pd.Series) -> np.ndarray:
-    """``"81920,4096;8192,512"`` with its extra quotes removed; ``N/A`` and empty -> ""."""
-    clean = text.fillna("").astype(str).str.strip().str.strip('"')
-    return clean.where(clean != "N/A", "").to_numpy(dtype=object)
+    """``"81920,4096;8192,512"`` with its extra quotes removed; ``N/A``, empty and missing -> ""
+    (once per distinct cell: a shape column repeats a few shapes)."""
+    return per_unique(text.to_numpy(dtype=object), _shape)
+
+
+def _shape(cell: object) -> str:
+    if cell is None or (not isinstance(cell, str) and pd.isna(cell)):  # missing (None, NaN, NA)
+        return ""
+    clean = str(cell).strip().strip('"')
+    return "" if clean == "N/A" else clean
 
 
 def read_csv_columns(path: Path, mapping: dict[str, str], shown_as: str) -> pd.DataFrame:
@@ -234,21 +241,34 @@ def read_json_file(path: Path, shown_as: str) -> object:
 
 
 def _names(column: pd.Series, shown_as: str, warnings: list[ReadWarning]) -> np.ndarray:
-    """A Name column, stripped and cut at ``NAME_LIMIT`` characters like the trace's names, with a warning."""
-    names = column.astype(str).str.strip()
-    long = (names.str.len() > NAME_LIMIT).to_numpy()
+    """A Name column, stripped and cut at ``NAME_LIMIT`` characters like the trace's names, with a warning
+    (once per distinct name)."""
+    names = per_unique(column.to_numpy(dtype=object), _stripped)
+    long = per_unique(names, lambda name: isinstance(name, str) and len(name) > NAME_LIMIT, dtype=bool)
     if long.any():
-        names = names.where(~long, names.str.slice(0, NAME_LIMIT) + CUT_MARK)
+        names = np.where(long, per_unique(names, lambda name: name[:NAME_LIMIT] + CUT_MARK if isinstance(name, str) else name),
+                         names)
         warnings.append(ReadWarning(shown_as, f"names longer than {NAME_LIMIT} characters cut to their first {NAME_LIMIT}",
                                     int(long.sum())))
-    return names.to_numpy(dtype=object)
+    return names
 
 
 def _text(raw: pd.DataFrame, col: str) -> np.ndarray:
     if col not in raw:
         return np.full(len(raw), "", dtype=object)
-    clean = raw[col].astype(str).str.strip()
-    return clean.where(clean != "N/A", "").to_numpy(dtype=object)
+    return per_unique(raw[col].to_numpy(dtype=object), _plain_text)
+
+
+def _stripped(cell: object) -> object:
+    """A cell's text without surrounding whitespace; a missing cell stays missing (NaN)."""
+    if cell is None or (not isinstance(cell, str) and pd.isna(cell)):
+        return np.nan
+    return str(cell).strip()
+
+
+def _plain_text(cell: object) -> object:
+    clean = _stripped(cell)
+    return "" if clean == "N/A" else clean
 
 
 def _num(raw: pd.DataFrame, col: str) -> np.ndarray:
