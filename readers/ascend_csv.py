@@ -9,6 +9,7 @@ and reads only those columns, as strings, converting them vectorised.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT
 from perfcmp.readers.common import byte_sizes
 from perfcmp.base.errors import InputError
 from perfcmp.readers.model import ReadWarning
-from perfcmp.base.textmatch import CUT_MARK
+from perfcmp.base.textmatch import CUT_MARK, per_unique
 
 MB = 1024 * 1024
 
@@ -52,29 +53,39 @@ MEMORY_COLUMNS = {
 }
 
 
+DECIMAL_US = re.compile(r"([0-9]{1,16})(?:\.([0-9]*))?")
+
+
 def exact_ns(text: pd.Series) -> np.ndarray:
     """Decimal µs strings (tab-suffixed or not) to exact int64 ns, vectorised; bad cells -> -1.
 
     A cell is read when it is digits with an optional fraction and its µs fit ``LIMIT_US``
     (nanoseconds written where µs belong, ``inf``, ``1e400`` and exponents are bad cells).
+    One pass of Python's own string functions over the cells: what pandas' string methods run
+    per cell too, without a frame for every step (a small side file's fixed cost).
     """
-    if not len(text):
-        return np.empty(0, dtype=np.int64)
-    parts = _clean(text).str.extract(r"^([0-9]{1,16})(?:\.([0-9]*))?$")
-    ok = parts[0].notna().to_numpy()
-    out = np.full(len(text), -1, dtype=np.int64)
-    if ok.any():
-        whole = parts[0][ok].astype(np.int64).to_numpy()
-        frac = (parts[1][ok].fillna("") + "000").str.slice(0, 3).astype(np.int64).to_numpy()
-        fits = whole < LIMIT_US
-        out[np.flatnonzero(ok)[fits]] = whole[fits] * 1000 + frac[fits]
-    return out
+    return np.fromiter((_cell_ns(cell) for cell in text.tolist()), dtype=np.int64, count=len(text))
+
+
+def _cell_ns(cell: object) -> int:
+    """One cell of ``exact_ns``: its ns, or -1."""
+    found = DECIMAL_US.fullmatch(str(cell).strip().strip('"').strip())
+    if found is None:
+        return -1
+    whole = int(found[1])
+    if not whole < LIMIT_US:
+        return -1
+    return whole * 1000 + int(((found[2] or "") + "000")[:3])
 
 
 def numbers(text: pd.Series) -> np.ndarray:
     """Numeric cells that may carry tabs, quotes or ``N/A`` -> float64 (NaN when not a number,
-    or beyond 1e300: a value no profiler writes, which would overflow the sums made of it)."""
-    values = pd.to_numeric(_clean(text), errors="coerce").to_numpy(dtype=np.float64)
+    or beyond 1e300: a value no profiler writes, which would overflow the sums made of it).
+    The cells read as they are first; only those that do not are cleaned (``_clean``) and read again."""
+    values = np.array(pd.to_numeric(text, errors="coerce"), dtype=np.float64)  # a copy of its own: written below
+    again = np.isnan(values)
+    if again.any():
+        values[again] = pd.to_numeric(_clean(text[again]), errors="coerce").to_numpy(dtype=np.float64)
     return np.where(np.abs(values) < 1e300, values, np.nan)
 
 
@@ -84,26 +95,40 @@ def _clean(text: pd.Series) -> pd.Series:
 
 
 def shapes(text: pd.Series) -> np.ndarray:
-    """``"81920,4096;8192,512"`` with its extra quotes removed; ``N/A`` and empty -> ""."""
-    clean = text.fillna("").astype(str).str.strip().str.strip('"')
-    return clean.where(clean != "N/A", "").to_numpy(dtype=object)
+    """``"81920,4096;8192,512"`` with its extra quotes removed; ``N/A``, empty and missing -> ""
+    (once per distinct cell: a shape column repeats a few shapes)."""
+    return per_unique(text.to_numpy(dtype=object), _shape)
+
+
+def _shape(cell: object) -> str:
+    if cell is None or (not isinstance(cell, str) and pd.isna(cell)):  # missing (None, NaN, NA)
+        return ""
+    clean = str(cell).strip().strip('"')
+    return "" if clean == "N/A" else clean
 
 
 def read_csv_columns(path: Path, mapping: dict[str, str], shown_as: str) -> pd.DataFrame:
-    """Read the mapped columns of a CSV as strings, renamed to model names."""
+    """Read the mapped columns of a CSV as strings, renamed to model names (the first header,
+    in the file's order, of each model column; a later one mapping to the same column is dropped).
+
+    One pass: the parser picks the columns by their header (a ``usecols`` callable), so the
+    header is not parsed into a frame of its own first (a frame of 46 empty columns for
+    kernel_details.csv cost more than reading a small file's body: a rank's fixed cost)."""
     try:
-        header = pd.read_csv(path, nrows=0, encoding_errors="replace").columns
-        wanted: dict[str, str] = {}
-        for col in header:
-            target = mapping.get(str(col).strip())
-            if target and target not in wanted.values():
-                wanted[col] = target
-        frame = pd.read_csv(path, usecols=list(wanted), dtype=str, keep_default_na=False,
-                            encoding_errors="replace")
+        # index_col=False: a row with more cells than the header keeps its cells under their headers
+        frame = pd.read_csv(path, usecols=lambda col: str(col).strip() in mapping, dtype=str, keep_default_na=False,
+                            encoding_errors="replace", index_col=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeError, ValueError) as exc:
         raise InputError(f"malformed CSV ({exc}); expected a torch_npu profiler CSV", shown_as) from None
     except OSError as exc:
         raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
+    wanted: dict[str, str] = {}
+    for col in frame.columns:
+        target = mapping[str(col).strip()]
+        if target not in wanted.values():
+            wanted[col] = target
+    if len(wanted) < len(frame.columns):
+        frame = frame[list(wanted)]
     return frame.rename(columns=wanted)
 
 
@@ -216,21 +241,34 @@ def read_json_file(path: Path, shown_as: str) -> object:
 
 
 def _names(column: pd.Series, shown_as: str, warnings: list[ReadWarning]) -> np.ndarray:
-    """A Name column, stripped and cut at ``NAME_LIMIT`` characters like the trace's names, with a warning."""
-    names = column.astype(str).str.strip()
-    long = (names.str.len() > NAME_LIMIT).to_numpy()
+    """A Name column, stripped and cut at ``NAME_LIMIT`` characters like the trace's names, with a warning
+    (once per distinct name)."""
+    names = per_unique(column.to_numpy(dtype=object), _stripped)
+    long = per_unique(names, lambda name: isinstance(name, str) and len(name) > NAME_LIMIT, dtype=bool)
     if long.any():
-        names = names.where(~long, names.str.slice(0, NAME_LIMIT) + CUT_MARK)
+        names = np.where(long, per_unique(names, lambda name: name[:NAME_LIMIT] + CUT_MARK if isinstance(name, str) else name),
+                         names)
         warnings.append(ReadWarning(shown_as, f"names longer than {NAME_LIMIT} characters cut to their first {NAME_LIMIT}",
                                     int(long.sum())))
-    return names.to_numpy(dtype=object)
+    return names
 
 
 def _text(raw: pd.DataFrame, col: str) -> np.ndarray:
     if col not in raw:
         return np.full(len(raw), "", dtype=object)
-    clean = raw[col].astype(str).str.strip()
-    return clean.where(clean != "N/A", "").to_numpy(dtype=object)
+    return per_unique(raw[col].to_numpy(dtype=object), _plain_text)
+
+
+def _stripped(cell: object) -> object:
+    """A cell's text without surrounding whitespace; a missing cell stays missing (NaN)."""
+    if cell is None or (not isinstance(cell, str) and pd.isna(cell)):
+        return np.nan
+    return str(cell).strip()
+
+
+def _plain_text(cell: object) -> object:
+    clean = _stripped(cell)
+    return "" if clean == "N/A" else clean
 
 
 def _num(raw: pd.DataFrame, col: str) -> np.ndarray:

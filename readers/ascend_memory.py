@@ -99,24 +99,30 @@ def unfollowed_warning(shown_as: str, lost: np.ndarray, block_bytes: np.ndarray)
 
 def _same_name_around(ops: pd.DataFrame, when: np.ndarray, names: np.ndarray) -> np.ndarray:
     """Host row of the latest-starting op with the block's own name whose span holds its time
-    (ops of one name rarely nest, so that op is the only candidate); -1 when it does not."""
+    (ops of one name rarely nest, so that op is the only candidate; equal starts: the later
+    host row); -1 when it does not.
+
+    The ops are sorted once by (name, start, row) and each block name searches its own slice:
+    the work per block name is a few numpy calls, and op names no block carries cost nothing
+    (a small export has as many names as a large one, so this is a rank's fixed cost)."""
     out = np.full(len(when), -1, dtype=np.int64)
-    if not len(when):
+    if not len(when) or not len(ops):
         return out
-    frame = pd.DataFrame({"name": ops["name"].to_numpy(), "start": ops["start_us"].to_numpy(),
-                          "end": (ops["start_us"] + ops["dur_us"]).to_numpy(), "row": ops.index.to_numpy()})
-    by_name = {name: group.sort_values(["start", "row"]) for name, group in frame.groupby("name", sort=False)}
-    queries = pd.Series(np.arange(len(when))).groupby(pd.Series(names), sort=False)
-    for name, idx in queries:
-        group = by_name.get(name)
-        if group is None:
-            continue
-        idx = idx.to_numpy()
-        k = np.searchsorted(group["start"].to_numpy(), when[idx], side="right") - 1
+    start = ops["start_us"].to_numpy()
+    end = (ops["start_us"] + ops["dur_us"]).to_numpy()
+    row = ops.index.to_numpy()
+    codes, uniques = pd.factorize(ops["name"].to_numpy())  # a missing name: -1, held by no block
+    asked = pd.Index(uniques).get_indexer(pd.Index(names, dtype=object))  # -1: no op has that name
+    order = np.lexsort((row, start, codes))
+    sorted_codes, start, end, row = codes[order], start[order], end[order], row[order]
+    for code in np.unique(asked[asked >= 0]):
+        idx = np.flatnonzero(asked == code)
+        lo, hi = np.searchsorted(sorted_codes, [code, code + 1])
+        k = np.searchsorted(start[lo:hi], when[idx], side="right") - 1
         ok = k >= 0
-        inside = np.zeros(len(idx), dtype=bool)
-        inside[ok] = group["end"].to_numpy()[k[ok]] > when[idx][ok]
-        out[idx[inside]] = group["row"].to_numpy()[k[inside]]
+        k = k[ok] + lo
+        inside = end[k] > when[idx[ok]]
+        out[idx[ok][inside]] = row[k[inside]]
     return out
 
 

@@ -29,7 +29,7 @@ from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.ascend_memory import block_owners, no_queue, queue_table, unfollowed_warning
 from perfcmp.readers.ascend_tasks import is_hccl_task, task_kinds
 from perfcmp.readers.mindspore import CPU_OP, SCOPE_LAYER
-from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, frame as table_of, table
+from perfcmp.readers.model import COMM, COMPUTE, OTHER, Profile, ReadWarning, RunInfo, table
 from perfcmp.base.textmatch import per_unique
 
 HOST_CATS = {"cpu_op": "cpu_op", "python_function": "python_function"}
@@ -274,16 +274,20 @@ class AscendTrace:
         flow = self.flow
         if n == 0 or not len(flow["ts_ns"]):
             return out
-        frame = table_of({k: flow[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})  # object columns kept: no str copies
-        begins = frame[frame["ph"] == "s"].drop_duplicates("id")
-        ends = frame[frame["ph"] == "f"].drop_duplicates(["pid", "tid", "ts_ns"])
-        arrows = ends.merge(begins, on="id", suffixes=("", "_s"))
-        found = pd.DataFrame({"pid": tasks["pid"], "tid": tasks["tid"], "ts_ns": tasks["ts_ns"], "row": np.arange(n)}).merge(
-            arrows, on=["pid", "tid", "ts_ns"], how="inner")
-        if len(found):
-            keys = [thread_label(p, t) for p, t in zip(found["pid_s"].tolist(), found["tid_s"].tolist())]
-            out[found["row"].to_numpy()] = enclosing(host, host["parent"].to_numpy(), keys,
-                                                    self._rel_us(found["ts_ns_s"].to_numpy(dtype=np.int64)))
+        # each task's flow end: the first 'f' on its thread at its start; then the first 's' of that flow's id
+        ph = np.asarray(flow["ph"], dtype=object)
+        ends, begins = np.flatnonzero(ph == "f"), np.flatnonzero(ph == "s")
+        end = _first_rows([tasks["pid"], tasks["tid"], tasks["ts_ns"]],
+                          [flow["pid"][ends], flow["tid"][ends], flow["ts_ns"][ends]])
+        begin = np.full(n, -1, dtype=np.int64)
+        ended = np.flatnonzero(end >= 0)
+        begin[ended] = _first_rows([flow["id"][ends[end[ended]]]], [flow["id"][begins]])
+        rows = np.flatnonzero(begin >= 0)
+        if len(rows):
+            at = begins[begin[rows]]
+            keys = [thread_label(p, t) for p, t in zip(flow["pid"][at].tolist(), flow["tid"][at].tolist())]
+            out[rows] = enclosing(host, host["parent"].to_numpy(), keys,
+                                  self._rel_us(np.asarray(flow["ts_ns"][at], dtype=np.int64)))
         return out
 
     def _warn_unlaunched_kernels(self, device: pd.DataFrame, host: pd.DataFrame) -> None:
@@ -343,15 +347,33 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     if kernels is None or kernels.empty or n == 0:
         return facts
     # MindSpore writes kernel_details Name as "<launch op>/<task>" and graph-mode task names are
-    # scope paths: both sides are joined on the name's last "/" component (and the exact start)
-    left = pd.DataFrame({"start_ns": hw["ts_ns"], "leaf": per_unique(hw["name"], _leaf), "row": np.arange(n)})
-    right = kernels.assign(leaf=per_unique(kernels["name"].to_numpy(), _leaf)).drop_duplicates(["start_ns", "leaf"])
-    hit = left.merge(right, on=["start_ns", "leaf"], how="inner")
-    rows = hit["row"].to_numpy()
+    # scope paths: both sides are joined on the name's last "/" component (and the exact start);
+    # a task takes the first kernel row of its start and leaf
+    at = _first_rows([hw["ts_ns"], per_unique(hw["name"], _leaf)],
+                     [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)])
+    rows = np.flatnonzero(at >= 0)
     facts["listed"][rows] = True
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
-        facts[col][rows] = hit[col].to_numpy()
+        facts[col][rows] = kernels[col].to_numpy()[at[rows]]
     return facts
+
+
+def _first_rows(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray:
+    """Per left row, the first right row whose key columns all equal its own (as a pandas merge
+    matches them: by value, a missing value matching a missing one); -1 when none. Numpy on the
+    columns' codes: a join of a few hundred rows costs microseconds, not a merge's milliseconds."""
+    n = len(left[0])
+    key = np.zeros(n + len(right[0]), dtype=np.int64)
+    for a, b in zip(left, right):
+        codes, uniques = pd.factorize(np.concatenate([np.asarray(a), np.asarray(b)]), use_na_sentinel=False)
+        key = pd.factorize(key * len(uniques) + codes)[0]  # the columns so far, renumbered: no overflow
+    keys, first = np.unique(key[n:], return_index=True)  # the first right row of each key
+    out = np.full(n, -1, dtype=np.int64)
+    at = np.searchsorted(keys, key[:n])
+    hit = np.flatnonzero(at < len(keys))
+    hit = hit[keys[at[hit]] == key[hit]]
+    out[hit] = first[at[hit]]
+    return out
 
 
 def _queue_columns(events: list[Event], memo: Memo) -> dict:

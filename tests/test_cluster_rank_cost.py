@@ -1,0 +1,81 @@
+"""The pieces of an NPU rank's read that were rewritten to cut its fixed cost (issue 29, 4), on
+literal inputs: each must give what the pandas steps it replaced gave. Every number asserted
+is written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcmp.cluster.summary import WorkUnit, decode, prepare, summarise
+from perfcmp.readers import ascend_csv
+from perfcmp.readers.ascend_memory import _same_name_around
+from perfcmp.readers.ascend_trace import _first_rows
+
+
+def test_first_rows_takes_the_first_equal_row_of_every_key_column():
+    left = [np.array([5, 5, 7, 9], dtype=np.int64), np.array(["a", "b", "a", "a"], dtype=object)]
+    # right rows: 0 (5, b), 1 (5, a), 2 (5, a) again, 3 (9, b)
+    right = [np.array([5, 5, 5, 9], dtype=np.int64), np.array(["b", "a", "a", "b"], dtype=object)]
+    # (5, a) -> row 1, its first; (5, b) -> row 0; (7, a) and (9, a): no row
+    assert _first_rows(left, right).tolist() == [1, 0, -1, -1]
+
+
+def test_first_rows_matches_a_missing_value_with_a_missing_one_and_survives_empty_sides():
+    left = [np.array([None, "x", 3], dtype=object)]
+    right = [np.array(["x", None, 3], dtype=object)]
+    assert _first_rows(left, right).tolist() == [1, 0, 2]  # as pandas' merge matches None with None
+    assert _first_rows([np.array([1, 2])], [np.array([], dtype=np.int64)]).tolist() == [-1, -1]
+    assert _first_rows([np.array([], dtype=np.int64)], [np.array([1])]).tolist() == []
+
+
+def test_same_name_around_takes_the_latest_start_and_the_later_row_on_a_tie():
+    # ops: "mm" rows 10 [0, 10) and 11 [2, 4); "mm" row 12 [2, 3) starts with 11; "add" row 13 [0, 100)
+    ops = pd.DataFrame({"name": ["mm", "mm", "mm", "add"], "start_us": [0.0, 2.0, 2.0, 0.0],
+                        "dur_us": [10.0, 2.0, 1.0, 100.0]}, index=[10, 11, 12, 13])
+    when = np.array([1.0, 2.5, 3.5, 50.0, 5.0, 1.0])
+    names = np.array(["mm", "mm", "mm", "add", "mm", "cat"], dtype=object)
+    # 1.0: only row 10 has started; 2.5: rows 11 and 12 start at 2, the later row (12) is taken,
+    # [2, 3) holds 2.5; 3.5: row 12 again, which ended at 3 (the latest start decides): -1;
+    # 50: "add"; 5.0: the latest "mm" start before 5 is 2 (row 12), ended: -1; "cat": no op of that name
+    assert _same_name_around(ops, when, names).tolist() == [10, 12, -1, 13, -1, -1]
+
+
+def test_exact_ns_and_numbers_read_torch_npus_cells():
+    cells = pd.Series(['1731900000001063.899\t', '"12.5"', '12.', '7', 'N/A', '', '1e5', '4611686018427388',
+                       '4611686018427387.9999', '5.5.5'], dtype=object)
+    assert ascend_csv.exact_ns(cells).tolist() == [1731900000001063899, 12500, 12000, 7000, -1, -1, -1, -1,
+                                                   4611686018427387999, -1]
+    got = ascend_csv.numbers(cells)
+    assert got[0] == pytest.approx(1731900000001063.899) and got[1:4].tolist() == [12.5, 12.0, 7.0]
+    assert np.isnan(got[4]) and np.isnan(got[5]) and got[6] == 1e5 and np.isnan(got[9])
+    assert np.isnan(ascend_csv.numbers(pd.Series(["1e400", "-1e301", "3"], dtype=object))[:2]).all()
+
+
+def test_csv_columns_first_header_of_a_column_wins_and_a_long_row_keeps_its_cells(tmp_path):
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("Step Id,Name,Task Type,Accelerator Core,Start Time(us),Duration(us),Other\n"
+                    '1,mm,AI_CORE,MIX_AIC,"10.5\t",3,x,extra\n'
+                    "2,add,AI_VECTOR_CORE,AIV,20,4\n")
+    raw = ascend_csv.read_csv_columns(path, ascend_csv.KERNEL_COLUMNS, "kernel_details.csv")
+    # Task Type comes first, so it is the core column; Accelerator Core is dropped
+    assert list(raw.columns) == ["step_id", "name", "core", "start", "dur_us"]
+    assert raw.values.tolist() == [["1", "mm", "AI_CORE", "10.5\t", "3"], ["2", "add", "AI_VECTOR_CORE", "20", "4"]]
+
+
+def test_a_rank_summary_is_the_same_after_prepare(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from simulator.npu_text import write_npu_profile
+
+    path = str(tmp_path / "rank0_ascend_pt")
+    write_npu_profile(path, steps=2, layers=1, seed=3, rank=0, world=2, comm_matrix=True)
+    unit = WorkUnit(0, path, "profiler_info")
+    first = summarise(unit)
+    prepare()
+    again = decode(summarise(unit))
+    assert first == summarise(unit) and [s.step for s in again.steps] == [1, 2]
+    assert again.steps[0].e2e_us == pytest.approx(again.steps[0].stage_us + again.steps[0].receive_us)
