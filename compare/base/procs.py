@@ -122,12 +122,15 @@ class Beside(Generic[T]):
         parent = os.getpid()
         # The child leaves what exists now (the imports, mostly) out of its collector's reach: a
         # collection there would write to every object's header and so copy every page it shares
-        # with this process, which the child only reads. This process takes them back at once.
+        # with this process, which the child only reads. This process takes them back at once,
+        # unless its caller had frozen them itself (``cluster.execute``, for its workers' time).
+        thaw = not gc.get_freeze_count()
         gc.freeze()
         try:
             pid = os.fork()
         except OSError:
-            gc.unfreeze()
+            if thaw:
+                gc.unfreeze()
             _close(*fds)
             if file is not None:
                 file.close()
@@ -137,7 +140,8 @@ class Beside(Generic[T]):
             _close(reports_r, cause_r, jobs_w)
             _start_child(parent, cause_w)
             _serve(compute, file, os.fdopen(reports_w, "wb"), os.fdopen(jobs_r, "rb") if stay else None)
-        gc.unfreeze()
+        if thaw:
+            gc.unfreeze()
         _close(reports_w, cause_w, jobs_r)
         self.pid, self._file, self._cause_r = pid, file, cause_r
         self._reports = os.fdopen(reports_r, "rb")
