@@ -110,9 +110,8 @@ def common_columns_of(groups: list[list[Event]], memo: Memo, named: int, timed: 
     pay numpy's fixed cost per call once, not once per group (a chunk is a few hundred events,
     and a dozen calls per group showed). Timestamps are converted in group order, so the first
     that is no number is the one reported, as when each group was made on its own."""
-    events = groups[0] if len(groups) == 1 else [e for group in groups for e in group]
     ends = list(accumulate(len(group) for group in groups))
-    ts_ns = times_ns([e.ts for e in events])
+    ts_ns = times_ns([e.ts for group in groups for e in group])
     pids, tids = memo.dictionary("pid", thread_key), memo.dictionary("tid", thread_key)
     # a group's events mostly share their process and thread (``encode_runs``); the chunk's mostly do not
     out = [{"pid": pids.encode_runs([e.pid for e in group]), "tid": tids.encode_runs([e.tid for e in group]),
@@ -161,8 +160,9 @@ def raw_bytes(raws: list[msgspec.Raw]) -> list[bytes]:
     return b"\0".join(raws).split(b"\0") if raws else []
 
 
-def flow_columns(events: list[Event], memo: Memo, common: dict | None = None) -> dict:
-    """Flow endpoints: ph ("s"/"f"/"t"), id as text, and where they sit (pid, tid, ts_ns, or
+def flow_columns(events: list[Event], memo: Memo, common: dict | None = None, text_ids: bool = True) -> dict:
+    """Flow endpoints: ph ("s"/"f"/"t"), id as text (``id_text``; with ``text_ids`` False, as
+    written, for a caller that reads them only at times), and where they sit (pid, tid, ts_ns, or
     ``common`` when the caller has made them; a flow's name says nothing the linking uses, so it
     is not read)."""
     ids = [e.id for e in events]
@@ -170,8 +170,15 @@ def flow_columns(events: list[Event], memo: Memo, common: dict | None = None) ->
         **(common_columns(events, memo, with_dur=False, with_name=False) if common is None else common),
         "ph": memo.encode("ph", [e.ph for e in events]),
         # one per flow (its two ends): nothing worth sharing
-        "id": np.fromiter(map(str, map(_EMPTY_IF_NONE.get, ids, ids)), dtype=object, count=len(ids)),
+        "id": id_text(ids) if text_ids else np.fromiter(ids, dtype=object, count=len(ids)),
     }
+
+
+def id_text(ids: list | np.ndarray) -> np.ndarray:
+    """Flow ids as written (int, float, text or None) as text ("" for None), an object array."""
+    if isinstance(ids, np.ndarray):
+        ids = ids.tolist()
+    return np.fromiter(map(str, map(_EMPTY_IF_NONE.get, ids, ids)), dtype=object, count=len(ids))
 
 
 _EMPTY_IF_NONE = {None: ""}  # .get(v, v): "" for None, else v itself (in one C call per value)

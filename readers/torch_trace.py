@@ -17,7 +17,7 @@ import pandas as pd
 
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, Restart, event_chunks
 from perfcmp.readers.columns import (Coded, Dictionary, Memo, common_columns, common_columns_of, compact, concat, event_args,
-                                     flow_columns, floats, host_columns, ints, thread_key, warn_cut)
+                                     flow_columns, floats, host_columns, id_text, ints, thread_key, warn_cut)
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
                                     merge_warnings, steps_from_host, valid_durations)
 from perfcmp.base.errors import InputError
@@ -111,31 +111,36 @@ class _Columns:
         self.untimed = 0
         self.memo = Memo()
         self.roles: dict[str | None, object] = {}  # category as written -> _role of it
+        self.flow_roles: dict[str | None, object] = {}  # category as written -> _flow_role of it
         self.task_types = _TaskTypes(self.memo.dictionary("task_type"))
 
     def add(self, events: list[Event]) -> None:
         """One chunk's events into columns (the events are not kept)."""
         host, host_cats, device, memory, flow, fwdbwd = [], [], [], [], [], []
-        roles = self.roles
+        roles, flow_roles = self.roles, self.flow_roles
+        to_host, to_host_cats, to_device = host.append, host_cats.append, device.append
+        times = [e.ts for e in events]
+        if None in times:  # events without a timestamp are skipped (complete and instant ones counted)
+            self.untimed += sum(e.ph in ("X", "i", "I") for e, ts in zip(events, times) if ts is None)
+            events = [e for e, ts in zip(events, times) if ts is not None]
         for e in events:
             ph = e.ph
-            if e.ts is None:
-                self.untimed += ph in ("X", "i", "I")
-                continue
             if ph == "X":
                 role = roles.get(e.cat, _UNSEEN)  # a complete event's role, by its category as written
                 if role is _UNSEEN:
                     role = roles[e.cat] = _role(e.cat)
                 if role is _DEVICE:
-                    device.append(e)
+                    to_device(e)
                 elif role is not None:
-                    host.append(e)
-                    host_cats.append(role)
+                    to_host(e)
+                    to_host_cats(role)
             elif ph in ("s", "f", "t"):
-                cat = (e.cat or "").lower()
-                if cat in self.flow_cats:
+                role = flow_roles.get(e.cat, _UNSEEN)  # a flow end's role, by its category as written
+                if role is _UNSEEN:
+                    role = flow_roles[e.cat] = self._flow_role(e.cat)
+                if role is _FLOW:
                     flow.append(e)
-                elif cat == "fwdbwd" and ph in ("s", "f"):
+                elif role is _FWDBWD and ph != "t":
                     fwdbwd.append(e)
                     if ph == "f":
                         self.fwdbwd_tids.add(thread_key(e.tid))
@@ -149,10 +154,19 @@ class _Columns:
         for role, found, make in (("host", host, lambda: self._host(host, host_cats, common[0])),
                                   ("device", device, lambda: self._device(device, common[1])),
                                   ("memory", memory, lambda: self._memory(memory, common[2])),
-                                  ("flow", flow, lambda: flow_columns(flow, self.memo, common[3])),
+                                  # a launch's flow is followed only for kernels without a correlation id: its
+                                  # ids stay as written until then (``_link_by_flow``)
+                                  ("flow", flow, lambda: flow_columns(flow, self.memo, common[3], text_ids=False)),
                                   ("fwdbwd", fwdbwd, lambda: flow_columns(fwdbwd, self.memo, common[4]))):
             if found:
                 self._keep(role, make())
+
+    def _flow_role(self, cat: str | None) -> object:
+        """What a flow end of category ``cat`` is (matched without regard to case): an end of a
+        flow linking a launch to its kernel (``_FLOW``), of a forward-backward one (``_FWDBWD``),
+        or neither (None)."""
+        key = (cat or "").lower()
+        return _FLOW if key in self.flow_cats else _FWDBWD if key == "fwdbwd" else None
 
     def _keep(self, role: str, part: dict) -> None:
         parts = self.parts[role]
@@ -210,7 +224,7 @@ class _Columns:
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         """Each role's columns, joined; a role no chunk had, its columns empty."""
         empty = {"host": lambda: self._host([], []), "device": lambda: self._device([]), "memory": lambda: self._memory([]),
-                 "flow": lambda: flow_columns([], self.memo), "fwdbwd": lambda: flow_columns([], self.memo)}
+                 "flow": lambda: flow_columns([], self.memo, text_ids=False), "fwdbwd": lambda: flow_columns([], self.memo)}
         out = {role: concat(parts or [empty[role]()]) for role, parts in self.parts.items()}
         self.parts = {}
         return out
@@ -221,6 +235,8 @@ class _Columns:
 PARTS_KEPT = 128
 _UNSEEN = object()
 _DEVICE = object()
+_FLOW = object()
+_FWDBWD = object()
 
 
 def _role(cat: str | None) -> object:
@@ -345,8 +361,9 @@ def _link_by_correlation(correlation: np.ndarray, host_corr: np.ndarray, host: p
 
 
 def _link_by_flow(kernels: dict[str, np.ndarray], flows: dict[str, np.ndarray], host: pd.DataFrame, origin: int) -> np.ndarray:
-    """Follow flow arrows: the 'f' end sits on the kernel, the 's' end inside the launching call."""
-    ph, ids = flows["ph"], flows["id"]
+    """Follow flow arrows: the 'f' end sits on the kernel, the 's' end inside the launching call
+    (``flows``: the flow columns, ids as written)."""
+    ph, ids = flows["ph"], id_text(flows["id"])
     begins = {i: k for k, i in enumerate(ids.tolist()) if ph[k] == "s" and i}
     arrow_of_end = {}
     for k in np.flatnonzero(np.isin(ph, ("f", "t"))).tolist():
