@@ -134,11 +134,11 @@ def event_args(events: list[Event]) -> list[Args]:
     return [a or NO_ARGS for a in args] if None in args else args
 
 
-def host_columns(events: list[Event], categories: dict[str, str], memo: Memo, mapped: list[str] | None = None,
+def host_columns(events: list[Event], categories: dict[str, str], memo: Memo, mapped: list[str] | Coded | None = None,
                  args: list[Args] | None = None, common: dict | None = None) -> dict:
     """Framework-op columns: the common ones (``common`` when the caller has made them) plus cat
     (each event's category through ``categories``, or ``mapped`` when the caller has mapped
-    them already), shapes, types and call stack (text). ``args``: the events' ``event_args``,
+    them already: values, or codes into the memo's "cat" dictionary), shapes, types and call stack (text). ``args``: the events' ``event_args``,
     when the caller has them."""
     if args is None:
         args = event_args(events)
@@ -146,7 +146,7 @@ def host_columns(events: list[Event], categories: dict[str, str], memo: Memo, ma
         mapped = [categories[(e.cat or "").lower()] for e in events]
     return {
         **(common_columns(events, memo) if common is None else common),
-        "cat": memo.encode("cat", mapped),
+        "cat": mapped if isinstance(mapped, Coded) else memo.encode("cat", mapped),
         "input_shapes": memo.encode("input_shapes", raw_bytes([a.input_dims for a in args]), raw_text),
         "input_types": memo.encode("input_types", raw_bytes([a.input_type for a in args]), raw_text),
         "call_stack": memo.dictionary("call_stack", _cut_text, TextDictionary).encode([a.call_stack for a in args]),

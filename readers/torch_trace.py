@@ -111,6 +111,7 @@ class _Columns:
         self.untimed = 0
         self.memo = Memo()
         self.roles: dict[str | None, object] = {}  # category as written -> _role of it
+        self.host_cats = self.memo.dictionary("cat")
         self.flow_roles: dict[str | None, object] = {}  # category as written -> _flow_role of it
         self.task_types = _TaskTypes(self.memo.dictionary("task_type"))
 
@@ -128,7 +129,7 @@ class _Columns:
             if ph == "X":
                 role = roles.get(e.cat, _UNSEEN)  # a complete event's role, by its category as written
                 if role is _UNSEEN:
-                    role = roles[e.cat] = _role(e.cat)
+                    role = roles[e.cat] = self._role(e.cat)
                 if role is _DEVICE:
                     to_device(e)
                 elif role is not None:
@@ -151,7 +152,8 @@ class _Columns:
         # the roles' common columns at once, in the order the roles were always made in, so
         # that a bad timestamp's error is the same
         common = common_columns_of([host, device, memory, flow, fwdbwd], self.memo, named=3, timed=2)
-        for role, found, make in (("host", host, lambda: self._host(host, host_cats, common[0])),
+        for role, found, make in (("host", host, lambda: self._host(host, Coded(np.array(host_cats, dtype=np.int32), self.host_cats),
+                                                                    common[0])),
                                   ("device", device, lambda: self._device(device, common[1])),
                                   ("memory", memory, lambda: self._memory(memory, common[2])),
                                   # a launch's flow is followed only for kernels without a correlation id: its
@@ -160,6 +162,14 @@ class _Columns:
                                   ("fwdbwd", fwdbwd, lambda: flow_columns(fwdbwd, self.memo, common[4]))):
             if found:
                 self._keep(role, make())
+
+    def _role(self, cat: str | None) -> object:
+        """What a complete event of category ``cat`` is (matched without regard to case): a host
+        event (the code of its HOST_CATS value in the memo's "cat" dictionary, an int), a device
+        task (``_DEVICE``), or neither (None)."""
+        key = (cat or "").lower()
+        host = HOST_CATS.get(key)
+        return self.host_cats[host] if host else _DEVICE if key in DEVICE_CATS else None
 
     def _flow_role(self, cat: str | None) -> object:
         """What a flow end of category ``cat`` is (matched without regard to case): an end of a
@@ -176,9 +186,9 @@ class _Columns:
             parts[-PARTS_KEPT:] = [compact(parts[-PARTS_KEPT:])]
             self.loose[role] = 0
 
-    def _host(self, host: list[Event], host_cats: list[str], common: dict | None = None) -> dict:
-        """Host events' columns: ``host_columns`` (``common``: their common ones, when made),
-        correlation (int64, -1 absent), process_group (text) and comm_bytes (float64 bytes, NaN
+    def _host(self, host: list[Event], host_cats: Coded, common: dict | None = None) -> dict:
+        """Host events' columns: ``host_columns`` (``host_cats``: their HOST_CATS values, coded;
+        ``common``: their common ones, when made), correlation (int64, -1 absent), process_group (text) and comm_bytes (float64 bytes, NaN
         absent)."""
         args = event_args(host)
         names, descs = [a.pg_name for a in args], [a.pg_desc for a in args]
@@ -223,7 +233,7 @@ class _Columns:
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         """Each role's columns, joined; a role no chunk had, its columns empty."""
-        empty = {"host": lambda: self._host([], []), "device": lambda: self._device([]), "memory": lambda: self._memory([]),
+        empty = {"host": lambda: self._host([], Coded(np.empty(0, dtype=np.int32), self.host_cats)), "device": lambda: self._device([]), "memory": lambda: self._memory([]),
                  "flow": lambda: flow_columns([], self.memo, text_ids=False), "fwdbwd": lambda: flow_columns([], self.memo)}
         out = {role: concat(parts or [empty[role]()]) for role, parts in self.parts.items()}
         self.parts = {}
@@ -237,14 +247,6 @@ _UNSEEN = object()
 _DEVICE = object()
 _FLOW = object()
 _FWDBWD = object()
-
-
-def _role(cat: str | None) -> object:
-    """What a complete event of category ``cat`` is: a host event (its host category, a
-    ``HOST_CATS`` value), a device task (``_DEVICE``), or neither (None). Categories are matched
-    without regard to case."""
-    key = (cat or "").lower()
-    return HOST_CATS.get(key) or (_DEVICE if key in DEVICE_CATS else None)
 
 
 class _TaskTypes(dict):
