@@ -12,8 +12,8 @@ from __future__ import annotations
 import decimal
 import math
 from collections.abc import Callable
-from itertools import accumulate
 from dataclasses import dataclass
+from itertools import accumulate
 
 import msgspec
 import numpy as np
@@ -138,8 +138,8 @@ def host_columns(events: list[Event], categories: dict[str, str], memo: Memo, ma
                  args: list[Args] | None = None, common: dict | None = None) -> dict:
     """Framework-op columns: the common ones (``common`` when the caller has made them) plus cat
     (each event's category through ``categories``, or ``mapped`` when the caller has mapped
-    them already: values, or codes into the memo's "cat" dictionary), shapes, types and call stack (text). ``args``: the events' ``event_args``,
-    when the caller has them."""
+    them already: values, or codes into the memo's "cat" dictionary), shapes, types and call
+    stack (text). ``args``: the events' ``event_args``, when the caller has them."""
     if args is None:
         args = event_args(events)
     if mapped is None:
@@ -238,6 +238,8 @@ def times_ns(values: list[Number]) -> np.ndarray:
             return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
         if len(micro) and -LIMIT_US < micro.min() and micro.max() < LIMIT_US:  # the usual: all in range (NaN is not)
             # as below, in place: a chunk's few hundred values make numpy's cost per call the cost
+            if micro is values:  # an array of the caller's: not written to
+                micro = micro.copy()
             whole = np.floor(micro)
             ns = whole.astype(np.int64)
             ns *= 1000
