@@ -120,12 +120,11 @@ class _Columns:
         host, host_cats, device, memory, flow, fwdbwd = [], [], [], [], [], []
         roles, flow_roles = self.roles, self.flow_roles
         to_host, to_host_cats, to_device = host.append, host_cats.append, device.append
-        times = [e.ts for e in events]
-        if None in times:  # events without a timestamp are skipped (complete and instant ones counted)
-            self.untimed += sum(e.ph in ("X", "i", "I") for e, ts in zip(events, times) if ts is None)
-            events = [e for e, ts in zip(events, times) if ts is not None]
         for e in events:
             ph = e.ph
+            if e.ts is None:  # skipped (complete and instant events counted)
+                self.untimed += ph in ("X", "i", "I")
+                continue
             if ph == "X":
                 role = roles.get(e.cat, _UNSEEN)  # a complete event's role, by its category as written
                 if role is _UNSEEN:
