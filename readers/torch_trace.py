@@ -151,8 +151,8 @@ class _Columns:
         # the roles' common columns at once, in the order the roles were always made in, so
         # that a bad timestamp's error is the same
         common = common_columns_of([host, device, memory, flow, fwdbwd], self.memo, named=3, timed=2)
-        for role, found, make in (("host", host, lambda: self._host(host, Coded(np.array(host_cats, dtype=np.int32), self.host_cats),
-                                                                    common[0])),
+        cats = lambda: Coded(np.array(host_cats, dtype=np.int32), self.host_cats)  # noqa: E731
+        for role, found, make in (("host", host, lambda: self._host(host, cats(), common[0])),
                                   ("device", device, lambda: self._device(device, common[1])),
                                   ("memory", memory, lambda: self._memory(memory, common[2])),
                                   # a launch's flow is followed only for kernels without a correlation id: its
@@ -187,8 +187,8 @@ class _Columns:
 
     def _host(self, host: list[Event], host_cats: Coded, common: dict | None = None) -> dict:
         """Host events' columns: ``host_columns`` (``host_cats``: their HOST_CATS values, coded;
-        ``common``: their common ones, when made), correlation (int64, -1 absent), process_group (text) and comm_bytes (float64 bytes, NaN
-        absent)."""
+        ``common``: their common ones, when made), correlation (int64, -1 absent), process_group
+        (text) and comm_bytes (float64 bytes, NaN absent)."""
         args = event_args(host)
         names, descs = [a.pg_name for a in args], [a.pg_desc for a in args]
         if names.count(None) == len(args) and descs.count(None) == len(args):  # named on collectives only
@@ -232,7 +232,8 @@ class _Columns:
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         """Each role's columns, joined; a role no chunk had, its columns empty."""
-        empty = {"host": lambda: self._host([], Coded(np.empty(0, dtype=np.int32), self.host_cats)), "device": lambda: self._device([]), "memory": lambda: self._memory([]),
+        empty = {"host": lambda: self._host([], Coded(np.empty(0, dtype=np.int32), self.host_cats)),
+                 "device": lambda: self._device([]), "memory": lambda: self._memory([]),
                  "flow": lambda: flow_columns([], self.memo, text_ids=False), "fwdbwd": lambda: flow_columns([], self.memo)}
         out = {role: concat(parts or [empty[role]()]) for role, parts in self.parts.items()}
         self.parts = {}

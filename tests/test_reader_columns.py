@@ -95,10 +95,12 @@ def test_common_columns_of_cuts_each_column_per_group():
     memo = Memo()
     out = common_columns_of([host, device, flow], memo, named=2, timed=2)
     assert [sorted(cols) for cols in out] == [["dur_us", "name", "pid", "tid", "ts_ns"]] * 2 + [["pid", "tid", "ts_ns"]]
-    assert out[0]["ts_ns"].tolist() == [1500, 2000] and out[1]["ts_ns"].tolist() == [3000] and out[2]["ts_ns"].tolist() == [4000, 5000]
+    assert out[0]["ts_ns"].tolist() == [1500, 2000] and out[1]["ts_ns"].tolist() == [3000]
+    assert out[2]["ts_ns"].tolist() == [4000, 5000]
     assert out[0]["dur_us"].tolist()[0] == 2.0 and np.isnan(out[0]["dur_us"][1]) and out[1]["dur_us"].tolist() == [1.0]
     names = memo["name"]
-    assert [names.values[c] for c in out[0]["name"].codes] == ["a", "b"] and [names.values[c] for c in out[1]["name"].codes] == ["k"]
+    assert [names.values[c] for c in out[0]["name"].codes] == ["a", "b"]
+    assert [names.values[c] for c in out[1]["name"].codes] == ["k"]
     tids = memo["tid"]
     assert [tids.values[c] for c in out[2]["tid"].codes] == [1, 7]
 
