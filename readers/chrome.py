@@ -130,12 +130,16 @@ _ARRAY_DECODER = msgspec.json.Decoder(list[Event])
 _SKELETON_DECODER = msgspec.json.Decoder(_KinetoSkeleton)
 _WHOLE_DECODER = msgspec.json.Decoder(msgspec.Raw)
 _RAW_ARRAY_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
-# Events are decoded this many bytes at a time (~450 events): small enough that one chunk's
-# Python objects (~0.3 MB) are still in the processor's cache when the reader turns them into
+# Events are decoded this many bytes at a time (~900 events): small enough that one chunk's
+# Python objects (~0.6 MB) are still in the processor's cache when the reader turns them into
 # columns, large enough that per-chunk costs do not show. Measured on a 306 MB generated trace
 # (2026-11-28, CPU seconds, min of 4 interleaved runs): decode alone 0.80 s at 4 MiB chunks,
-# 0.61 s at 256 KiB, 0.55 s at 128 KiB; decode and columns 2.46 s, 2.05 s, 1.88 s.
-CHUNK_BYTES = 128 << 10
+# 0.61 s at 256 KiB, 0.55 s at 128 KiB; decode and columns 2.46 s, 2.05 s, 1.88 s. Once the
+# columns of a chunk's roles were made together (``columns.common_columns_of``), numpy's cost
+# per call weighed more than the cache (the same trace, later that day, events -> columns alone):
+# 0.84-0.86 s at 128 KiB, 0.70-0.74 s at 256 KiB, 0.64 s and above at 512 KiB (noisier under load),
+# decode alone 0.55-0.58 s at each.
+CHUNK_BYTES = 256 << 10
 CHUNK_EVENTS = 16384  # events per chunk on the fallback path (``_raw_chunks``)
 # Where one event object ends and the next begins, if this sits at the top level of the array.
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")

@@ -13,6 +13,7 @@ import decimal
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 import msgspec
 import numpy as np
@@ -44,9 +45,31 @@ class Dictionary(dict):
         """A chunk's values as codes: one dictionary lookup per value, no object made per row."""
         return Coded(np.fromiter(map(self.__getitem__, values), dtype=np.int32, count=len(values)), self)
 
+    def encode_runs(self, values: list) -> Coded:
+        """``encode`` for a column whose chunk mostly holds one value (a pid, a thread): when
+        every value equals the first (as dict keys are equal: 1 and 1.0 are one), one lookup."""
+        if values and values.count(values[0]) == len(values):
+            return Coded(np.full(len(values), self[values[0]], dtype=np.int32), self)
+        return self.encode(values)
+
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """The values of ``codes``, an object array in which equal values are one object."""
         return object_array(self.values)[codes] if len(codes) else np.empty(0, dtype=object)
+
+
+class TextDictionary(Dictionary):
+    """A ``Dictionary`` of a text column that may hold numbers or nulls (a name written as 7,
+    a missing call stack), looked up as their text (``name_text``): a null is a key of its own
+    (the code of ""), a number never is, so that 1 and 1.0 (equal as keys) stay "1" and "1.0".
+    A column of strings then costs no type check per value."""
+
+    def __missing__(self, value) -> int:
+        if value is None:
+            code = self[None] = self[""]
+            return code
+        if not isinstance(value, str):
+            return self[name_text(value)]
+        return super().__missing__(value)
 
 
 @dataclass(frozen=True)
@@ -63,52 +86,101 @@ class Memo(dict):
 
     def encode(self, column: str, values: list, made: Callable[[object], object] | None = None) -> Coded:
         """``values`` as codes into the column's dictionary (made with ``made`` on first use)."""
+        return self.dictionary(column, made).encode(values)
+
+    def dictionary(self, column: str, made: Callable[[object], object] | None = None, kind: type = Dictionary) -> Dictionary:
+        """The column's dictionary, made (a ``kind``, with ``made``) on first use."""
         dictionary = self.get(column)
         if dictionary is None:
-            dictionary = self[column] = Dictionary(made)
-        return dictionary.encode(values)
+            dictionary = self[column] = kind(made)
+        return dictionary
 
 
 def common_columns(events: list[Event], memo: Memo, with_dur: bool = True, with_name: bool = True) -> dict:
-    """name, pid, tid, ts_ns (and dur_us) of every event."""
-    cols = {
-        "pid": memo.encode("pid", [e.pid for e in events], thread_key),
-        "tid": memo.encode("tid", [e.tid for e in events], thread_key),
-        "ts_ns": times_ns([e.ts for e in events]),
-    }
-    if with_name:
-        cols = {"name": memo.encode("name", [e.name if isinstance(e.name, str) else name_text(e.name) for e in events],
-                                    _cut_name), **cols}
-    if with_dur:
-        cols["dur_us"] = floats([e.dur for e in events])
-    return cols
+    """name (text), pid and tid (thread keys), ts_ns (int64 ns) and dur_us (float64 µs) of every event."""
+    return common_columns_of([events], memo, named=int(with_name), timed=int(with_dur))[0]
 
 
-def host_columns(events: list[Event], categories: dict[str, str], memo: Memo, mapped: list[str] | None = None) -> dict:
-    """Framework-op columns: the common ones plus cat (each event's category through
-    ``categories``, or ``mapped`` when the caller has mapped them already), shapes, types and
-    call stack."""
-    args = [e.args or NO_ARGS for e in events]
+def common_columns_of(groups: list[list[Event]], memo: Memo, named: int, timed: int) -> list[dict]:
+    """``common_columns`` of several groups of events (a chunk's roles), made for all of them at
+    once and cut per group: the first ``named`` groups get a name, the first ``timed`` a dur_us.
+
+    Each column is one attribute read per event (a list comprehension over the structs, the
+    cheapest read there is) and one numpy or dictionary pass over the list: a chunk's groups
+    pay numpy's fixed cost per call once, not once per group (a chunk is a few hundred events,
+    and a dozen calls per group showed). Timestamps are converted in group order, so the first
+    that is no number is the one reported, as when each group was made on its own."""
+    ends = list(accumulate(len(group) for group in groups))
+    ts_ns = times_ns([e.ts for group in groups for e in group])
+    pids, tids = memo.dictionary("pid", thread_key), memo.dictionary("tid", thread_key)
+    # a group's events mostly share their process and thread (``encode_runs``); the chunk's mostly do not
+    out = [{"pid": pids.encode_runs([e.pid for e in group]), "tid": tids.encode_runs([e.tid for e in group]),
+            "ts_ns": ts_ns[start:end]} for group, end, start in zip(groups, ends, [0] + ends)]
+    if named:
+        names = [e.name for group in groups[:named] for e in group] if named > 1 else [e.name for e in groups[0]]
+        coded = memo.dictionary("name", _cut_name, TextDictionary).encode(names)
+        for cols, end, start in zip(out[:named], ends, [0] + ends):
+            cols["name"] = Coded(coded.codes[start:end], coded.dictionary)
+    if timed:
+        durs = floats([e.dur for group in groups[:timed] for e in group] if timed > 1 else [e.dur for e in groups[0]])
+        for cols, end, start in zip(out[:timed], ends, [0] + ends):
+            cols["dur_us"] = durs[start:end]
+    return out
+
+
+def event_args(events: list[Event]) -> list[Args]:
+    """Each event's args (``NO_ARGS`` where it has none)."""
+    return [e.args or NO_ARGS for e in events]  # a struct is true: one test per event, no comparison
+
+
+def host_columns(events: list[Event], categories: dict[str, str], memo: Memo, mapped: list[str] | Coded | None = None,
+                 args: list[Args] | None = None, common: dict | None = None) -> dict:
+    """Framework-op columns: the common ones (``common`` when the caller has made them) plus cat
+    (each event's category through ``categories``, or ``mapped`` when the caller has mapped
+    them already: values, or codes into the memo's "cat" dictionary), shapes, types and call
+    stack (text). ``args``: the events' ``event_args``, when the caller has them."""
+    if args is None:
+        args = event_args(events)
     if mapped is None:
         mapped = [categories[(e.cat or "").lower()] for e in events]
     return {
-        **common_columns(events, memo),
-        "cat": memo.encode("cat", mapped),
-        "input_shapes": memo.encode("input_shapes", [bytes(a.input_dims) for a in args], raw_text),
-        "input_types": memo.encode("input_types", [bytes(a.input_type) for a in args], raw_text),
-        "call_stack": memo.encode("call_stack", [a.call_stack or "" for a in args], _cut_text),
+        **(common_columns(events, memo) if common is None else common),
+        "cat": mapped if isinstance(mapped, Coded) else memo.encode("cat", mapped),
+        "input_shapes": memo.encode("input_shapes", raw_bytes([a.input_dims for a in args]), raw_text),
+        "input_types": memo.encode("input_types", raw_bytes([a.input_type for a in args]), raw_text),
+        "call_stack": memo.dictionary("call_stack", _cut_text, TextDictionary).encode([a.call_stack for a in args]),
     }
 
 
-def flow_columns(events: list[Event], memo: Memo) -> dict:
-    """Flow endpoints: ph ("s"/"f"/"t"), id as text, and where they sit (pid, tid, ts_ns; a
-    flow's name says nothing the linking uses, so it is not read)."""
+def raw_bytes(raws: list[msgspec.Raw]) -> list[bytes]:
+    """Raw JSON values as bytes (hashable, unlike ``msgspec.Raw``): joined with NUL, which
+    JSON text cannot hold, and split again, which makes the bytes objects in one C loop (half
+    the cost of ``bytes()`` on each)."""
+    return b"\0".join(raws).split(b"\0") if raws else []
+
+
+def flow_columns(events: list[Event], memo: Memo, common: dict | None = None, text_ids: bool = True) -> dict:
+    """Flow endpoints: ph ("s"/"f"/"t"), id as text (``id_text``; with ``text_ids`` False, as
+    written, for a caller that reads them only at times), and where they sit (pid, tid, ts_ns, or
+    ``common`` when the caller has made them; a flow's name says nothing the linking uses, so it
+    is not read)."""
+    ids = [e.id for e in events]
     return {
-        **common_columns(events, memo, with_dur=False, with_name=False),
+        **(common_columns(events, memo, with_dur=False, with_name=False) if common is None else common),
         "ph": memo.encode("ph", [e.ph for e in events]),
         # one per flow (its two ends): nothing worth sharing
-        "id": np.fromiter(("" if e.id is None else str(e.id) for e in events), dtype=object, count=len(events)),
+        "id": id_text(ids) if text_ids else np.fromiter(ids, dtype=object, count=len(ids)),
     }
+
+
+def id_text(ids: list | np.ndarray) -> np.ndarray:
+    """Flow ids as written (int, float, text or None) as text ("" for None), an object array."""
+    if isinstance(ids, np.ndarray):
+        ids = ids.tolist()
+    return np.fromiter(map(str, map(_EMPTY_IF_NONE.get, ids, ids)), dtype=object, count=len(ids))
+
+
+_EMPTY_IF_NONE = {None: ""}  # .get(v, v): "" for None, else v itself (in one C call per value)
 
 
 def compact(parts: list[dict]) -> dict:
@@ -163,6 +235,17 @@ def times_ns(values: list[Number]) -> np.ndarray:
             micro = np.asarray(values, dtype=np.float64)
         except OverflowError:  # an integer beyond float64 (10**400): one by one
             return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
+        if len(micro) and -LIMIT_US < micro.min() and micro.max() < LIMIT_US:  # the usual: all in range (NaN is not)
+            # as below, in place: a chunk's few hundred values make numpy's cost per call the cost
+            if micro is values:  # an array of the caller's: not written to
+                micro = micro.copy()
+            whole = np.floor(micro)
+            ns = whole.astype(np.int64)
+            ns *= 1000
+            micro -= whole
+            micro *= 1000.0
+            ns += np.rint(micro, out=micro).astype(np.int64)
+            return ns
         ok = np.abs(micro) < LIMIT_US  # False for NaN and ±inf too
         every = bool(ok.all())
         if not every:
@@ -209,8 +292,8 @@ def _in_range(ns: int) -> int:
 def floats(values: list[Number]) -> np.ndarray:
     """Numbers that may be ints, floats, strings or missing, as float64 (missing -> NaN; an
     integer beyond float64 -> ±inf, as a float literal that large)."""
-    try:
-        return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    try:  # numpy reads None as NaN itself
+        return np.asarray(values, dtype=np.float64)
     except (ValueError, OverflowError):
         return np.fromiter((_float(v) for v in values), dtype=np.float64, count=len(values))
 
@@ -231,8 +314,11 @@ def _float(value: Number) -> float:
 
 def ints(values: list[Number], missing: int = -1) -> np.ndarray:
     """Integer ids that may be written as numbers or strings (missing or unparsable -> ``missing``)."""
-    try:  # the common case: every value an int or missing
-        return np.fromiter((missing if v is None else v for v in values), dtype=np.int64, count=len(values))
+    nulls = values.count(None)
+    if nulls == len(values):  # most events carry no such id
+        return np.full(len(values), missing, dtype=np.int64)
+    try:  # the common case: every value an int or missing (dict.get(v, v): ``missing`` for None, else v)
+        return np.fromiter(map({None: missing}.get, values, values) if nulls else values, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):
         pass
     out = np.full(len(values), missing, dtype=np.int64)

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, Restart, event_chunks
-from perfcmp.readers.columns import (NO_ARGS, Memo, common_columns, compact, concat, flow_columns, floats, host_columns, ints,
-                                     thread_key, warn_cut)
+from perfcmp.readers.columns import (Coded, Dictionary, Memo, common_columns, common_columns_of, compact, concat, event_args,
+                                     flow_columns, floats, host_columns, id_text, ints, thread_key, warn_cut)
 from perfcmp.readers.common import (allocation_table, assign_steps, build_host, byte_sizes, drop_bad_times, drop_far_times, forward_links,
                                     merge_warnings, steps_from_host, valid_durations)
 from perfcmp.base.errors import InputError
@@ -96,9 +96,12 @@ def _read_columns(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...],
 class _Columns:
     """Turns chunks of decoded events into per-role column arrays, one chunk at a time.
 
-    One pass over a chunk sorts its events by role; each role's columns are then made a field
-    at a time, for the roles the chunk has (a chunk is a few hundred events: a role's fixed
-    cost would show). Every ``PARTS_KEPT`` parts of a role are joined into one."""
+    One pass over a chunk sorts its events by role (a Python loop touches each struct once,
+    while it is still in the processor's cache: cheaper than numpy masks over attribute lists,
+    measured); the columns every role has (``columns.common_columns_of``) are then made for all
+    the chunk's roles at once, and each role's own a field at a time, for the roles the chunk
+    has (a chunk is a few hundred events: a role's fixed cost would show). Every
+    ``PARTS_KEPT`` parts of a role are joined into one."""
 
     def __init__(self, flow_cats: tuple[str, ...], source: str, warnings: list[ReadWarning]) -> None:
         self.flow_cats, self.source, self.warnings = flow_cats, source, warnings
@@ -108,42 +111,71 @@ class _Columns:
         self.untimed = 0
         self.memo = Memo()
         self.roles: dict[str | None, object] = {}  # category as written -> _role of it
+        self.host_cats = self.memo.dictionary("cat")
+        self.flow_roles: dict[str | None, object] = {}  # category as written -> _flow_role of it
+        self.task_types = _TaskTypes(self.memo.dictionary("task_type"))
 
     def add(self, events: list[Event]) -> None:
         """One chunk's events into columns (the events are not kept)."""
         host, host_cats, device, memory, flow, fwdbwd = [], [], [], [], [], []
-        roles = self.roles
+        roles, flow_roles = self.roles, self.flow_roles
+        to_host, to_host_cats, to_device = host.append, host_cats.append, device.append
         for e in events:
             ph = e.ph
-            if e.ts is None:
+            if e.ts is None:  # skipped (complete and instant events counted)
                 self.untimed += ph in ("X", "i", "I")
                 continue
             if ph == "X":
                 role = roles.get(e.cat, _UNSEEN)  # a complete event's role, by its category as written
                 if role is _UNSEEN:
-                    role = roles[e.cat] = _role(e.cat)
+                    role = roles[e.cat] = self._role(e.cat)
                 if role is _DEVICE:
-                    device.append(e)
+                    to_device(e)
                 elif role is not None:
-                    host.append(e)
-                    host_cats.append(role)
+                    to_host(e)
+                    to_host_cats(role)
             elif ph in ("s", "f", "t"):
-                cat = (e.cat or "").lower()
-                if cat in self.flow_cats:
+                role = flow_roles.get(e.cat, _UNSEEN)  # a flow end's role, by its category as written
+                if role is _UNSEEN:
+                    role = flow_roles[e.cat] = self._flow_role(e.cat)
+                if role is _FLOW:
                     flow.append(e)
-                elif cat == "fwdbwd" and ph in ("s", "f"):
+                elif role is _FWDBWD and ph != "t":
                     fwdbwd.append(e)
                     if ph == "f":
                         self.fwdbwd_tids.add(thread_key(e.tid))
             elif ph in ("i", "I") and e.name == "[memory]":
                 memory.append(e)
-        # in the order the roles were always made in, so that a bad value's error is the same
-        for role, found, make in (("host", host, lambda: self._host(host, host_cats)), ("device", device, lambda: self._device(device)),
-                                  ("memory", memory, lambda: self._memory(memory)),
-                                  ("flow", flow, lambda: flow_columns(flow, self.memo)),
-                                  ("fwdbwd", fwdbwd, lambda: flow_columns(fwdbwd, self.memo))):
+        if not (host or device or memory or flow or fwdbwd):
+            return
+        # the roles' common columns at once, in the order the roles were always made in, so
+        # that a bad timestamp's error is the same
+        common = common_columns_of([host, device, memory, flow, fwdbwd], self.memo, named=3, timed=2)
+        cats = lambda: Coded(np.array(host_cats, dtype=np.int32), self.host_cats)  # noqa: E731
+        for role, found, make in (("host", host, lambda: self._host(host, cats(), common[0])),
+                                  ("device", device, lambda: self._device(device, common[1])),
+                                  ("memory", memory, lambda: self._memory(memory, common[2])),
+                                  # a launch's flow is followed only for kernels without a correlation id: its
+                                  # ids stay as written until then (``_link_by_flow``)
+                                  ("flow", flow, lambda: flow_columns(flow, self.memo, common[3], text_ids=False)),
+                                  ("fwdbwd", fwdbwd, lambda: flow_columns(fwdbwd, self.memo, common[4]))):
             if found:
                 self._keep(role, make())
+
+    def _role(self, cat: str | None) -> object:
+        """What a complete event of category ``cat`` is (matched without regard to case): a host
+        event (the code of its HOST_CATS value in the memo's "cat" dictionary, an int), a device
+        task (``_DEVICE``), or neither (None)."""
+        key = (cat or "").lower()
+        host = HOST_CATS.get(key)
+        return self.host_cats[host] if host else _DEVICE if key in DEVICE_CATS else None
+
+    def _flow_role(self, cat: str | None) -> object:
+        """What a flow end of category ``cat`` is (matched without regard to case): an end of a
+        flow linking a launch to its kernel (``_FLOW``), of a forward-backward one (``_FWDBWD``),
+        or neither (None)."""
+        key = (cat or "").lower()
+        return _FLOW if key in self.flow_cats else _FWDBWD if key == "fwdbwd" else None
 
     def _keep(self, role: str, part: dict) -> None:
         parts = self.parts[role]
@@ -153,34 +185,44 @@ class _Columns:
             parts[-PARTS_KEPT:] = [compact(parts[-PARTS_KEPT:])]
             self.loose[role] = 0
 
-    def _host(self, host: list[Event], host_cats: list[str]) -> dict:
-        """Host events' columns: ``host_columns``, correlation (int64, -1 absent), process_group
+    def _host(self, host: list[Event], host_cats: Coded, common: dict | None = None) -> dict:
+        """Host events' columns: ``host_columns`` (``host_cats``: their HOST_CATS values, coded;
+        ``common``: their common ones, when made), correlation (int64, -1 absent), process_group
         (text) and comm_bytes (float64 bytes, NaN absent)."""
-        args = [e.args or NO_ARGS for e in host]
+        args = event_args(host)
+        names, descs = [a.pg_name for a in args], [a.pg_desc for a in args]
+        if names.count(None) == len(args) and descs.count(None) == len(args):  # named on collectives only
+            groups = self.memo.dictionary("process_group").encode_runs([""] * len(args))
+        else:
+            groups = self.memo.encode("process_group", ["" if a.pg_name is None and a.pg_desc is None else _process_group(a)
+                                                        for a in args])
         return {
-            **host_columns(host, HOST_CATS, self.memo, host_cats),
+            **host_columns(host, HOST_CATS, self.memo, host_cats, args, common),
             "correlation": ints([a.correlation for a in args]),
-            "process_group": self.memo.encode("process_group", [  # named on collectives only: no call for the rest
-                "" if a.pg_name is None and a.pg_desc is None else _process_group(a) for a in args]),
+            "process_group": groups,
             "comm_bytes": _message_bytes(args),
         }
 
-    def _device(self, device: list[Event]) -> dict:
-        """Device tasks' columns: the common ones, task_type (text), stream and correlation (int64)."""
-        args = [e.args or NO_ARGS for e in device]
+    def _device(self, device: list[Event], common: dict | None = None) -> dict:
+        """Device tasks' columns: the common ones (``common``, when made), task_type (text),
+        stream and correlation (int64)."""
+        args = event_args(device)
+        streams = [a.stream for a in args]
+        if None in streams:  # a task without a stream id: its thread is its stream
+            streams = [a.stream if a.stream is not None else e.tid for a, e in zip(args, device)]
         return {
-            **common_columns(device, self.memo),
-            "task_type": self.memo.encode("task_type", [DEVICE_CATS[(e.cat or "").lower()] for e in device]),
-            "stream": ints([a.stream if a.stream is not None else e.tid for a, e in zip(args, device)]),
+            **(common_columns(device, self.memo) if common is None else common),
+            "task_type": self.task_types.encode([e.cat for e in device]),
+            "stream": ints(streams),
             "correlation": ints([a.correlation for a in args]),
         }
 
-    def _memory(self, memory: list[Event]) -> dict:
-        """``[memory]`` instants' columns: the common ones, device_id and addr (int64), and
-        bytes, allocated and reserved (float64 bytes, NaN unknown)."""
-        args = [e.args or NO_ARGS for e in memory]
+    def _memory(self, memory: list[Event], common: dict | None = None) -> dict:
+        """``[memory]`` instants' columns: the common ones (``common``, when made), device_id and
+        addr (int64), and bytes, allocated and reserved (float64 bytes, NaN unknown)."""
+        args = event_args(memory)
         return {
-            **common_columns(memory, self.memo, with_dur=False),
+            **(common_columns(memory, self.memo, with_dur=False) if common is None else common),
             "device_id": ints([a.device_id for a in args]),
             "addr": ints([a.addr for a in args]),
             "bytes": byte_sizes(floats([a.bytes for a in args]), self.source, "[memory] sizes", self.warnings),
@@ -190,8 +232,9 @@ class _Columns:
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         """Each role's columns, joined; a role no chunk had, its columns empty."""
-        empty = {"host": lambda: self._host([], []), "device": lambda: self._device([]), "memory": lambda: self._memory([]),
-                 "flow": lambda: flow_columns([], self.memo), "fwdbwd": lambda: flow_columns([], self.memo)}
+        empty = {"host": lambda: self._host([], Coded(np.empty(0, dtype=np.int32), self.host_cats)),
+                 "device": lambda: self._device([]), "memory": lambda: self._memory([]),
+                 "flow": lambda: flow_columns([], self.memo, text_ids=False), "fwdbwd": lambda: flow_columns([], self.memo)}
         out = {role: concat(parts or [empty[role]()]) for role, parts in self.parts.items()}
         self.parts = {}
         return out
@@ -202,14 +245,25 @@ class _Columns:
 PARTS_KEPT = 128
 _UNSEEN = object()
 _DEVICE = object()
+_FLOW = object()
+_FWDBWD = object()
 
 
-def _role(cat: str | None) -> object:
-    """What a complete event of category ``cat`` is: a host event (its host category, a
-    ``HOST_CATS`` value), a device task (``_DEVICE``), or neither (None). Categories are matched
-    without regard to case."""
-    key = (cat or "").lower()
-    return HOST_CATS.get(key) or (_DEVICE if key in DEVICE_CATS else None)
+class _TaskTypes(dict):
+    """A device task's category as written -> the code of its DEVICE_CATS value (matched without
+    regard to case) in the memo's "task_type" dictionary."""
+
+    def __init__(self, task_types: Dictionary) -> None:
+        super().__init__()
+        self.task_types = task_types
+
+    def __missing__(self, cat: str | None) -> int:
+        code = self[cat] = self.task_types[DEVICE_CATS[(cat or "").lower()]]
+        return code
+
+    def encode(self, cats: list[str | None]) -> Coded:
+        """The tasks' types as codes, one lookup per task."""
+        return Coded(np.fromiter(map(self.__getitem__, cats), dtype=np.int32, count=len(cats)), self.task_types)
 
 
 def _host_table(cols: dict[str, np.ndarray], origin: int, backward_tids: set, source: str,
@@ -245,9 +299,10 @@ def _message_bytes(args: list[Args]) -> np.ndarray:
     """Per host event, the bytes of a collective's input message (NaN where not written, not a
     number, or of an element type not in ``DTYPE_BYTES``)."""
     out = np.full(len(args), np.nan)
-    for i, a in enumerate(args):
-        if a.in_msg_nelems:  # an empty Raw: not written (most events)
-            out[i] = _message_size(bytes(a.in_msg_nelems), bytes(a.dtype))
+    nelems = [a.in_msg_nelems for a in args]
+    if any(nelems):  # an empty Raw: not written (most events)
+        for i in np.flatnonzero(np.fromiter(map(len, nelems), dtype=np.intp, count=len(args))).tolist():
+            out[i] = _message_size(bytes(nelems[i]), bytes(args[i].dtype))
     return out
 
 
@@ -308,8 +363,9 @@ def _link_by_correlation(correlation: np.ndarray, host_corr: np.ndarray, host: p
 
 
 def _link_by_flow(kernels: dict[str, np.ndarray], flows: dict[str, np.ndarray], host: pd.DataFrame, origin: int) -> np.ndarray:
-    """Follow flow arrows: the 'f' end sits on the kernel, the 's' end inside the launching call."""
-    ph, ids = flows["ph"], flows["id"]
+    """Follow flow arrows: the 'f' end sits on the kernel, the 's' end inside the launching call
+    (``flows``: the flow columns, ids as written)."""
+    ph, ids = flows["ph"], id_text(flows["id"])
     begins = {i: k for k, i in enumerate(ids.tolist()) if ph[k] == "s" and i}
     arrow_of_end = {}
     for k in np.flatnonzero(np.isin(ph, ("f", "t"))).tolist():
