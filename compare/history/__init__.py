@@ -26,7 +26,10 @@ Runs and their order
     write, and a directory that reads as one profile stays one run, as before. Points are
     ordered, ``auto``: by recording time when every run's provenance has one (``RECORDED_AT``;
     no reader fills it yet, so today this is always the next rule), else by name in natural order (``run9`` before ``run10``; a baseline's name, a profile's path as
-    given); ``name`` forces that, ``given`` keeps the command line's order.
+    given); ``name`` forces that, ``given`` keeps the command line's order. The outputs number
+    the points from 1 and call them what they are: "run N" when every point is one run,
+    "version N" (with the version's name) when a version holds several runs, so the number
+    never counts runs it does not count.
 Keys
     ``overall:e2e``, ``overall:computing``, ``overall:comm``, ``overall:free``, the memory peaks,
     the ``top`` op:/kernel:/comm: rows with the largest median in the last run (the largest

@@ -38,8 +38,8 @@ ONE_STEP = "n=1: floors only"
 Z_95 = 1.959964
 METHOD = (f"optimal partitioning of log run medians, penalty {PENALTY_FACTOR:g}·σ²·ln n (σ: robust run-to-run "
           "noise); reported when the step clears the floors and the runs either side are separated")
-RUNS_METHOD = ("; points of several runs: the median of their run medians, run-to-run variation measured (pooled "
-               "between-run σ) and a boundary's points separated by Student's t on their run medians")
+RUNS_METHOD = ("; versions of several runs: the median of their run medians, run-to-run variation measured (pooled "
+               "between-run σ) and a boundary's versions separated by Student's t on their run medians")
 
 def analyse(runs: list[tuple], options: HistoryOptions, warnings: list[str] | None = None) -> History:
     """The history of ``runs`` under ``options``: its points, (name, source, kind, samples,
@@ -362,9 +362,9 @@ class _RunLevel:
         own = [n for n, r in ((before, self.runs[i]), (after, self.runs[j]))
                if len(r) > 1 and float(r.var(ddof=1)) > SPREAD_OUTLIER * self.sigma ** 2]
         why = f"p = {p:.2g} ≥ {alpha:g}" if p >= alpha else f"p = {p:.2g} but against the step"
-        spread = (f"; the runs of point {' and '.join(map(str, own))} disagree: judged with their own spread"
+        spread = (f"; the runs of version {' and '.join(map(str, own))} disagree: judged with their own spread"
                   if own else "")
-        return (f"the runs of points {before} and {after} are not separated (Student's t on their run medians: "
+        return (f"the runs of versions {before} and {after} are not separated (Student's t on their run medians: "
                 f"{why}{spread})")
 
     def confirms(self, j: int, before: float, after: float) -> str:
@@ -373,11 +373,11 @@ class _RunLevel:
         cannot make a change point."""
         runs = self.raw[j]
         if len(runs) < 2:
-            return "the newest point alone, with one run: one more run must confirm that the shift persists"
+            return "the newest version alone, with one run: one more run must confirm that the shift persists"
         mid = (before + after) / 2
         beyond = int(((runs > mid) if after > before else (runs < mid)).sum())
         if beyond < len(runs):
-            return (f"the newest point alone: {len(runs) - beyond} of its {len(runs)} runs do not show the shift "
+            return (f"the newest version alone: {len(runs) - beyond} of its {len(runs)} runs do not show the shift "
                     "(on the near side of the midpoint)")
         return ""
 
