@@ -125,6 +125,24 @@ def test_a_step_whose_runs_are_not_separated_is_only_a_candidate():
     assert [(c.index, c.evidence) for c in s.change_points] == [(4, "mann-whitney p = 0.0079")]
 
 
+def test_steps_that_separate_two_runs_do_not_make_a_change_within_the_run_to_run_noise():
+    # one run a point, tight steps (intervals ±0.5 %: every neighbour pair is separated by them),
+    # but the runs themselves move ±5.2 %: successive log differences ln 1.052 = 0.050693 (four
+    # of them) and ln 1.12 (the step), median 0.050693, σ = 0.050693 / (0.6745 √2) = 0.053144;
+    # penalty 3 σ² ln 6 = 0.015181. A +12 % step between [10, 10.52, 10] and [11.2, 11.7824,
+    # 11.2] ms: the segments' mean logs are ln 1.12 = 0.113329 apart, z = 0.113329 /
+    # (0.053144 √(1/3 + 1/3)) = 2.61 — the split pays (z > √(3 ln 6) = 2.32) but is < 3 σ.
+    s = _detect("overall:e2e", [10, 10.52, 10, 11.2, 11.7824, 11.2], 0.005)
+    assert s.noise == pytest.approx(0.053144, abs=1e-6) and s.penalty == pytest.approx(0.015181, abs=1e-6)
+    assert s.change_points == []
+    assert [(c.index, c.reason) for c in s.candidates] == [(4, (
+        "the runs' steps are separated (intervals) but the segments are 2.6 σ of run-to-run noise apart (< 3 σ): "
+        "steps of one run do not show its run-level offset"))]
+    # +20 % with the same noise: z = ln 1.2 / 0.043392 = 4.20, reported as before
+    s = _detect("overall:e2e", [10, 10.52, 10, 12, 12.624, 12], 0.005)
+    assert [(c.index, c.evidence) for c in s.change_points] == [(4, "intervals")]
+
+
 def test_single_step_runs_need_segments_apart_from_the_run_to_run_noise():
     points = [Point(median=m * 1000.0, n=1) for m in (10, 10, 10, 12, 12, 12)]
     s = detect("overall:e2e", points, [None] * 6, [p.median for p in points], Thresholds(), NAMES)

@@ -93,19 +93,21 @@ Persistence
     Every segment holds at least ``MIN_SEGMENT`` (2) runs, except the newest, which may stand
     alone: one slow run cannot be a level of its own. The ``PERSIST_RUNS`` (2) runs on either side
     of a boundary must each lie on their own segment's side of the midpoint between the two
-    segments' medians (a slow run absorbed into a two-run segment fails this). With one-step runs,
-    where steps cannot separate runs, the segments' mean logs must be ``SEGMENT_Z`` (3) σ·√(1/na
-    + 1/nb) apart (σ: the robust run-to-run noise above), and the newest run alone is only a
-    candidate until one more run confirms it.
+    segments' medians (a slow run absorbed into a two-run segment fails this). With one run a
+    point the segments' mean logs must be ``SEGMENT_Z`` (3) σ·√(1/na + 1/nb) apart (σ: the robust
+    run-to-run noise above): with one step a run nothing else tells them apart, and with several
+    the steps of one run do not show its run-level offset, so steps that separate two runs are
+    not enough (the segmentation alone splits from √(3 ln n) σ on: 2.3 σ at 6 runs, 2.6 σ at 10).
+    With one-step runs the newest run alone is only a candidate until one more run confirms it.
 Which boundaries are reported
     A boundary of the segmentation is a change point only when it persists (above) and when the step between the medians of
     the segments on either side (the median of their run medians) clears the verdict's floors
     (``perfcmp.verdict.Thresholds``: ≥ 5 % and ≥ 20 µs per step or 1 MiB; for time rows other
     than E2E also ≥ 0.5 % of the E2E before) AND the two runs on either side of it are separated:
     their bootstrap intervals do not overlap in the direction of the step, or their step samples
-    differ by a two-sided Mann–Whitney U test (``perfcmp.stats``) at ``alpha``; when either run
-    has a single step there is nothing to test and the floors alone decide ("n=1: floors only",
-    as in the verdict). Boundaries that fail are kept as ``candidates`` with the reason. Larger
+    differ by a two-sided Mann–Whitney U test (``perfcmp.stats``) at ``alpha``, and (one run a
+    point) the segments stand 3 σ apart; when either run has a single step there are no steps to
+    test and the floors and the segments' distance decide ("n=1: segments z σ apart"). Boundaries that fail are kept as ``candidates`` with the reason. Larger
     is worse (time and memory): a rise is a regression, a fall an improvement. A slow drift of
     small steps, none clearing the floors, is not reported.
 Gates and exit codes (as ``perfcmp compare``)

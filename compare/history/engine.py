@@ -290,11 +290,17 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
             evidence, reason = "", ("the newest run alone, with one step: one more run must confirm that the "
                                     "shift persists")
         elif evidence == ONE_STEP:  # no steps to test: the segments must stand apart from the run-to-run noise
-            z = abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
+            z = _apart(y, a, b, c, sigma)
             evidence = f"n=1: segments {z:.1f} σ apart" if z >= SEGMENT_Z else ""
             if not evidence:
                 reason = (f"one step a run: the segments are {z:.1f} σ of run-to-run noise apart "
                           f"(< {SEGMENT_Z:g} σ)")
+        elif evidence and level is None and _apart(y, a, b, c, sigma) < SEGMENT_Z:
+            # the steps separate the two runs, but steps of one run cannot show its run-level
+            # offset: the segments must also stand apart from the run-to-run noise of the series
+            evidence, reason = "", (f"the runs' steps are separated ({evidence}) but the segments are "
+                                    f"{_apart(y, a, b, c, sigma):.1f} σ of run-to-run noise apart "
+                                    f"(< {SEGMENT_Z:g} σ): steps of one run do not show its run-level offset")
         if not reason and not evidence:
             reason = (f"runs {last + 1} and {first + 1} are not separated (their intervals overlap and "
                       f"Mann-Whitney p ≥ {thresholds.alpha:g})")
@@ -380,6 +386,12 @@ class _RunLevel:
             return (f"the newest version alone: {len(runs) - beyond} of its {len(runs)} runs do not show the shift "
                     "(on the near side of the midpoint)")
         return ""
+
+
+def _apart(y: np.ndarray, a: int, b: int, c: int, sigma: float) -> float:
+    """How many σ of run-to-run noise the means of the segments [a, b) and [b, c) of ``y`` stand
+    apart: |mean y[b:c] − mean y[a:b]| / (σ·√(1/(b − a) + 1/(c − b)))."""
+    return abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
 
 
 def _persists(x: np.ndarray, a: int, b: int, c: int, before: float, after: float) -> str:
