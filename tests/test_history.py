@@ -67,6 +67,9 @@ def test_noise_is_the_median_successive_difference_scaled_to_sigma():
     # 3 runs: the median of 2 differences would be half the step; only the runs' own noise counts
     assert noise(np.log([10, 10, 11])) == MIN_NOISE
     assert noise(np.log([10, 10, 11]), [0.004]) == 0.004
+    # runs in two levels 8 % apart, met twice: the median difference is 0, the root mean square
+    # of the differences without the largest is √(0.08² / 8) = 0.028284, σ = 0.028284 / √2 = 0.02
+    assert noise(np.array([0, 0, 0, 0, 0.08, 0.08, 0.08, 0.08, 0, 0])) == pytest.approx(0.02)
 
 
 def test_three_runs_are_enough_for_a_step():
@@ -160,8 +163,17 @@ def _one_step(medians_ms):
 def test_one_slow_run_is_not_a_change_point():
     s = _one_step([100, 101, 99, 100, 130, 100, 99, 101, 100, 100])
     assert s.change_points == []
-    # the slow run is absorbed into a two-run segment whose neighbours do not follow it
-    assert s.candidates and all("does not persist" in c.reason for c in s.candidates)
+    # the slow run moves two differences by ln 1.3 = 0.262364; without the largest, the
+    # differences are 0, ln(101/100) = 0.00995 twice, 0.01005 twice, 0.02000 twice and 0.262364:
+    # Σ d² = 0.070035, σ = √(0.070035 / 8 / 2) = 0.066160, above the median's 0.01005 /
+    # (0.6745 √2) = 0.010536; the penalty 3 σ² ln 10 = 0.030236 exceeds what any boundary around
+    # one run saves: no boundary at all
+    assert s.noise == pytest.approx(0.066160, abs=2e-6) and s.penalty == pytest.approx(0.030236, abs=2e-6)
+    assert s.candidates == []
+    # with σ as tight as the other runs (the median's), the segmentation would put the slow run
+    # and its next into a segment of their own, boundaries that do not persist
+    y = np.log([100, 101, 99, 100, 130, 100, 99, 101, 100, 100])
+    assert segment(y, 3 * 0.010536 ** 2 * math.log(10), 2, last_min=1) == [3, 5]
 
 
 def test_a_persistent_ten_percent_step_is_found_at_its_run():

@@ -64,7 +64,7 @@ Several runs a point (steps nested in runs)
     3 % (400 series a case): flat, 0 % and 0 % false change points, 0 % and 0.25 % with one run
     of one point 30 % slower; a +10 % step at point 6 found there in 100 % and 75.5 % (a change
     point elsewhere in 0 % and 1 %), 70 % and 46 % with such a slow run elsewhere. One run a
-    point (one step each) gives 0 % and 3.5 % flat, 100 % and 67 % found
+    point (one step each) gives 0 % and 3.75 % flat, 100 % and 67 % found
     (``tests/test_history_runs.py`` pins these rates on 200 series a case).
 Change points: exact optimal partitioning with a noise-scaled penalty
     On each key's series of run medians y (natural log, so a step is a relative change; a
@@ -80,9 +80,13 @@ Change points: exact optimal partitioning with a noise-scaled penalty
     β = ``PENALTY_FACTOR`` · σ² · ln n with c = 3: the leading term of the modified BIC
     (Zhang & Siegmund 2007), the default penalty of R's ``changepoint`` package for a change in
     mean; BIC's 2 σ² ln n splits noise more often when there are few runs. σ is the run-to-run
-    noise, estimated robustly: median |y[i+1] − y[i]| / (0.6745·√2) (a step moves one
-    difference only, so a few real changes do not inflate it; used from 4 runs on, since the
-    median of 2 differences is their mean and half a step would pass for noise), and at least
+    noise, estimated robustly from the successive differences y[i+1] − y[i] (used from 4 runs
+    on, since the median of 2 differences is their mean and half a step would pass for noise): the
+    larger of median |difference| / (0.6745·√2) and the root mean square of the differences
+    without the largest, / √2 (a step moves one difference only, so neither counts it; the second
+    sees runs that fall in two levels, as on a shared machine — on real one-step CPU recordings
+    the median alone read such noise as 2.6-3.6 % where the runs spread ±4 %; the second only
+    with one run a point: with several, their measured spread stands for it), and at least
     the median of the runs' own standard errors (interval width / (2·1.96)) and ``MIN_NOISE``
     (so a series of identical values gets a positive penalty, not splits on rounding noise). With
     3 runs only the runs' own noise sets the penalty, so run-to-run variation there rests on the

@@ -265,7 +265,7 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
         level = level.scaled(series.scale, top if series.scale == "linear" else 1.0)
         series.run_noise, series.run_df = level.sigma, level.df
         errors = [level.sigma / math.sqrt(len(r)) for r in level.runs]
-    sigma = noise(y, errors)
+    sigma = noise(y, errors, rms=level is None)  # several runs a point: their spread is measured
     series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
     bounds = [0, *segment(y, series.penalty, MIN_SEGMENT, last_min=1), len(y)]
     for a, b, c in zip(bounds, bounds[1:], bounds[2:]):
