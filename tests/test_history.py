@@ -176,6 +176,21 @@ def test_one_slow_run_is_not_a_change_point():
     assert segment(y, 3 * 0.010536 ** 2 * math.log(10), 2, last_min=1) == [3, 5]
 
 
+def test_one_step_runs_need_three_runs_a_segment_so_two_slow_runs_are_not_a_level():
+    # differences ln(112/130) = −0.149036 and ln(100/112) = −0.113329, then three ≈ 0.00995, three
+    # ≈ 0.01005 and one 0.02000: without the largest Σ d² = 0.013843, σ = √(0.013843 / 8 / 2) =
+    # 0.029415, penalty 3 σ² ln 10 = 0.005977. Segments of two runs would set the slow pair apart
+    # (8.1 σ); of three, the best boundary is after 130, 112, 100, which does not persist (100 is
+    # on the far side of the midpoint)
+    values = [130, 112, 100, 101, 99, 100, 101, 100, 99, 100]
+    s = _one_step(values)
+    assert s.noise == pytest.approx(0.029415, abs=2e-6) and s.penalty == pytest.approx(0.005977, abs=2e-6)
+    assert s.change_points == [] and [c.index for c in s.candidates] == [4]
+    assert "does not persist" in s.candidates[0].reason
+    assert segment(np.log(values), 0.005977, 2, last_min=1) == [2]
+    assert segment(np.log(values), 0.005977, 3, last_min=1) == [3]
+
+
 def test_a_persistent_ten_percent_step_is_found_at_its_run():
     s = _one_step([100, 101, 99, 100, 101, 111, 110, 112, 111, 110])
     # |successive differences| median ln(101/100) ≈ 0.00995 -> σ = 0.00995 / (0.6745 √2) = 0.01043;

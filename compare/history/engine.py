@@ -31,7 +31,8 @@ RANKED_DIMENSIONS = ("op", "kernel", "comm")
 THRESHOLDS_USED = ("relative", "absolute_us", "absolute_bytes", "share_of_step", "alpha")
 RECORDED_AT = "recorded at"  # provenance key of an ISO 8601 recording time (no reader sets it yet)
 PENALTY_FACTOR = 3.0
-MIN_SEGMENT = 2  # runs a segment needs: a change must persist, one slow run is not a level
+MIN_SEGMENT = 2  # runs a segment needs: a change must persist, one slow run is not a level (one
+# step a run: one more, as two slow runs in a row are not rare when each run is one step)
 PERSIST_RUNS = 2  # runs each side of a boundary that must sit on their segment's side of the midpoint
 SEGMENT_Z = 3.0  # one step a run: segment means this many σ·√(1/na + 1/nb) apart
 ONE_STEP = "n=1: floors only"
@@ -267,7 +268,8 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
         errors = [level.sigma / math.sqrt(len(r)) for r in level.runs]
     sigma = noise(y, errors, rms=level is None)  # several runs a point: their spread is measured
     series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
-    bounds = [0, *segment(y, series.penalty, MIN_SEGMENT, last_min=1), len(y)]
+    one_step = level is None and all(points[i].n < 2 for i in present)  # nothing but the series tells runs apart
+    bounds = [0, *segment(y, series.penalty, MIN_SEGMENT + 1 if one_step else MIN_SEGMENT, last_min=1), len(y)]
     for a, b, c in zip(bounds, bounds[1:], bounds[2:]):
         before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
         e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
