@@ -67,6 +67,9 @@ def test_noise_is_the_median_successive_difference_scaled_to_sigma():
     # 3 runs: the median of 2 differences would be half the step; only the runs' own noise counts
     assert noise(np.log([10, 10, 11])) == MIN_NOISE
     assert noise(np.log([10, 10, 11]), [0.004]) == 0.004
+    # runs in two levels 8 % apart, met twice: the median difference is 0, the root mean square
+    # of the differences without the largest is √(0.08² / 8) = 0.028284, σ = 0.028284 / √2 = 0.02
+    assert noise(np.array([0, 0, 0, 0, 0.08, 0.08, 0.08, 0.08, 0, 0])) == pytest.approx(0.02)
 
 
 def test_three_runs_are_enough_for_a_step():
@@ -125,6 +128,24 @@ def test_a_step_whose_runs_are_not_separated_is_only_a_candidate():
     assert [(c.index, c.evidence) for c in s.change_points] == [(4, "mann-whitney p = 0.0079")]
 
 
+def test_steps_that_separate_two_runs_do_not_make_a_change_within_the_run_to_run_noise():
+    # one run a point, tight steps (intervals ±0.5 %: every neighbour pair is separated by them),
+    # but the runs themselves move ±5.2 %: successive log differences ln 1.052 = 0.050693 (four
+    # of them) and ln 1.12 (the step), median 0.050693, σ = 0.050693 / (0.6745 √2) = 0.053144;
+    # penalty 3 σ² ln 6 = 0.015181. A +12 % step between [10, 10.52, 10] and [11.2, 11.7824,
+    # 11.2] ms: the segments' mean logs are ln 1.12 = 0.113329 apart, z = 0.113329 /
+    # (0.053144 √(1/3 + 1/3)) = 2.61 — the split pays (z > √(3 ln 6) = 2.32) but is < 3 σ.
+    s = _detect("overall:e2e", [10, 10.52, 10, 11.2, 11.7824, 11.2], 0.005)
+    assert s.noise == pytest.approx(0.053144, abs=1e-6) and s.penalty == pytest.approx(0.015181, abs=1e-6)
+    assert s.change_points == []
+    assert [(c.index, c.reason) for c in s.candidates] == [(4, (
+        "the runs' steps are separated (intervals) but the segments are 2.6 σ of run-to-run noise apart (< 3 σ): "
+        "steps of one run do not show its run-level offset"))]
+    # +20 % with the same noise: z = ln 1.2 / 0.043392 = 4.20, reported as before
+    s = _detect("overall:e2e", [10, 10.52, 10, 12, 12.624, 12], 0.005)
+    assert [(c.index, c.evidence) for c in s.change_points] == [(4, "intervals")]
+
+
 def test_single_step_runs_need_segments_apart_from_the_run_to_run_noise():
     points = [Point(median=m * 1000.0, n=1) for m in (10, 10, 10, 12, 12, 12)]
     s = detect("overall:e2e", points, [None] * 6, [p.median for p in points], Thresholds(), NAMES)
@@ -142,8 +163,32 @@ def _one_step(medians_ms):
 def test_one_slow_run_is_not_a_change_point():
     s = _one_step([100, 101, 99, 100, 130, 100, 99, 101, 100, 100])
     assert s.change_points == []
-    # the slow run is absorbed into a two-run segment whose neighbours do not follow it
-    assert s.candidates and all("does not persist" in c.reason for c in s.candidates)
+    # the slow run moves two differences by ln 1.3 = 0.262364; without the largest, the
+    # differences are 0, ln(101/100) = 0.00995 twice, 0.01005 twice, 0.02000 twice and 0.262364:
+    # Σ d² = 0.070035, σ = √(0.070035 / 8 / 2) = 0.066160, above the median's 0.01005 /
+    # (0.6745 √2) = 0.010536; the penalty 3 σ² ln 10 = 0.030236 exceeds what any boundary around
+    # one run saves: no boundary at all
+    assert s.noise == pytest.approx(0.066160, abs=2e-6) and s.penalty == pytest.approx(0.030236, abs=2e-6)
+    assert s.candidates == []
+    # with σ as tight as the other runs (the median's), the segmentation would put the slow run
+    # and its next into a segment of their own, boundaries that do not persist
+    y = np.log([100, 101, 99, 100, 130, 100, 99, 101, 100, 100])
+    assert segment(y, 3 * 0.010536 ** 2 * math.log(10), 2, last_min=1) == [3, 5]
+
+
+def test_one_step_runs_need_three_runs_a_segment_so_two_slow_runs_are_not_a_level():
+    # differences ln(112/130) = −0.149036 and ln(100/112) = −0.113329, then three ≈ 0.00995, three
+    # ≈ 0.01005 and one 0.02000: without the largest Σ d² = 0.013843, σ = √(0.013843 / 8 / 2) =
+    # 0.029415, penalty 3 σ² ln 10 = 0.005977. Segments of two runs would set the slow pair apart
+    # (8.1 σ); of three, the best boundary is after 130, 112, 100, which does not persist (100 is
+    # on the far side of the midpoint)
+    values = [130, 112, 100, 101, 99, 100, 101, 100, 99, 100]
+    s = _one_step(values)
+    assert s.noise == pytest.approx(0.029415, abs=2e-6) and s.penalty == pytest.approx(0.005977, abs=2e-6)
+    assert s.change_points == [] and [c.index for c in s.candidates] == [4]
+    assert "does not persist" in s.candidates[0].reason
+    assert segment(np.log(values), 0.005977, 2, last_min=1) == [2]
+    assert segment(np.log(values), 0.005977, 3, last_min=1) == [3]
 
 
 def test_a_persistent_ten_percent_step_is_found_at_its_run():

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import msgspec
 import numpy as np
+import openpyxl
 import pytest
 
 import simulator
@@ -105,7 +106,7 @@ def test_one_slow_run_in_the_newest_point_is_not_a_change_point():
     assert (s.run_df, s.run_noise) == (5, pytest.approx(0.0141426, abs=1e-7))
     assert s.change_points == [] and s.penalty == pytest.approx(5.3756e-4, abs=1e-8)
     assert [(c.index, c.reason) for c in s.candidates] == [
-        (6, "the newest point alone: 1 of its 2 runs do not show the shift (on the near side of the midpoint)")]
+        (6, "the newest version alone: 1 of its 2 runs do not show the shift (on the near side of the midpoint)")]
     # the same slow run in a middle point: its neighbours do not follow it (the boundaries the
     # segmentation draws around it do not persist)
     s = _detect(_points([100] * 6, [[0.99, 1.01]] * 3 + [[1.0, 1.3]] + [[0.99, 1.01]] * 2))
@@ -124,8 +125,8 @@ def test_a_point_whose_runs_disagree_is_judged_with_its_own_spread():
         Thresholds(), [f"v{i}" for i in range(1, 11)])
     assert s.change_points == [] and s.run_df == 9
     assert [(c.index, c.reason) for c in s.candidates] == [(5, (
-        "the runs of points 4 and 5 are not separated (Student's t on their run medians: p = 0.34 ≥ 0.05; "
-        "the runs of point 5 disagree: judged with their own spread)"))]
+        "the runs of versions 4 and 5 are not separated (Student's t on their run medians: p = 0.34 ≥ 0.05; "
+        "the runs of version 5 disagree: judged with their own spread)"))]
 
 
 def test_a_newest_point_whose_runs_all_moved_is_a_change_point():
@@ -147,7 +148,7 @@ def test_a_newest_point_of_one_run_needs_one_more_run():
     s = _detect(points)
     assert s.change_points == []
     assert [c.reason for c in s.candidates] == [
-        "the newest point alone, with one run: one more run must confirm that the shift persists"]
+        "the newest version alone, with one run: one more run must confirm that the shift persists"]
 
 
 # --- the analysis on literal sample sets -----------------------------------------------------
@@ -177,7 +178,7 @@ def test_a_point_is_the_median_of_its_run_medians():
     assert gelu_point.run_medians == [500.0, 0.0, 0.0] and gelu_point.median == 0.0
     assert e2e.points[0].runs is msgspec.UNSET and e2e.points[0].run_medians is msgspec.UNSET  # one run: as before
     assert [r.name for r in h.runs[1].recordings] == ["v2/a", "v2/b", "v2/c"] and h.runs[1].steps == 12
-    assert not h.runs[0].recordings and "points of several runs" in h.method
+    assert not h.runs[0].recordings and "versions of several runs" in h.method
     # one run a point: the method says nothing of runs, no series measures run-to-run noise
     flat = analyse([(n, n, "profile", _samples(10), ()) for n in VERSIONS[:3]], HistoryOptions(paths=("a", "b", "c")))
     assert "several runs" not in flat.method and not any(s.run_df for s in flat.series)
@@ -223,11 +224,19 @@ def test_version_directories_are_points_and_a_step_is_found_at_its_version(relea
     assert 0.09 < change["relative"] < 0.12 and change["evidence"].startswith("runs: student-log p = ")
     assert {c["index"] for c in doc["change_points"]} == {4}
     assert any("notes.md" in w and "version directory" in w for w in doc["warnings"])
-    assert out.startswith("perfcmp history: 6 points (12 runs), ")
-    assert "E2E per point" in out and "run-to-run variation of overall:e2e measured" in out
+    # the number counts versions, not runs: every output says "version 4" (v4), none "run 4"
+    assert out.startswith("perfcmp history: 6 versions (12 runs), ")
+    assert "E2E per version" in out and "run-to-run variation of overall:e2e measured" in out
+    assert "\n  version 4: v4\n" in out and "at version 4 (v4)" in out and "run 4" not in out
     assert max(len(line) for line in out.splitlines()) <= 100
     md = next((tmp_path / "out").glob("performance_history_*.md")).read_text()
-    assert "over 6 points (12 runs)" in md and "| # | Run | Runs | Steps |" in md
+    assert "over 6 versions (12 runs)" in md and "| # | Version | Runs | Steps |" in md
+    assert "| Version | Name | Key |" in md and "run 4" not in md
+    html = next((tmp_path / "out").glob("performance_history_*.html")).read_text()
+    assert "<th>Version</th><th>Name</th>" in html and "E2E per version" in html and "run 4" not in html
+    book = openpyxl.load_workbook(next((tmp_path / "out").glob("performance_history_*.xlsx")), read_only=True)
+    assert next(book["ChangePoints"].iter_rows(min_row=3, max_row=3, values_only=True))[:2] == ("Version #", "Version")
+    assert next(book["HistoryMedians"].iter_rows(min_row=3, max_row=3, values_only=True))[:2] == ("Version #", "Version")
 
 
 def test_one_slow_run_of_a_version_makes_no_change_point(tmp_path, capsys):
@@ -240,7 +249,7 @@ def test_one_slow_run_of_a_version_makes_no_change_point(tmp_path, capsys):
     assert doc["change_points"] == []
     e2e = next(s for s in doc["series"] if s["key"] == "overall:e2e")
     assert e2e["points"][5]["run_medians"][1] > 1.15 * e2e["points"][5]["run_medians"][0]
-    assert [(c["index"], c["reason"].split(":")[0]) for c in e2e["candidates"]] == [(6, "the newest point alone")]
+    assert [(c["index"], c["reason"].split(":")[0]) for c in e2e["candidates"]] == [(6, "the newest version alone")]
 
 
 def test_baselines_saved_with_several_runs_are_points_of_them(releases, tmp_path, capsys):

@@ -26,7 +26,10 @@ Runs and their order
     write, and a directory that reads as one profile stays one run, as before. Points are
     ordered, ``auto``: by recording time when every run's provenance has one (``RECORDED_AT``;
     no reader fills it yet, so today this is always the next rule), else by name in natural order (``run9`` before ``run10``; a baseline's name, a profile's path as
-    given); ``name`` forces that, ``given`` keeps the command line's order.
+    given); ``name`` forces that, ``given`` keeps the command line's order. The outputs number
+    the points from 1 and call them what they are: "run N" when every point is one run,
+    "version N" (with the version's name) when a version holds several runs, so the number
+    never counts runs it does not count.
 Keys
     ``overall:e2e``, ``overall:computing``, ``overall:comm``, ``overall:free``, the memory peaks,
     the ``top`` op:/kernel:/comm: rows with the largest median in the last run (the largest
@@ -61,7 +64,7 @@ Several runs a point (steps nested in runs)
     3 % (400 series a case): flat, 0 % and 0 % false change points, 0 % and 0.25 % with one run
     of one point 30 % slower; a +10 % step at point 6 found there in 100 % and 75.5 % (a change
     point elsewhere in 0 % and 1 %), 70 % and 46 % with such a slow run elsewhere. One run a
-    point (one step each) gives 0 % and 3.5 % flat, 100 % and 67 % found
+    point (one step each) gives 0 % and 2 % flat, 100 % and 67 % found
     (``tests/test_history_runs.py`` pins these rates on 200 series a case).
 Change points: exact optimal partitioning with a noise-scaled penalty
     On each key's series of run medians y (natural log, so a step is a relative change; a
@@ -77,32 +80,42 @@ Change points: exact optimal partitioning with a noise-scaled penalty
     β = ``PENALTY_FACTOR`` · σ² · ln n with c = 3: the leading term of the modified BIC
     (Zhang & Siegmund 2007), the default penalty of R's ``changepoint`` package for a change in
     mean; BIC's 2 σ² ln n splits noise more often when there are few runs. σ is the run-to-run
-    noise, estimated robustly: median |y[i+1] − y[i]| / (0.6745·√2) (a step moves one
-    difference only, so a few real changes do not inflate it; used from 4 runs on, since the
-    median of 2 differences is their mean and half a step would pass for noise), and at least
+    noise, estimated robustly from the successive differences y[i+1] − y[i] (used from 4 runs
+    on, since the median of 2 differences is their mean and half a step would pass for noise): the
+    larger of median |difference| / (0.6745·√2) and the root mean square of the differences
+    without the largest, / √2 (a step moves one difference only, so neither counts it; the second
+    sees runs that fall in two levels, as on a shared machine — on real one-step CPU recordings
+    the median alone read such noise as 2.6-3.6 % where the runs spread ±4 %; the second only
+    with one run a point: with several, their measured spread stands for it), and at least
     the median of the runs' own standard errors (interval width / (2·1.96)) and ``MIN_NOISE``
     (so a series of identical values gets a positive penalty, not splits on rounding noise). With
     3 runs only the runs' own noise sets the penalty, so run-to-run variation there rests on the
     floors and the separation test. On simulated series
-    of 6 runs × 4 steps with 1 % run-to-run and 2 % step noise, 1 % of flat series get a change
-    point and a 10 % step at run 4 is found there in 97 % of them.
+    of 6 runs × 4 steps with 1 % run-to-run and 2 % step noise (400 series a case), 0 % of flat
+    series get a change point and a 10 % step at run 4 is found there in 94 % of them (98 %
+    before the segments had to stand 3 σ apart, below).
 Persistence
-    Every segment holds at least ``MIN_SEGMENT`` (2) runs, except the newest, which may stand
-    alone: one slow run cannot be a level of its own. The ``PERSIST_RUNS`` (2) runs on either side
+    Every segment holds at least ``MIN_SEGMENT`` (2) runs — 3 when every run is one step —
+    except the newest, which may stand alone: one slow run cannot be a level of its own, nor,
+    with one-step runs, two (on real one-step CPU recordings a slow pair set up about a third of
+    the remaining false change points; simulated flat series at 3 % noise 3.75 -> 2 %, power
+    unchanged). The ``PERSIST_RUNS`` (2) runs on either side
     of a boundary must each lie on their own segment's side of the midpoint between the two
-    segments' medians (a slow run absorbed into a two-run segment fails this). With one-step runs,
-    where steps cannot separate runs, the segments' mean logs must be ``SEGMENT_Z`` (3) σ·√(1/na
-    + 1/nb) apart (σ: the robust run-to-run noise above), and the newest run alone is only a
-    candidate until one more run confirms it.
+    segments' medians (a slow run absorbed into a two-run segment fails this). With one run a
+    point the segments' mean logs must be ``SEGMENT_Z`` (3) σ·√(1/na + 1/nb) apart (σ: the robust
+    run-to-run noise above): with one step a run nothing else tells them apart, and with several
+    the steps of one run do not show its run-level offset, so steps that separate two runs are
+    not enough (the segmentation alone splits from √(3 ln n) σ on: 2.3 σ at 6 runs, 2.6 σ at 10).
+    With one-step runs the newest run alone is only a candidate until one more run confirms it.
 Which boundaries are reported
     A boundary of the segmentation is a change point only when it persists (above) and when the step between the medians of
     the segments on either side (the median of their run medians) clears the verdict's floors
     (``perfcmp.verdict.Thresholds``: ≥ 5 % and ≥ 20 µs per step or 1 MiB; for time rows other
     than E2E also ≥ 0.5 % of the E2E before) AND the two runs on either side of it are separated:
     their bootstrap intervals do not overlap in the direction of the step, or their step samples
-    differ by a two-sided Mann–Whitney U test (``perfcmp.stats``) at ``alpha``; when either run
-    has a single step there is nothing to test and the floors alone decide ("n=1: floors only",
-    as in the verdict). Boundaries that fail are kept as ``candidates`` with the reason. Larger
+    differ by a two-sided Mann–Whitney U test (``perfcmp.stats``) at ``alpha``, and (one run a
+    point) the segments stand 3 σ apart; when either run has a single step there are no steps to
+    test and the floors and the segments' distance decide ("n=1: segments z σ apart"). Boundaries that fail are kept as ``candidates`` with the reason. Larger
     is worse (time and memory): a rise is a regression, a fall an improvement. A slow drift of
     small steps, none clearing the floors, is not reported.
 Gates and exit codes (as ``perfcmp compare``)

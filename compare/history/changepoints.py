@@ -67,12 +67,21 @@ def segment(y: np.ndarray, penalty: float, min_size: int = 1, last_min: int | No
     return sorted(cuts)
 
 
-def noise(y: np.ndarray, standard_errors: list[float] = ()) -> float:
-    """Robust run-to-run σ of ``y``: median |successive difference| / (0.6745·√2) — from 3
-    differences on (with 2, their median is their mean and a step would count as noise) — at
-    least the median of the runs' standard errors, and at least ``MIN_NOISE``."""
-    diffs = np.abs(np.diff(np.asarray(y, dtype=float)))
-    sigma = float(np.median(diffs)) / (0.6745 * math.sqrt(2)) if len(diffs) >= MIN_DIFFERENCES else 0.0
+def noise(y: np.ndarray, standard_errors: list[float] = (), rms: bool = True) -> float:
+    """Robust run-to-run σ of ``y``: from 3 successive differences on (with 2, their median is
+    their mean and a step would count as noise), median |difference| / (0.6745·√2), and with
+    ``rms`` at least the root mean square of the differences without the largest, / √2 — a step
+    moves one difference only, so neither counts it, and the second sees noise whose runs fall
+    in two levels (a shared machine: many differences near 0, the others the gap), which the
+    median alone reads as less noise than there is; ``rms`` False where the runs' own spread is
+    measured (points of several runs: ``standard_errors``), which a slow run would otherwise
+    count twice. At least the median of the runs' standard errors, and at least ``MIN_NOISE``."""
+    diffs = np.sort(np.abs(np.diff(np.asarray(y, dtype=float))))
+    sigma = 0.0
+    if len(diffs) >= MIN_DIFFERENCES:
+        sigma = float(np.median(diffs)) / (0.6745 * math.sqrt(2))
+        if rms:
+            sigma = max(sigma, math.sqrt(float(np.mean(diffs[:-1] ** 2)) / 2))
     if len(standard_errors):
         sigma = max(sigma, float(np.median(standard_errors)))
     return max(sigma, MIN_NOISE)

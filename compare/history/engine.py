@@ -31,15 +31,16 @@ RANKED_DIMENSIONS = ("op", "kernel", "comm")
 THRESHOLDS_USED = ("relative", "absolute_us", "absolute_bytes", "share_of_step", "alpha")
 RECORDED_AT = "recorded at"  # provenance key of an ISO 8601 recording time (no reader sets it yet)
 PENALTY_FACTOR = 3.0
-MIN_SEGMENT = 2  # runs a segment needs: a change must persist, one slow run is not a level
+MIN_SEGMENT = 2  # runs a segment needs: a change must persist, one slow run is not a level (one
+# step a run: one more, as two slow runs in a row are not rare when each run is one step)
 PERSIST_RUNS = 2  # runs each side of a boundary that must sit on their segment's side of the midpoint
 SEGMENT_Z = 3.0  # one step a run: segment means this many σ·√(1/na + 1/nb) apart
 ONE_STEP = "n=1: floors only"
 Z_95 = 1.959964
 METHOD = (f"optimal partitioning of log run medians, penalty {PENALTY_FACTOR:g}·σ²·ln n (σ: robust run-to-run "
           "noise); reported when the step clears the floors and the runs either side are separated")
-RUNS_METHOD = ("; points of several runs: the median of their run medians, run-to-run variation measured (pooled "
-               "between-run σ) and a boundary's points separated by Student's t on their run medians")
+RUNS_METHOD = ("; versions of several runs: the median of their run medians, run-to-run variation measured (pooled "
+               "between-run σ) and a boundary's versions separated by Student's t on their run medians")
 
 def analyse(runs: list[tuple], options: HistoryOptions, warnings: list[str] | None = None) -> History:
     """The history of ``runs`` under ``options``: its points, (name, source, kind, samples,
@@ -265,9 +266,10 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
         level = level.scaled(series.scale, top if series.scale == "linear" else 1.0)
         series.run_noise, series.run_df = level.sigma, level.df
         errors = [level.sigma / math.sqrt(len(r)) for r in level.runs]
-    sigma = noise(y, errors)
+    sigma = noise(y, errors, rms=level is None)  # several runs a point: their spread is measured
     series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
-    bounds = [0, *segment(y, series.penalty, MIN_SEGMENT, last_min=1), len(y)]
+    one_step = level is None and all(points[i].n < 2 for i in present)  # nothing but the series tells runs apart
+    bounds = [0, *segment(y, series.penalty, MIN_SEGMENT + 1 if one_step else MIN_SEGMENT, last_min=1), len(y)]
     for a, b, c in zip(bounds, bounds[1:], bounds[2:]):
         before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
         e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
@@ -290,11 +292,17 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
             evidence, reason = "", ("the newest run alone, with one step: one more run must confirm that the "
                                     "shift persists")
         elif evidence == ONE_STEP:  # no steps to test: the segments must stand apart from the run-to-run noise
-            z = abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
+            z = _apart(y, a, b, c, sigma)
             evidence = f"n=1: segments {z:.1f} σ apart" if z >= SEGMENT_Z else ""
             if not evidence:
                 reason = (f"one step a run: the segments are {z:.1f} σ of run-to-run noise apart "
                           f"(< {SEGMENT_Z:g} σ)")
+        elif evidence and level is None and _apart(y, a, b, c, sigma) < SEGMENT_Z:
+            # the steps separate the two runs, but steps of one run cannot show its run-level
+            # offset: the segments must also stand apart from the run-to-run noise of the series
+            evidence, reason = "", (f"the runs' steps are separated ({evidence}) but the segments are "
+                                    f"{_apart(y, a, b, c, sigma):.1f} σ of run-to-run noise apart "
+                                    f"(< {SEGMENT_Z:g} σ): steps of one run do not show its run-level offset")
         if not reason and not evidence:
             reason = (f"runs {last + 1} and {first + 1} are not separated (their intervals overlap and "
                       f"Mann-Whitney p ≥ {thresholds.alpha:g})")
@@ -362,9 +370,9 @@ class _RunLevel:
         own = [n for n, r in ((before, self.runs[i]), (after, self.runs[j]))
                if len(r) > 1 and float(r.var(ddof=1)) > SPREAD_OUTLIER * self.sigma ** 2]
         why = f"p = {p:.2g} ≥ {alpha:g}" if p >= alpha else f"p = {p:.2g} but against the step"
-        spread = (f"; the runs of point {' and '.join(map(str, own))} disagree: judged with their own spread"
+        spread = (f"; the runs of version {' and '.join(map(str, own))} disagree: judged with their own spread"
                   if own else "")
-        return (f"the runs of points {before} and {after} are not separated (Student's t on their run medians: "
+        return (f"the runs of versions {before} and {after} are not separated (Student's t on their run medians: "
                 f"{why}{spread})")
 
     def confirms(self, j: int, before: float, after: float) -> str:
@@ -373,13 +381,19 @@ class _RunLevel:
         cannot make a change point."""
         runs = self.raw[j]
         if len(runs) < 2:
-            return "the newest point alone, with one run: one more run must confirm that the shift persists"
+            return "the newest version alone, with one run: one more run must confirm that the shift persists"
         mid = (before + after) / 2
         beyond = int(((runs > mid) if after > before else (runs < mid)).sum())
         if beyond < len(runs):
-            return (f"the newest point alone: {len(runs) - beyond} of its {len(runs)} runs do not show the shift "
+            return (f"the newest version alone: {len(runs) - beyond} of its {len(runs)} runs do not show the shift "
                     "(on the near side of the midpoint)")
         return ""
+
+
+def _apart(y: np.ndarray, a: int, b: int, c: int, sigma: float) -> float:
+    """How many σ of run-to-run noise the means of the segments [a, b) and [b, c) of ``y`` stand
+    apart: |mean y[b:c] − mean y[a:b]| / (σ·√(1/(b − a) + 1/(c − b)))."""
+    return abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
 
 
 def _persists(x: np.ndarray, a: int, b: int, c: int, before: float, after: float) -> str:

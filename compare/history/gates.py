@@ -14,6 +14,7 @@ from perfcmp.results.history import ChangePoint, GateOutcome, History
 def judge_gates(history: History, policy: Policy) -> tuple[list[GateOutcome], int]:
     """Each gate against the most recent change point of every key it selects; the exit code."""
     outcomes, thin = [], False
+    word = "version" if any(r.recordings for r in history.runs) else "run"  # what a change point's index counts
     for gate in policy.gates:
         selected = [s for s in history.series if gate.matches(s.key)]
         if not selected and gate.rows is None:  # a pattern that matches no key of any run: a typo
@@ -28,7 +29,7 @@ def judge_gates(history: History, policy: Policy) -> tuple[list[GateOutcome], in
             if latest is not None and _breaks(gate, latest):
                 failing.append(latest)
         if failing:
-            shown = "; ".join(f"{c.key} {_pct(c)} at run {c.index} ({c.run})" for c in failing[:3])
+            shown = "; ".join(f"{c.key} {_pct(c)} at {word} {c.index} ({c.run})" for c in failing[:3])
             more = f"; and {len(failing) - 3} more" if len(failing) > 3 else ""
             outcomes.append(GateOutcome(expression=gate.expression, failed=True, keys=[c.key for c in failing],
                                         message=f"{gate.expression}: FAILED — {shown}{more}"))

@@ -61,11 +61,18 @@ def run_count(run: Run) -> int:
     return len(run.recordings) if run.recordings else 1
 
 
+def entry_word(history: History) -> str:
+    """What a numbered entry of the history (a point of the series) is, in every output: "run"
+    when each is one run, "version" when one holds several runs (a version directory, a baseline
+    saved with several runs) — then its number counts versions, not runs."""
+    return "version" if several_runs(history) else "run"
+
+
 def over_runs(history: History) -> str:
-    """"6 runs", or with points of several runs "6 points (14 runs)"."""
+    """"6 runs", or with versions of several runs "6 versions (14 runs)"."""
     if not several_runs(history):
         return f"{len(history.runs)} runs"
-    return f"{len(history.runs)} points ({sum(run_count(r) for r in history.runs)} runs)"
+    return f"{len(history.runs)} versions ({sum(run_count(r) for r in history.runs)} runs)"
 
 
 def run_noise_text(series: Series) -> str:
@@ -75,7 +82,7 @@ def run_noise_text(series: Series) -> str:
         return ""
     size = (f"{series.run_noise * 100:.2f} %" if series.scale == "log"
             else f"{series.run_noise:.4f} of the largest value")
-    return f"run-to-run variation of {series.key} measured: σ {size} between runs of a point ({series.run_df} df)"
+    return f"run-to-run variation of {series.key} measured: σ {size} between runs of a version ({series.run_df} df)"
 
 
 def unit_name(unit: str) -> str:

@@ -3,8 +3,8 @@ change points, every run's intervals, and notes (method, gates)."""
 
 from __future__ import annotations
 
-from perfcmp.render.history import (BETTER_FILL, HEAD_FILL, WORSE_FILL, run_count, run_noise_text, scaled, several_runs,
-                                    unit_name, value_text)
+from perfcmp.render.history import (BETTER_FILL, HEAD_FILL, WORSE_FILL, entry_word, run_count, run_noise_text, scaled,
+                                    several_runs, unit_name, value_text)
 from perfcmp.render.ooxml import Style, Workbook
 from perfcmp.results.history import History
 
@@ -20,8 +20,8 @@ def render_file(history: History, path: str, top: int = 10, jobs: int | None = N
 
 def write_xlsx(history: History, path: str) -> None:
     """Runs × keys medians, the change points, every run's intervals, and notes (method, gates);
-    with points of several runs, a ``Runs`` column in the medians and the intervals, the run
-    medians beside each interval, and each point's runs and the measured run-to-run variation
+    with versions of several runs, a ``Runs`` column in the medians and the intervals, the run
+    medians beside each interval, and each version's runs and the measured run-to-run variation
     in the notes."""
     book = Workbook(path, list(SHEETS))
     head = book.style(Style(fill=HEAD_FILL, bold=True))
@@ -38,9 +38,10 @@ def write_xlsx(history: History, path: str) -> None:
 
     keys = history.series
     several = several_runs(history)
+    word = entry_word(history)  # "run", or "version" when versions hold several runs
     extra = ["Runs"] if several else []
-    s = sheet("HistoryMedians", "Median per step of each key in each run (ms; memory MiB)",
-              ["Run #", "Run", "Source", "Kind", "Steps", "Skipped", *extra]
+    s = sheet("HistoryMedians", f"Median per step of each key in each {word} (ms; memory MiB)",
+              [f"{word.capitalize()} #", word.capitalize(), "Source", "Kind", "Steps", "Skipped", *extra]
               + [f"{k.key} ({unit_name(k.unit)})" for k in keys],
               [7, 28, 36, 9, 7, 8] + [6] * len(extra) + [16] * len(keys))
     for i, run in enumerate(history.runs):
@@ -49,8 +50,8 @@ def write_xlsx(history: History, path: str) -> None:
                   + [(scaled(k.points[i].median, k.unit), number[k.unit]) for k in keys])
     s.close()
 
-    s = sheet("ChangePoints", "Change points, newest first: the first run after each change",
-              ["Run #", "Run", "Key", "Unit", "Before", "After", "Diff", "Change", "Direction", "Evidence"],
+    s = sheet("ChangePoints", f"Change points, newest first: the first {word} after each change",
+              [f"{word.capitalize()} #", word.capitalize(), "Key", "Unit", "Before", "After", "Diff", "Change", "Direction", "Evidence"],
               [7, 28, 40, 6, 12, 12, 12, 9, 12, 24])
     for c in history.change_points:
         fill = WORSE_FILL if c.direction == "regression" else BETTER_FILL
@@ -61,8 +62,8 @@ def write_xlsx(history: History, path: str) -> None:
     s.close()
 
     extra = ["Runs used", "Run medians"] if several else []
-    s = sheet("HistoryIntervals", "Each run's median and its 95 % bootstrap interval, per key",
-              ["Run #", "Run", "Key", "Unit", "Median", "CI low", "CI high", "Steps used", *extra],
+    s = sheet("HistoryIntervals", f"Each {word}'s median and its 95 % bootstrap interval, per key",
+              [f"{word.capitalize()} #", word.capitalize(), "Key", "Unit", "Median", "CI low", "CI high", "Steps used", *extra],
               [7, 28, 40, 6, 12, 12, 12, 10] + [10, 40][:len(extra)])
     for k in keys:
         for run, p in zip(history.runs, k.points):
@@ -79,11 +80,11 @@ def write_xlsx(history: History, path: str) -> None:
     notes = [("order", history.order_reason), ("method", history.method), ("exit code", str(history.exit_code))]
     notes += [("gate", g.message) for g in history.gates] + [("warning", w) for w in history.warnings]
     for run in history.runs:
-        notes += [("run", f"point {run.index} ({run.name}): {m.name}, {m.source}, {m.steps} steps, {m.skipped} "
+        notes += [("run", f"version {run.index} ({run.name}): {m.name}, {m.source}, {m.steps} steps, {m.skipped} "
                           "skipped") for m in (run.recordings or [])]
     notes += [("run noise", run_noise_text(k)) for k in keys if run_noise_text(k)]
     for k in keys:
-        notes += [("not reported", f"{k.key} at run {c.index}: {c.reason}") for c in k.candidates]
+        notes += [("not reported", f"{k.key} at {word} {c.index}: {c.reason}") for c in k.candidates]
     for topic, note in notes:
         s.add_row([(topic, text), (note, text)])
     s.close()
