@@ -6,7 +6,7 @@ from __future__ import annotations
 from perfcmp.options import Policy
 from perfcmp.policy import evaluate, exit_code, parse_gate, selects
 from perfcmp.results.samples import HOST_OPS, TIME_BASE, SampleSet
-from perfcmp.verdict import RUN_ALLOWANCE, judge
+from perfcmp.verdict import HOST_ALLOWANCE, RUN_ALLOWANCE, judge
 
 
 def sset(rows: dict[str, list[float]], instances: dict[str, list[list[float]]] | None = None) -> SampleSet:
@@ -81,6 +81,27 @@ def test_a_host_only_change_beyond_the_host_allowance_is_a_regression():
     e2e = by_row(verdict)["overall:e2e"]
     assert e2e.p_adjusted < 0.05 and e2e.verdict == "regressed" and verdict.overall == "regression"
     assert "beyond the run-to-run variation of host-only traces (±40 % of the E2E)" in e2e.note
+
+
+def test_a_host_only_category_on_one_step_is_never_decided_by_the_floors_alone():
+    # one step a side of a CPU-only trace: a category's host op time +12 ms on a 100 ms step
+    # (+12 % of the E2E) clears the floors (5 %, 20 µs, 0.5 % of the step), but host time moves
+    # between processes: within the 40 % allowance, "unchanged"; +45 ms (45 %) is "inconclusive"
+    base = sset({"overall:e2e": [100_000], "overall:computing": [90_000], "overall:computing.matmul": [40_000]})
+    small = sset({"overall:e2e": [112_000], "overall:computing": [102_000], "overall:computing.matmul": [52_000]})
+    large = sset({"overall:e2e": [145_000], "overall:computing": [135_000], "overall:computing.matmul": [85_000]})
+    for side in (base, small, large):
+        side.provenance = {TIME_BASE: HOST_OPS}
+    matmul = by_row(judge(base, small))["overall:computing.matmul"]
+    assert HOST_ALLOWANCE == 0.40 and matmul.n1 and matmul.verdict == "unchanged"
+    assert "moved +12.0 % of the E2E on one step a side, within the ±40 %" in matmul.note
+    verdict = judge(base, large)
+    assert by_row(verdict)["overall:computing.matmul"].verdict == "inconclusive"  # 45 000 / 100 000 > 0.40
+    assert not any(r.verdict in ("regressed", "improved") for r in verdict.rows if r.row != "overall:e2e")
+    # the same step on a device trace: kernel time repeats between runs, the floors decide
+    device_base = sset({"overall:e2e": [100_000], "overall:computing": [90_000], "overall:computing.matmul": [40_000]})
+    device_comp = sset({"overall:e2e": [112_000], "overall:computing": [102_000], "overall:computing.matmul": [52_000]})
+    assert by_row(judge(device_base, device_comp))["overall:computing.matmul"].verdict == "regressed"
 
 
 def _device_pair(slow: float, e2e_comp: float) -> tuple[SampleSet, SampleSet]:
