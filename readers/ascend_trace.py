@@ -21,8 +21,8 @@ import pandas as pd
 
 from perfcmp.readers.chrome import Event, RawJson, event_chunks
 from perfcmp.readers.columns import NO_ARGS, Memo, common_columns, concat, flow_columns, host_columns, floats, ints, thread_key, warn_cut
-from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, merge_warnings,
-                                    steps_from_host, valid_durations)
+from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, join_first,
+                                    merge_warnings, steps_from_host, valid_durations)
 from perfcmp.base.errors import InputError
 from perfcmp.base.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
@@ -277,11 +277,11 @@ class AscendTrace:
         # each task's flow end: the first 'f' on its thread at its start; then the first 's' of that flow's id
         ph = np.asarray(flow["ph"], dtype=object)
         ends, begins = np.flatnonzero(ph == "f"), np.flatnonzero(ph == "s")
-        end = _first_rows([tasks["pid"], tasks["tid"], tasks["ts_ns"]],
-                          [flow["pid"][ends], flow["tid"][ends], flow["ts_ns"][ends]])
+        end = join_first([tasks["pid"], tasks["tid"], tasks["ts_ns"]],
+                         [flow["pid"][ends], flow["tid"][ends], flow["ts_ns"][ends]])
         begin = np.full(n, -1, dtype=np.int64)
         ended = np.flatnonzero(end >= 0)
-        begin[ended] = _first_rows([flow["id"][ends[end[ended]]]], [flow["id"][begins]])
+        begin[ended] = join_first([flow["id"][ends[end[ended]]]], [flow["id"][begins]])
         rows = np.flatnonzero(begin >= 0)
         if len(rows):
             at = begins[begin[rows]]
@@ -349,31 +349,13 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     # MindSpore writes kernel_details Name as "<launch op>/<task>" and graph-mode task names are
     # scope paths: both sides are joined on the name's last "/" component (and the exact start);
     # a task takes the first kernel row of its start and leaf
-    at = _first_rows([hw["ts_ns"], per_unique(hw["name"], _leaf)],
-                     [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)])
+    at = join_first([hw["ts_ns"], per_unique(hw["name"], _leaf)],
+                    [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)])
     rows = np.flatnonzero(at >= 0)
     facts["listed"][rows] = True
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
         facts[col][rows] = kernels[col].to_numpy()[at[rows]]
     return facts
-
-
-def _first_rows(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray:
-    """Per left row, the first right row whose key columns all equal its own (as a pandas merge
-    matches them: by value, a missing value matching a missing one); -1 when none. Numpy on the
-    columns' codes: a join of a few hundred rows costs microseconds, not a merge's milliseconds."""
-    n = len(left[0])
-    key = np.zeros(n + len(right[0]), dtype=np.int64)
-    for a, b in zip(left, right):
-        codes, uniques = pd.factorize(np.concatenate([np.asarray(a), np.asarray(b)]), use_na_sentinel=False)
-        key = pd.factorize(key * len(uniques) + codes)[0]  # the columns so far, renumbered: no overflow
-    keys, first = np.unique(key[n:], return_index=True)  # the first right row of each key
-    out = np.full(n, -1, dtype=np.int64)
-    at = np.searchsorted(keys, key[:n])
-    hit = np.flatnonzero(at < len(keys))
-    hit = hit[keys[at[hit]] == key[hit]]
-    out[hit] = first[at[hit]]
-    return out
 
 
 def _queue_columns(events: list[Event], memo: Memo) -> dict:
