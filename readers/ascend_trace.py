@@ -254,16 +254,14 @@ class AscendTrace:
         task_type = np.concatenate([np.where(facts["core"] != "", facts["core"], hw["task_type"]), np.full(n_ops, "HCCL", dtype=object)])
         group = np.concatenate([np.full(n_hw, "", dtype=object), self._group(ops)])
         stream = np.concatenate([hw["stream"], np.full(n_ops, -1, dtype=np.int64)])
-        device = table("device", name=names, kind=kind, stream=stream, start_us=self._rel_us(cols["ts_ns"]),
-                       dur_us=cols["dur_us"], task_type=task_type, group=group,
-                       launch=self._launches(cols, host))
         # Without kernel_details.csv the op type is still written in the task name
         # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the table's Type, when given, wins.
         guessed = np.where(kind == COMPUTE, op_types_from_names(names), "")
         listed_type = np.concatenate([facts["op_type"], op_facts["op_type"]])
-        device["op_type"] = np.where(listed_type != "", listed_type, guessed)
-        for col in ("input_shapes", "mac_us", "pmu_compute_us"):
-            device[col] = np.concatenate([facts[col], op_facts[col]])
+        device = table("device", name=names, kind=kind, stream=stream, start_us=self._rel_us(cols["ts_ns"]),
+                       dur_us=cols["dur_us"], task_type=task_type, group=group,
+                       launch=self._launches(cols, host), op_type=np.where(listed_type != "", listed_type, guessed),
+                       **{col: np.concatenate([facts[col], op_facts[col]]) for col in ("input_shapes", "mac_us", "pmu_compute_us")})
         self._warn_unlaunched_kernels(device, host)
         return device, stream_comm_tasks
 
