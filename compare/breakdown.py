@@ -144,8 +144,9 @@ class Analyzer:
         self.category[self.is_compute] = categorise(tasks[self.is_compute], profile.host, rules, host_mode=self.host_mode)
         self._transfers: dict[str, tuple[iv.Intervals, bool]] = {}  # per group: window-independent
         timeline = profile.timeline
-        self.lanes = {lane: (timeline["start_us"].to_numpy()[m], (timeline["start_us"] + timeline["dur_us"]).to_numpy()[m])
-                      for lane in ("compute", "comm") for m in [(timeline["lane"] == lane).to_numpy()] if m.any()}
+        lane_of, lane_start = timeline["lane"].to_numpy(dtype=object), timeline["start_us"].to_numpy()
+        lane_end = lane_start + timeline["dur_us"].to_numpy()
+        self.lanes = {lane: (lane_start[m], lane_end[m]) for lane in ("compute", "comm") for m in [lane_of == lane] if m.any()}
         self.pmu_share = np.clip(np.nan_to_num(tasks["pmu_compute_us"].to_numpy() / np.maximum(tasks["dur_us"].to_numpy(), 1e-12),
                                                nan=1.0), 0.0, 1.0)
         self.comm_parts = _comm_parts(profile)
