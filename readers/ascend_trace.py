@@ -142,11 +142,12 @@ class AscendTrace:
                    operator_memory: pd.DataFrame | None = None) -> Profile:
         host = self._host_table()
         device, stream_comm_tasks = self._device_table(host, kernels)
-        if not (host["cat"] == "cpu_op").any() and len(device):
+        is_op = (host["cat"] == "cpu_op").to_numpy()
+        if not is_op.any() and len(device):
             self.warnings.append(ReadWarning(self.shown_as, (
                 "no framework layer in the trace (no Python or MindSpore process with ops): steps, operator, "
                 "module and category-by-op rows are unavailable; profile with CPU activity to get them")))
-        steps = steps_from_host(host[host["cat"] == "cpu_op"], self.shown_as, self.warnings)
+        steps = steps_from_host(host, self.shown_as, self.warnings, rows=is_op)
         device["step_id"] = assign_steps(device, host, steps)
         return Profile(info=info, steps=steps, host=host, device=device,
                        comm_tasks=self._comm_task_table(stream_comm_tasks), memory=self._memory_table(memory),

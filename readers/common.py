@@ -203,9 +203,14 @@ def step_number(name: str) -> int:
     return number if number < 2**63 else NOT_A_STEP
 
 
-def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning]) -> list[Step]:
+def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning],
+                    rows: np.ndarray | None = None) -> list[Step]:
     """``ProfilerStep#N`` host events as steps; repeated ids are merged into one span. A
-    marker whose N does not fit a 64-bit integer is no step (counted in a warning)."""
+    marker whose N does not fit a 64-bit integer is no step (counted in a warning). ``host``:
+    name, start_us, dur_us; ``rows``: a mask of the rows that may be markers (None: all), so
+    that a caller need not copy the table to leave some out."""
+    if rows is not None:
+        host = {col: host[col].to_numpy()[rows] for col in ("name", "start_us", "dur_us")}
     ids = per_unique(host["name"], step_number, dtype=np.int64)
     huge = int((ids == NOT_A_STEP).sum())
     if huge:
@@ -219,8 +224,8 @@ def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning]
     # contiguous; a few markers a side, where a pandas groupby's set-up is the cost
     order = np.argsort(ids[keep], kind="stable")
     step = ids[keep][order]
-    start = host["start_us"].to_numpy()[keep][order]
-    end = start + host["dur_us"].to_numpy()[keep][order]
+    start = np.asarray(host["start_us"])[keep][order]
+    end = start + np.asarray(host["dur_us"])[keep][order]
     first = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
     repeated = int((np.diff(np.r_[first, step.size]) > 1).sum())
     if repeated:
