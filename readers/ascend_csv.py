@@ -178,7 +178,8 @@ def read_csv_columns(path: Path, mapping: dict[str, str], shown_as: str) -> pd.D
             wanted[col] = target
     if len(wanted) < len(frame.columns):
         frame = frame[list(wanted)]
-    return frame.rename(columns=wanted)
+    frame.columns = [wanted[col] for col in frame.columns]  # the frame is this call's own: renamed in place
+    return frame
 
 
 def read_kernel_details(path: Path, shown_as: str, warnings: list[ReadWarning]) -> pd.DataFrame:
