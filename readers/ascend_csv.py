@@ -119,11 +119,12 @@ def numbers(text: pd.Series) -> np.ndarray:
     values = np.array(pd.to_numeric(text, errors="coerce"), dtype=np.float64)  # a copy of its own: written below
     again = np.isnan(values)
     if again.any():
-        values[again] = np.asarray(pd.to_numeric(_clean(text[again]), errors="coerce"), dtype=np.float64)
+        values[again] = np.asarray(pd.to_numeric(_clean(text.to_numpy(dtype=object)[again]), errors="coerce"),
+                                   dtype=np.float64)
     return np.where(np.abs(values) < 1e300, values, np.nan)
 
 
-def _clean(text: pd.Series) -> np.ndarray:
+def _clean(text: pd.Series | np.ndarray) -> np.ndarray:
     """Cells without the tabs and quotes torch_npu wraps numbers in, as an object array; a
     missing cell stays missing (NaN). A list pass of Python's own ``strip``: the three pandas
     string steps it replaces cost a frame's set-up each, more than a side file's few cells."""
