@@ -55,15 +55,17 @@ outermost framework ops stand in for kernels and E2E spans the steps.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from perfcmp.base import intervals as iv
+from perfcmp.base.textmatch import per_unique
 from perfcmp.categories import CHILDREN, COMPUTE_ROWS, MC2_PREFIX, Rules, categorise, parent_of
 from perfcmp.readers.hosttree import propagate_down
-from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, frame as table_of, table
+from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, table
 
 TOLERANCE_US = 1e-6  # float noise allowed when checking that parts add up
 CONCURRENT = "computing.concurrent"  # kernel time counted twice in the category rows (subtracted)
@@ -114,8 +116,11 @@ class Breakdown:
             children = [r for r in self.rows if r.key.startswith(parent + ".") and r.level == 1]
             got = sum(-r.dur_us if r.key == CONCURRENT else r.dur_us for r in children)
             assert abs(got - by_key[parent].dur_us) <= TOLERANCE_US * max(1.0, self.e2e_us), (parent, got)
+        kids_of: dict[tuple[int, str], list[MetricRow]] = {}  # (level, parent key) -> rows, in order
+        for r in self.rows:
+            kids_of.setdefault((r.level, r.key.rsplit(".", 1)[0]), []).append(r)
         for row in self.rows:
-            kids = [r for r in self.rows if r.level == row.level + 1 and r.key.rsplit(".", 1)[0] == row.key and row.level >= 1]
+            kids = kids_of.get((row.level + 1, row.key), []) if row.level >= 1 else []
             if kids:
                 assert abs(sum(k.dur_us for k in kids) - row.dur_us) <= TOLERANCE_US * max(1.0, row.dur_us), row.key
 
@@ -139,8 +144,9 @@ class Analyzer:
         self.category[self.is_compute] = categorise(tasks[self.is_compute], profile.host, rules, host_mode=self.host_mode)
         self._transfers: dict[str, tuple[iv.Intervals, bool]] = {}  # per group: window-independent
         timeline = profile.timeline
-        self.lanes = {lane: (timeline["start_us"].to_numpy()[m], (timeline["start_us"] + timeline["dur_us"]).to_numpy()[m])
-                      for lane in ("compute", "comm") for m in [(timeline["lane"] == lane).to_numpy()] if m.any()}
+        lane_of, lane_start = timeline["lane"].to_numpy(dtype=object), timeline["start_us"].to_numpy()
+        lane_end = lane_start + timeline["dur_us"].to_numpy()
+        self.lanes = {lane: (lane_start[m], lane_end[m]) for lane in ("compute", "comm") for m in [lane_of == lane] if m.any()}
         self.pmu_share = np.clip(np.nan_to_num(tasks["pmu_compute_us"].to_numpy() / np.maximum(tasks["dur_us"].to_numpy(), 1e-12),
                                                nan=1.0), 0.0, 1.0)
         self.comm_parts = _comm_parts(profile)
@@ -183,11 +189,8 @@ class Analyzer:
         host_end = {s.step_id: s.end_us for s in steps}
         step_of = self.tasks["step_id"].to_numpy()
         work = self.is_work if self.is_work.any() else np.ones(len(step_of), dtype=bool)
-        spans = pd.DataFrame({"step": step_of[work], "lo": self.start[work], "hi": self.end[work]})
-        in_steps = spans["step"].isin(list(host_start)).to_numpy()
-        spans = spans[in_steps].groupby("step").agg(lo=("lo", "min"), hi=("hi", "max"))
-        ordered = spans.sort_values(["lo"], kind="stable")
-        ids, firsts, lasts = ordered.index.tolist(), ordered["lo"].tolist(), ordered["hi"].tolist()
+        in_steps = np.isin(step_of[work], list(host_start))
+        ids, firsts, lasts = _spans_by_first(step_of[work][in_steps], self.start[work][in_steps], self.end[work][in_steps])
         if self.is_work.any():
             self._spans = {int(sid): (float(lo), float(hi)) for sid, lo, hi in zip(ids, firsts, lasts)}
         if not ids:
@@ -341,14 +344,12 @@ class Analyzer:
         ``mask``: the live compute kernels among the tasks ``near`` the window (``s``, ``e``)."""
         dur_in = e[mask] - s[mask]
         kernel_iv = iv.union(s[mask], e[mask])
-        frame = table_of({"cat": self.category[near][mask], "dur": dur_in, "pmu": self.pmu_share[near][mask]})
-        per = frame.groupby("cat", sort=True)["dur"]
-        dur = per.sum().to_dict()
-        count = per.size().to_dict()
+        cat = self.category[near][mask]
+        dur, count = _category_sums(cat, dur_in)
         rows: list[MetricRow] = []
         for key in sorted(k for k in dur if k.startswith(MC2_PREFIX)):
-            sub = frame[frame["cat"] == key]
-            compute_part = float((sub["dur"] * sub["pmu"]).sum())
+            of_key = cat == key
+            compute_part = float(pd.Series(dur_in[of_key] * self.pmu_share[near][mask][of_key]).sum())
             rows += [MetricRow(f"computing.{key}", key[len(MC2_PREFIX):], 1, dur[key], int(count[key])),
                      MetricRow(f"computing.{key}.computing", "Computing", 2, compute_part),
                      MetricRow(f"computing.{key}.communication", "Communication", 2, dur[key] - compute_part)]
@@ -421,6 +422,31 @@ class Analyzer:
         return _peak(allocated[allocator]), _peak(reserved[allocator]), _peak(reserved[app])
 
 
+def _category_sums(cat: np.ndarray, dur: np.ndarray) -> tuple[dict[str, float], dict[str, int]]:
+    """Per category of ``cat`` (sorted): Σ ``dur`` (µs) and the count of its rows. The sums are
+    pandas' group sum exactly, a compensated (Kahan) sum per group in row order: pandas' own
+    for many rows, the same steps in a Python loop for a window's few hundred kernels (where a
+    groupby's set-up, ~0.4 ms, is most of the cost). The loop only takes values whose sums
+    cannot overflow (NaN fails the test too): pandas' own rules for infinities stay pandas'."""
+    if len(cat) > KAHAN_LOOP_ROWS or not float(np.abs(dur).max(initial=0.0)) * len(dur) < 1e300:
+        per = pd.Series(dur).groupby(cat, sort=True)
+        return per.sum().to_dict(), per.size().to_dict()
+    sums: dict[str, float] = {}
+    compensation: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for key, value in zip(cat.tolist(), dur.tolist()):
+        total = sums.get(key, 0.0)
+        y = value - compensation.get(key, 0.0)
+        t = total + y
+        compensation[key] = t - total - y
+        sums[key] = t
+        count[key] = count.get(key, 0) + 1
+    return dict(sorted(sums.items())), dict(sorted(count.items()))
+
+
+KAHAN_LOOP_ROWS = 1024  # above this, pandas' compiled group sum costs less than the loop
+
+
 def group_names(column: pd.Series) -> np.ndarray:
     """A task table's communication groups as an object array, a missing name read as "" (the
     group without a name, whose row is ``UNNAMED_GROUP``)."""
@@ -434,6 +460,21 @@ def _inside(regions: iv.Intervals, lo: float, hi: float) -> iv.Intervals:
     starts, ends = regions
     first, last = int(np.searchsorted(ends, lo, side="right")), int(np.searchsorted(starts, hi, side="left"))
     return iv.union(*iv.clip(starts[first:last], ends[first:last], lo, hi))
+
+
+def _spans_by_first(step: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[list[int], list[float], list[float]]:
+    """Per step id of ``step`` (tasks' step ids), its tasks' earliest ``lo`` and latest ``hi``
+    (µs; NaN skipped, as a pandas min/max skips it), the steps ordered by that start (ties:
+    by id). Numpy over the tasks sorted by step, each step's run contiguous: a pandas groupby's
+    set-up costs more than a rank's few thousand tasks."""
+    if not step.size:
+        return [], [], []
+    order = np.argsort(step, kind="stable")
+    step = step[order]
+    first = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
+    los, his = np.fmin.reduceat(lo[order], first), np.fmax.reduceat(hi[order], first)
+    by_start = np.argsort(los, kind="stable")  # NaN last, as pandas sorts it
+    return step[first][by_start].tolist(), los[by_start].tolist(), his[by_start].tolist()
 
 
 def _clamp(value: float, lo: float, hi: float) -> float:
@@ -468,10 +509,9 @@ def transfer_mask(tasks: pd.DataFrame) -> np.ndarray:
     i.e. part of the transfer, as the profiler's communication analysis counts it.
     """
     order = np.lexsort((tasks["start_us"].to_numpy(), tasks["plane"].to_numpy()))  # by plane, then start; stable
-    squeezed = tasks["name"].iloc[order].astype(str).str.lower().str.replace(r"[\s_]", "", regex=True)
-    is_wait = squeezed.str.contains("notifywait").to_numpy()
-    is_rdma = squeezed.str.contains("rdma").to_numpy()
-    is_transfer = squeezed.str.contains("|".join(TRANSFER_WORDS)).to_numpy() & ~is_wait
+    what = per_unique(tasks["name"].to_numpy(dtype=object)[order], _transfer_role, dtype=np.int8)  # once per name
+    is_wait, is_rdma = (what & _WAIT) > 0, (what & _RDMA) > 0
+    is_transfer = ((what & _MOVES) > 0) & ~is_wait
     code = np.where(is_wait, "N", np.where(is_rdma, "R", "O"))
     plane = tasks["plane"].to_numpy()[order]
 
@@ -487,6 +527,20 @@ def transfer_mask(tasks: pd.DataFrame) -> np.ndarray:
     keep = np.zeros(len(code), dtype=bool)
     keep[order] = is_transfer | handshake
     return keep
+
+
+_WAIT, _RDMA, _MOVES = 1, 2, 4  # _transfer_role's bits
+
+
+def _transfer_role(name: object) -> int:
+    """A plane task's name, lowercased without spaces and underscores, as bits: ``_WAIT`` (a
+    Notify_Wait), ``_RDMA``, ``_MOVES`` (it names a transfer: ``TRANSFER_WORDS``)."""
+    squeezed = _SPACES.sub("", str(name).lower())
+    return ((_WAIT if "notifywait" in squeezed else 0) | (_RDMA if "rdma" in squeezed else 0)
+            | (_MOVES if any(word in squeezed for word in TRANSFER_WORDS) else 0))
+
+
+_SPACES = re.compile(r"[\s_]")
 
 
 def exclusive_spans(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,7 @@ this process, and its death is one line (``procs.WorkerDied``, exit 2).
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import pickle
@@ -375,41 +376,50 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
         breakdown = analyzer.breakdown()
         breakdown.check()
     info = profile.info
+    under_an_op = _blocks_under_an_op(profile)
     side = SideSummary(
         source=info.source, device=info.device.value, producer=info.producer, device_name=info.device_name,
         rank=info.rank, metadata=dict(sorted(info.metadata.items())), step=step, steps=list(windows),
         basis=breakdown.basis, window_us=breakdown.window_us, e2e_us=breakdown.e2e_us,
         computing_us=breakdown.computing_us, uncovered_us=breakdown.uncovered_us, free_us=breakdown.free_us,
         peak_allocated_bytes=breakdown.peak_allocated_bytes, peak_reserved_bytes=breakdown.peak_reserved_bytes,
-        process_peak_bytes=breakdown.process_peak_bytes, op_memory_bytes=_op_memory_bytes(profile),
+        process_peak_bytes=breakdown.process_peak_bytes, op_memory_bytes=_op_memory_bytes(profile, under_an_op),
     )
     reference = step_reference(info.format)  # where the format's profiler wrote its own step numbers
     notes = [ReadWarning(info.source, message, count) for message, count in warning_lines(list(checks.values()), reference)]
     notes += [ReadWarning(info.source, message, count) for message, count in
               op_total_lines(check_op_totals(analyzer, profile.reference_ops), op_reference(info.format))]
-    notes += _unowned_memory(profile)
+    notes += _unowned_memory(profile, under_an_op)
     categories = None if analyzer.host_mode else analyzer.category[analyzer.is_compute]
     return side, breakdown, per_step, step_breakdowns, notes, categories, analyzer.comm_op_parts(breakdown.window_us)
 
 
-def _op_memory_bytes(profile: Profile) -> float | None:
-    """Σ of the blocks an NPU export lists per operator (operator_memory.csv, OP_MEMORY) that
-    belong to an op of the trace: the total the memory sheets refine (``perfcmp.invariants``);
-    None for a GPU trace, whose blocks are the allocator's own events. Blocks of no op are
-    said apart (``_unowned_memory``)."""
-    blocks = profile.allocations
-    if profile.info.device != DeviceKind.NPU or blocks.empty:
+def _blocks_under_an_op(profile: Profile) -> np.ndarray | None:
+    """Per block an NPU export lists per operator (operator_memory.csv, OP_MEMORY): whether it
+    belongs to an op of the trace (``details.extract.blocks_under_an_op``, worked out once for
+    the two uses below); None for a GPU trace (its blocks are the allocator's own events) or
+    an export without such blocks."""
+    if profile.info.device != DeviceKind.NPU or profile.allocations.empty:
         return None
-    return float(blocks["bytes"].to_numpy()[blocks_under_an_op(profile)].sum())
+    return blocks_under_an_op(profile)
 
 
-def _unowned_memory(profile: Profile) -> list[ReadWarning]:
+def _op_memory_bytes(profile: Profile, under_an_op: np.ndarray | None) -> float | None:
+    """Σ of the blocks an NPU export lists per operator that belong to an op of the trace
+    (``under_an_op``): the total the memory sheets refine (``perfcmp.invariants``); None for a
+    GPU trace. Blocks of no op are said apart (``_unowned_memory``)."""
+    if under_an_op is None:
+        return None
+    return float(profile.allocations["bytes"].to_numpy()[under_an_op].sum())
+
+
+def _unowned_memory(profile: Profile, under_an_op: np.ndarray | None) -> list[ReadWarning]:
     """A warning when some of an NPU export's operator memory belongs to no op of the trace (its
     op was cut from the trace, or dropped as malformed): how much, left out of the memory sheets."""
-    blocks = profile.allocations
-    if profile.info.device != DeviceKind.NPU or blocks.empty:
+    if under_an_op is None:
         return []
-    lost = ~blocks_under_an_op(profile)
+    blocks = profile.allocations
+    lost = ~under_an_op
     if not lost.any():
         return []
     size, total = float(blocks["bytes"].to_numpy()[lost].sum()), float(blocks["bytes"].sum())
@@ -422,5 +432,13 @@ def analyse_profile(profile: Profile, path: str, options: CompareOptions) -> _Si
     """One already-read profile analysed on its own, the whole window, without detail tables
     unless ``options`` enable a detail dimension (``perfcmp.cluster`` workers use this: they
     need the profile itself too, for what a comparison does not keep)."""
-    return _Side.of(profile, None, path, load_rules(options.categories), _normalizer(options),
-                    options.detail.use_input_shape)
+    rules = shipped_rules() if options.categories is None else load_rules(options.categories)
+    return _Side.of(profile, None, path, rules, _normalizer(options), options.detail.use_input_shape)
+
+
+@functools.cache
+def shipped_rules() -> Rules:
+    """The shipped category rules, parsed once a process: a cluster analyses every rank with
+    them, and parsing the TOML again cost each rank ~0.5 ms (``Rules`` is frozen: one object
+    serves every rank; ``cluster.summary.prepare`` loads it before the workers fork)."""
+    return load_rules(None)

@@ -99,21 +99,24 @@ def check_steps(analyzer: Analyzer, reference: pd.DataFrame, mindspore: bool = F
         # when the trace has ProfilerStep#N) covers the whole profile: the first step's first
         # work to the last step's last work, the first step's Preparing before it
         spans[-1] = (min(lo for lo, _ in spans.values()), max(hi for _, hi in spans.values()))
-    work_iv = _work(analyzer)
+    work_iv, receive = _work(analyzer), _receive_rows(analyzer)
     out = []
     for row in reference.itertuples(index=False):
         sid = int(row.step_id)
         if sid not in spans:
             continue
         span, ours = spans[sid], figures(sid)
+        # the other value the profiler's row may hold: Free with the idle time after the step's
+        # last work, Stage without the step's pipeline bubble (each worked out once a row)
+        also = {"free": ours["free"] + _idle_after(work_iv, span[1]),
+                "stage": ours["stage"] - _bubble(analyzer, receive, span)}
         theirs = {"computing": row.computing_us, "uncovered": row.uncovered_us, "free": row.free_us,
                   "stage": row.stage_us, "preparing": row.preparing_us}
         differences = []
         for key, label in rows:
             if not (np.isfinite(theirs[key]) and np.isfinite(ours[key])):
                 continue
-            accepted = {"free": (ours[key], ours[key] + _idle_after(work_iv, span[1])),
-                        "stage": (ours[key], ours[key] - _bubble(analyzer, span))}.get(key, (ours[key],))
+            accepted = (ours[key], also[key]) if key in also else (ours[key],)
             if all(_differs(value, theirs[key]) for value in accepted):
                 differences.append((label, float(ours[key]), float(theirs[key])))
         out.append(StepCheck(sid, tuple(differences)))
@@ -160,12 +163,17 @@ def _relative(ours: float, theirs: float) -> str:
     return f"{(ours - theirs) / theirs * 100:+.1f} %" if theirs else f"{(ours - theirs) / 1000:+.3f} ms"
 
 
-def _bubble(analyzer: Analyzer, span: tuple[float, float]) -> float:
-    """The step's pipeline bubble as torch_npu counts it (its Stage leaves it out): the summed
-    time of its ``hcom_receive`` collectives inside ``span`` (µs)."""
+def _receive_rows(analyzer: Analyzer) -> np.ndarray:
+    """Positions of the analyzer's ``hcom_receive`` collectives (its task table's COMM rows)."""
     comm = np.flatnonzero(analyzer.is_comm)
-    receive = comm[per_unique(analyzer.tasks["name"].to_numpy(dtype=object)[comm], lambda n: str(n).startswith("hcom_receive"),
-                              dtype=bool)] if len(comm) else comm
+    return comm[per_unique(analyzer.tasks["name"].to_numpy(dtype=object)[comm], lambda n: str(n).startswith("hcom_receive"),
+                           dtype=bool)] if len(comm) else comm
+
+
+def _bubble(analyzer: Analyzer, receive: np.ndarray, span: tuple[float, float]) -> float:
+    """The step's pipeline bubble as torch_npu counts it (its Stage leaves it out): the summed
+    time of its ``hcom_receive`` collectives (``receive``: their task positions) inside
+    ``span`` (µs)."""
     if not len(receive):
         return 0.0
     s, e = iv.clip(analyzer.start[receive], analyzer.end[receive], *span)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perfcmp.readers.common import join_first
 from perfcmp.readers.hosttree import enclosing, thread_label
 from perfcmp.readers.model import ReadWarning
 from perfcmp.base.textmatch import per_unique
@@ -130,8 +131,8 @@ def _enqueuing_op(host: pd.DataFrame, is_op: np.ndarray, queue: pd.DataFrame, co
     """Per correlation id (-1 none): the innermost op around the Enqueue of that id on the
     Enqueue's own thread (-1 when no op holds it), and whether the queue has that Enqueue."""
     out = np.full(len(corr), -1, dtype=np.int64)
-    enq = queue[queue["enqueue"].to_numpy() & (queue["corr"].to_numpy() >= 0)].drop_duplicates("corr")
-    at = pd.Series(np.arange(len(enq)), index=enq["corr"].to_numpy()).reindex(corr).fillna(-1).to_numpy(dtype=np.int64)
+    enq = queue[queue["enqueue"].to_numpy() & (queue["corr"].to_numpy() >= 0)]
+    at = join_first([np.asarray(corr, dtype=np.int64)], [enq["corr"].to_numpy()])  # each id's first Enqueue, -1 none
     found = np.flatnonzero((corr >= 0) & (at >= 0))
     if not len(found):
         return out, np.zeros(len(corr), dtype=bool)

@@ -21,8 +21,8 @@ import pandas as pd
 
 from perfcmp.readers.chrome import Event, RawJson, event_chunks
 from perfcmp.readers.columns import NO_ARGS, Memo, common_columns, concat, flow_columns, host_columns, floats, ints, thread_key, warn_cut
-from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, merge_warnings,
-                                    steps_from_host, valid_durations)
+from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, join_first,
+                                    merge_warnings, steps_from_host, valid_durations)
 from perfcmp.base.errors import InputError
 from perfcmp.base.heap import give_back_free_memory
 from perfcmp.readers.hosttree import enclosing, thread_label
@@ -142,11 +142,12 @@ class AscendTrace:
                    operator_memory: pd.DataFrame | None = None) -> Profile:
         host = self._host_table()
         device, stream_comm_tasks = self._device_table(host, kernels)
-        if not (host["cat"] == "cpu_op").any() and len(device):
+        is_op = (host["cat"] == "cpu_op").to_numpy()
+        if not is_op.any() and len(device):
             self.warnings.append(ReadWarning(self.shown_as, (
                 "no framework layer in the trace (no Python or MindSpore process with ops): steps, operator, "
                 "module and category-by-op rows are unavailable; profile with CPU activity to get them")))
-        steps = steps_from_host(host[host["cat"] == "cpu_op"], self.shown_as, self.warnings)
+        steps = steps_from_host(host, self.shown_as, self.warnings, rows=is_op)
         device["step_id"] = assign_steps(device, host, steps)
         return Profile(info=info, steps=steps, host=host, device=device,
                        comm_tasks=self._comm_task_table(stream_comm_tasks), memory=self._memory_table(memory),
@@ -254,16 +255,14 @@ class AscendTrace:
         task_type = np.concatenate([np.where(facts["core"] != "", facts["core"], hw["task_type"]), np.full(n_ops, "HCCL", dtype=object)])
         group = np.concatenate([np.full(n_hw, "", dtype=object), self._group(ops)])
         stream = np.concatenate([hw["stream"], np.full(n_ops, -1, dtype=np.int64)])
-        device = table("device", name=names, kind=kind, stream=stream, start_us=self._rel_us(cols["ts_ns"]),
-                       dur_us=cols["dur_us"], task_type=task_type, group=group,
-                       launch=self._launches(cols, host))
         # Without kernel_details.csv the op type is still written in the task name
         # ("aclnnMm_MatMulCommon_MatMulV2" -> "MatMulV2"); the table's Type, when given, wins.
         guessed = np.where(kind == COMPUTE, op_types_from_names(names), "")
         listed_type = np.concatenate([facts["op_type"], op_facts["op_type"]])
-        device["op_type"] = np.where(listed_type != "", listed_type, guessed)
-        for col in ("input_shapes", "mac_us", "pmu_compute_us"):
-            device[col] = np.concatenate([facts[col], op_facts[col]])
+        device = table("device", name=names, kind=kind, stream=stream, start_us=self._rel_us(cols["ts_ns"]),
+                       dur_us=cols["dur_us"], task_type=task_type, group=group,
+                       launch=self._launches(cols, host), op_type=np.where(listed_type != "", listed_type, guessed),
+                       **{col: np.concatenate([facts[col], op_facts[col]]) for col in ("input_shapes", "mac_us", "pmu_compute_us")})
         self._warn_unlaunched_kernels(device, host)
         return device, stream_comm_tasks
 
@@ -277,11 +276,11 @@ class AscendTrace:
         # each task's flow end: the first 'f' on its thread at its start; then the first 's' of that flow's id
         ph = np.asarray(flow["ph"], dtype=object)
         ends, begins = np.flatnonzero(ph == "f"), np.flatnonzero(ph == "s")
-        end = _first_rows([tasks["pid"], tasks["tid"], tasks["ts_ns"]],
-                          [flow["pid"][ends], flow["tid"][ends], flow["ts_ns"][ends]])
+        end = join_first([tasks["pid"], tasks["tid"], tasks["ts_ns"]],
+                         [flow["pid"][ends], flow["tid"][ends], flow["ts_ns"][ends]])
         begin = np.full(n, -1, dtype=np.int64)
         ended = np.flatnonzero(end >= 0)
-        begin[ended] = _first_rows([flow["id"][ends[end[ended]]]], [flow["id"][begins]])
+        begin[ended] = join_first([flow["id"][ends[end[ended]]]], [flow["id"][begins]])
         rows = np.flatnonzero(begin >= 0)
         if len(rows):
             at = begins[begin[rows]]
@@ -349,31 +348,13 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     # MindSpore writes kernel_details Name as "<launch op>/<task>" and graph-mode task names are
     # scope paths: both sides are joined on the name's last "/" component (and the exact start);
     # a task takes the first kernel row of its start and leaf
-    at = _first_rows([hw["ts_ns"], per_unique(hw["name"], _leaf)],
-                     [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)])
+    at = join_first([hw["ts_ns"], per_unique(hw["name"], _leaf)],
+                    [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)])
     rows = np.flatnonzero(at >= 0)
     facts["listed"][rows] = True
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
         facts[col][rows] = kernels[col].to_numpy()[at[rows]]
     return facts
-
-
-def _first_rows(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray:
-    """Per left row, the first right row whose key columns all equal its own (as a pandas merge
-    matches them: by value, a missing value matching a missing one); -1 when none. Numpy on the
-    columns' codes: a join of a few hundred rows costs microseconds, not a merge's milliseconds."""
-    n = len(left[0])
-    key = np.zeros(n + len(right[0]), dtype=np.int64)
-    for a, b in zip(left, right):
-        codes, uniques = pd.factorize(np.concatenate([np.asarray(a), np.asarray(b)]), use_na_sentinel=False)
-        key = pd.factorize(key * len(uniques) + codes)[0]  # the columns so far, renumbered: no overflow
-    keys, first = np.unique(key[n:], return_index=True)  # the first right row of each key
-    out = np.full(n, -1, dtype=np.int64)
-    at = np.searchsorted(keys, key[:n])
-    hit = np.flatnonzero(at < len(keys))
-    hit = hit[keys[at[hit]] == key[hit]]
-    out[hit] = first[at[hit]]
-    return out
 
 
 def _queue_columns(events: list[Event], memo: Memo) -> dict:

@@ -148,7 +148,13 @@ def build_host(columns: dict[str, object], backward_tids: set, source: str, warn
     raw = table("host", **columns)
     columns.clear()
     order = order_host(raw)
-    host = table_of({name: _taken(raw, name, order) for name in list(raw.columns)})
+    # the table reordered a column at a time, each unordered column let go as its ordered copy is
+    # made: its two copies never live whole at once (a side's host table is the largest of its
+    # read: 13 MB of the real 35 MB trace's read peak); arrays, not a frame's columns deleted one
+    # at a time (a pandas block rebuild each, ~0.1 ms, 13 per side)
+    unordered = {name: raw[name].to_numpy() for name in raw.columns}
+    del raw
+    host = table_of({name: unordered.pop(name)[order] for name in list(unordered)})
     parent, depth, overrun_ns = nest(host)
     host["parent"] = parent
     host["depth"] = depth
@@ -158,15 +164,6 @@ def build_host(columns: dict[str, object], backward_tids: set, source: str, warn
         own |= host["tid"].isin(backward_tids).to_numpy()
     host["backward"] = propagate_down(parent, own.astype(bool))
     return host, order
-
-
-def _taken(raw: pd.DataFrame, name: str, order: np.ndarray) -> np.ndarray:
-    """Column ``name`` of ``raw`` in ``order``, the unordered column dropped from ``raw`` as it is
-    taken: the table is reordered a column at a time, so its two copies never live whole at once
-    (a side's host table is the largest of its read: 13 MB of the real 35 MB trace's read peak)."""
-    column = raw[name].to_numpy()[order]
-    del raw[name]
-    return column
 
 
 def _warn_misnested(host: pd.DataFrame, overrun_ns: np.ndarray, source: str, warnings: list[ReadWarning]) -> None:
@@ -206,27 +203,35 @@ def step_number(name: str) -> int:
     return number if number < 2**63 else NOT_A_STEP
 
 
-def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning]) -> list[Step]:
+def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning],
+                    rows: np.ndarray | None = None) -> list[Step]:
     """``ProfilerStep#N`` host events as steps; repeated ids are merged into one span. A
-    marker whose N does not fit a 64-bit integer is no step (counted in a warning)."""
+    marker whose N does not fit a 64-bit integer is no step (counted in a warning). ``host``:
+    name, start_us, dur_us; ``rows``: a mask of the rows that may be markers (None: all), so
+    that a caller need not copy the table to leave some out."""
+    if rows is not None:
+        host = {col: host[col].to_numpy()[rows] for col in ("name", "start_us", "dur_us")}
     ids = per_unique(host["name"], step_number, dtype=np.int64)
     huge = int((ids == NOT_A_STEP).sum())
     if huge:
         warnings.append(ReadWarning(source, "ProfilerStep# markers whose number does not fit a 64-bit integer: not read as steps",
                                     huge))
-    rows = host[ids >= 0]
-    if rows.empty:
+    keep = ids >= 0
+    if not keep.any():
         return []
-    spans = pd.DataFrame({
-        "step_id": ids[ids >= 0],
-        "start": rows["start_us"].to_numpy(),
-        "end": (rows["start_us"] + rows["dur_us"]).to_numpy(),
-    })
-    merged = spans.groupby("step_id").agg(start=("start", "min"), end=("end", "max"), n=("start", "size"))
-    repeated = int((merged["n"] > 1).sum())
+    # per step id, ascending: its markers' earliest start and latest end (NaN skipped, as a
+    # pandas min/max skips it: fmin/fmax), numpy over the markers sorted by id, each id's run
+    # contiguous; a few markers a side, where a pandas groupby's set-up is the cost
+    order = np.argsort(ids[keep], kind="stable")
+    step = ids[keep][order]
+    start = np.asarray(host["start_us"])[keep][order]
+    end = start + np.asarray(host["dur_us"])[keep][order]
+    first = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
+    repeated = int((np.diff(np.r_[first, step.size]) > 1).sum())
     if repeated:
         warnings.append(ReadWarning(source, "step ids recorded more than once (their spans were merged)", repeated))
-    return [Step(int(i), float(r.start), float(r.end)) for i, r in merged.sort_index().iterrows()]
+    return [Step(int(i), float(lo), float(hi))
+            for i, lo, hi in zip(step[first], np.fmin.reduceat(start, first), np.fmax.reduceat(end, first))]
 
 
 def step_position(steps: list[Step], when: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -264,18 +269,40 @@ def forward_links(host: pd.DataFrame, flows: dict[str, np.ndarray], origin: int)
 
     The flow starts inside the forward op and ends on the backward op (``autograd::engine::
     evaluate_function: XBackward0``); both ends bind to the innermost host event around them.
+    ``flows``: ph, id (text, as ``columns.flow_columns`` reads it), pid, tid, ts_ns. Of the ends
+    of one id that bind, the first links to the first start of that id that binds.
     """
     out = np.full(len(host), -1, dtype=np.int64)
     if not len(flows.get("ts_ns", ())) or host.empty:
         return out
-    frame = table_of({k: flows[k] for k in ("ph", "id", "pid", "tid", "ts_ns")})  # object columns kept: no str copies
-    frame["row"] = enclosing(host, host["parent"].to_numpy(),
-                             [thread_label(p, t) for p, t in zip(frame["pid"].tolist(), frame["tid"].tolist())],
-                             (frame["ts_ns"].to_numpy(dtype=np.int64) - origin) / 1000.0)
-    starts = frame[(frame["ph"] == "s") & (frame["row"] >= 0)].drop_duplicates("id")
-    ends = frame[(frame["ph"] == "f") & (frame["row"] >= 0)].drop_duplicates("id")
-    arrows = ends.merge(starts, on="id", suffixes=("", "_s"))
-    out[arrows["row"].to_numpy()] = arrows["row_s"].to_numpy()
+    row = enclosing(host, host["parent"].to_numpy(),
+                    [thread_label(p, t) for p, t in zip(flows["pid"].tolist(), flows["tid"].tolist())],
+                    (np.asarray(flows["ts_ns"], dtype=np.int64) - origin) / 1000.0)
+    ph, ids = np.asarray(flows["ph"], dtype=object), np.asarray(flows["id"], dtype=object)
+    starts = np.flatnonzero((ph == "s") & (row >= 0))
+    ends = np.flatnonzero((ph == "f") & (row >= 0))
+    ends = ends[np.sort(np.unique(pd.factorize(ids[ends])[0], return_index=True)[1])]  # each id's first end
+    start_of = join_first([ids[ends]], [ids[starts]])  # per end, its id's first start (-1: none)
+    hit = start_of >= 0
+    out[row[ends[hit]]] = row[starts[start_of[hit]]]
+    return out
+
+
+def join_first(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray:
+    """Per left row, the first right row whose key columns all equal its own (as a pandas merge
+    matches them: by value, a missing value matching a missing one); -1 when none. Numpy on the
+    columns' codes: a join of a few hundred rows costs microseconds, not a merge's milliseconds."""
+    n = len(left[0])
+    key = np.zeros(n + len(right[0]), dtype=np.int64)
+    for a, b in zip(left, right):
+        codes, uniques = pd.factorize(np.concatenate([np.asarray(a), np.asarray(b)]), use_na_sentinel=False)
+        key = pd.factorize(key * len(uniques) + codes)[0]  # the columns so far, renumbered: no overflow
+    keys, first = np.unique(key[n:], return_index=True)  # the first right row of each key
+    out = np.full(n, -1, dtype=np.int64)
+    at = np.searchsorted(keys, key[:n])
+    hit = np.flatnonzero(at < len(keys))
+    hit = hit[keys[at[hit]] == key[hit]]
+    out[hit] = first[at[hit]]
     return out
 
 

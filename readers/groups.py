@@ -115,14 +115,24 @@ def name_groups(profile: Profile, meta: dict[str, GroupMeta]) -> None:
     ``profile.comm_groups``. Groups are ordered by their first collective's start (then by raw
     label), which gives the ordinals of unnamed groups."""
     device, tasks = profile.device, profile.comm_tasks
-    ops = device[(device["kind"] == COMM).to_numpy() & (device["group"] != "").to_numpy()]
-    raw = set(pd.unique(ops["group"])) | {g for g in pd.unique(tasks["group"]) if g}
+    group = device["group"].to_numpy(dtype=object)
+    is_op = np.flatnonzero((device["kind"].to_numpy(dtype=object) == COMM) & (group != ""))
+    op_group, op_start = group[is_op], device["start_us"].to_numpy()[is_op]
+    raw = set(pd.unique(op_group)) | {g for g in pd.unique(tasks["group"]) if g}
     if not raw:
         return
-    first = ops.groupby("group", sort=False)["start_us"].min().to_dict()
+    # per group of collectives: its first start (NaN skipped, as a groupby's min skips it) and
+    # its collectives' kinds, numpy and a set over the few ops rather than two groupbys
+    codes, names = pd.factorize(op_group)  # a missing group: -1, in no group (as groupby drops it)
+    named = codes >= 0
+    starts = np.full(len(names), np.nan)
+    np.fmin.at(starts, codes[named], op_start[named])
+    first = dict(zip(names.tolist(), starts.tolist()))
     order = sorted(raw, key=lambda g: (first.get(g, np.inf), g))
-    kinds = {g: tuple(sorted({collective_kind(n) for n in names}))
-             for g, names in ops.groupby("group", sort=False)["name"].unique().items()}
+    kinds: dict[str, set] = {}
+    for g, n in set(zip(op_group[named].tolist(), device["name"].to_numpy(dtype=object)[is_op][named].tolist())):
+        kinds.setdefault(g, set()).add(collective_kind(n))
+    kinds = {g: tuple(sorted(k)) for g, k in kinds.items()}
     rows = []
     for ordinal, group in enumerate(order, start=1):
         hccl = hccl_name(group)

@@ -11,23 +11,55 @@ import pytest
 from perfcmp.cluster.summary import WorkUnit, decode, prepare, summarise
 from perfcmp.readers import ascend_csv
 from perfcmp.readers.ascend_memory import _same_name_around
-from perfcmp.readers.ascend_trace import _first_rows
+from perfcmp.readers.common import forward_links, join_first, steps_from_host
 
 
-def test_first_rows_takes_the_first_equal_row_of_every_key_column():
+def test_join_first_takes_the_first_equal_row_of_every_key_column():
     left = [np.array([5, 5, 7, 9], dtype=np.int64), np.array(["a", "b", "a", "a"], dtype=object)]
     # right rows: 0 (5, b), 1 (5, a), 2 (5, a) again, 3 (9, b)
     right = [np.array([5, 5, 5, 9], dtype=np.int64), np.array(["b", "a", "a", "b"], dtype=object)]
     # (5, a) -> row 1, its first; (5, b) -> row 0; (7, a) and (9, a): no row
-    assert _first_rows(left, right).tolist() == [1, 0, -1, -1]
+    assert join_first(left, right).tolist() == [1, 0, -1, -1]
 
 
-def test_first_rows_matches_a_missing_value_with_a_missing_one_and_survives_empty_sides():
+def test_join_first_matches_a_missing_value_with_a_missing_one_and_survives_empty_sides():
     left = [np.array([None, "x", 3], dtype=object)]
     right = [np.array(["x", None, 3], dtype=object)]
-    assert _first_rows(left, right).tolist() == [1, 0, 2]  # as pandas' merge matches None with None
-    assert _first_rows([np.array([1, 2])], [np.array([], dtype=np.int64)]).tolist() == [-1, -1]
-    assert _first_rows([np.array([], dtype=np.int64)], [np.array([1])]).tolist() == []
+    assert join_first(left, right).tolist() == [1, 0, 2]  # as pandas' merge matches None with None
+    assert join_first([np.array([1, 2])], [np.array([], dtype=np.int64)]).tolist() == [-1, -1]
+    assert join_first([np.array([], dtype=np.int64)], [np.array([1])]).tolist() == []
+
+
+def test_steps_from_host_merges_a_repeated_id_and_skips_a_missing_end():
+    host = pd.DataFrame({"name": pd.Series(["ProfilerStep#3", "aten::mm", "ProfilerStep#2", "ProfilerStep#3",
+                                            "ProfilerStep#99999999999999999999", "ProfilerStep#4"], dtype=object),
+                         "start_us": [50.0, 1.0, 10.0, 40.0, 5.0, 70.0], "dur_us": [5.0, 1.0, 20.0, 30.0, 1.0, np.nan]})
+    warnings = []
+    got = [(s.step_id, s.start_us, s.end_us) for s in steps_from_host(host, "t", warnings)]
+    # 2: [10, 30); 3: its two markers [50, 55) and [40, 70) -> [40, 70); 4: its only end is NaN (min/max skip it)
+    assert got[:2] == [(2, 10.0, 30.0), (3, 40.0, 70.0)] and got[2][:2] == (4, 70.0) and np.isnan(got[2][2])
+    assert [(w.message.split(":")[0], w.count) for w in warnings] == [
+        ("ProfilerStep# markers whose number does not fit a 64-bit integer", 1),
+        ("step ids recorded more than once (their spans were merged)", 1)]
+    assert steps_from_host(host.iloc[1:2], "t", []) == []
+
+
+def test_forward_links_binds_each_ids_first_end_to_its_first_start():
+    # one thread: row 0 [0, 100) holds row 1 [10, 20) and row 2 [30, 40); row 3 [200, 300) alone
+    host = pd.DataFrame({"pid": pd.Series([1] * 4, dtype=object), "tid": pd.Series([7] * 4, dtype=object),
+                         "start_us": [0.0, 10.0, 30.0, 200.0], "dur_us": [100.0, 10.0, 10.0, 100.0],
+                         "parent": np.array([-1, 0, 0, -1], dtype=np.int64)})
+    # (ph, id, µs): "a" starts in row 1 (15) and again in row 2 (35), ends in row 3 (250) and in row 0 (50);
+    # "b" ends in row 2 (31) before its start in row 1 (11); "c" starts at 500, in no row, ends in row 0 (60)
+    flows = [("s", "a", 15), ("s", "a", 35), ("f", "a", 250), ("f", "a", 50), ("f", "b", 31), ("s", "b", 11),
+             ("s", "c", 500), ("f", "c", 60), ("t", "a", 70)]
+    origin = 1_000_000
+    columns = {"ph": np.array([f[0] for f in flows], dtype=object), "id": np.array([f[1] for f in flows], dtype=object),
+               "pid": np.array([1] * len(flows), dtype=object), "tid": np.array([7] * len(flows), dtype=object),
+               "ts_ns": np.array([origin + f[2] * 1000 for f in flows], dtype=np.int64)}
+    # row 3 <- "a"'s first start (row 1); row 2 <- "b"'s start (row 1); "c" has no start that binds
+    assert forward_links(host, columns, origin).tolist() == [-1, -1, 1, 1]
+    assert forward_links(host.iloc[:0], columns, origin).tolist() == []
 
 
 def test_same_name_around_takes_the_latest_start_and_the_later_row_on_a_tie():
@@ -84,3 +116,21 @@ def test_a_rank_summary_is_the_same_after_prepare(tmp_path):
     outside = step.e2e_us - step.computing_us - step.uncovered_us - step.free_us
     assert outside > 0
     assert step.e2e_us == pytest.approx(step.stage_us + step.receive_us + outside)
+
+
+def test_category_sums_add_up_each_category_as_pandas_group_sum_does():
+    from perfcmp.breakdown import KAHAN_LOOP_ROWS, _category_sums
+
+    cat = np.array(["b", "a", "b", "c"], dtype=object)
+    # a: 2.0; b: 1.5 + 0.25; c: 0.5; categories sorted
+    sums, count = _category_sums(cat, np.array([1.5, 2.0, 0.25, 0.5]))
+    assert list(sums.items()) == [("a", 2.0), ("b", 1.75), ("c", 0.5)] and count == {"a": 1, "b": 2, "c": 1}
+    assert _category_sums(np.array([], dtype=object), np.array([])) == ({}, {})
+    # where the order and compensation of the additions matter, the loop gives pandas' bits; past
+    # KAHAN_LOOP_ROWS pandas sums itself: 1025 rows of 0.1 in "x" and 1 of 1e16 in "y"
+    tricky = np.array([1e16, 1.0, -1e16, 0.1, 0.2, 0.3, 3.0, 1e-9] * 20)
+    keys = np.array(["x", "y"] * 80, dtype=object)
+    assert _category_sums(keys, tricky)[0] == pd.Series(tricky).groupby(keys, sort=True).sum().to_dict()
+    many = np.array(["x"] * (KAHAN_LOOP_ROWS + 1) + ["y"], dtype=object)
+    sums, count = _category_sums(many, np.array([0.5] * (KAHAN_LOOP_ROWS + 1) + [1e16]))
+    assert sums == {"x": 0.5 * (KAHAN_LOOP_ROWS + 1), "y": 1e16} and count == {"x": KAHAN_LOOP_ROWS + 1, "y": 1}
