@@ -17,9 +17,12 @@ from perfcmp.templates import load_layout
 from perfcmp.readers import ascend_links, layout
 
 
-def medians(computing: float, free: float = 100.0, wait: float = 500.0) -> RankMedians:
-    return RankMedians(e2e_us=computing + free + wait, computing_us=computing, uncovered_us=wait, wait_us=wait,
-                       transmit_us=0.0, free_us=free, receive_us=0.0, stage_us=computing + free + wait)
+def medians(computing: float, free: float = 100.0, wait: float = 500.0, preparing: float = 0.0) -> RankMedians:
+    """A rank's medians; ``preparing``: idle time before each step's first work, in the step's
+    E2E and idle time but not in the profiler's Free and Stage."""
+    return RankMedians(e2e_us=computing + free + wait + preparing, computing_us=computing, uncovered_us=wait,
+                       wait_us=wait, transmit_us=0.0, free_us=free, receive_us=0.0, stage_us=computing + free + wait,
+                       idle_us=free + preparing)
 
 
 def test_robust_limits_by_hand():
@@ -34,6 +37,15 @@ def test_one_slow_rank_is_named_and_the_others_wait_on_it():
     found = diagnose.rank_findings("comparison", ranks)
     assert [(f.kind, f.rank) for f in found] == [("slow rank", 5), ("waited for", 5)]
     assert found[0].others_wait_us == pytest.approx(450.0)
+
+
+def test_a_rank_whose_host_starts_its_steps_late_is_host_bound():
+    # the same Free (100 µs) on every rank, but rank 3's device waits 2,000 µs a step for its
+    # host before its first work (Preparing): its idle time 2,100 µs against a median of 100
+    ranks = {r: medians(10_000.0) for r in range(8)}
+    ranks[3] = medians(10_000.0, preparing=2_000.0)
+    found = diagnose.rank_findings("comparison", ranks)
+    assert [(f.kind, f.rank, f.value, f.median) for f in found] == [("host-bound rank", 3, 2_100.0, 100.0)]
 
 
 def test_noise_never_fires():

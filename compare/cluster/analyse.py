@@ -70,7 +70,9 @@ def medians(summary: RankSummary) -> RankMedians | None:
     """The rank's median per step of each metric; None without steps."""
     if not summary.steps:
         return None
-    return RankMedians(**{m: float(np.median([getattr(s, m) for s in summary.steps])) for m in METRICS})
+    idle = [s.e2e_us - s.computing_us - s.uncovered_us for s in summary.steps]
+    return RankMedians(**{m: float(np.median([getattr(s, m) for s in summary.steps])) for m in METRICS},
+                       idle_us=float(np.median(idle)))
 
 
 def _rank_row(rank: int, b: RankSummary | None, c: RankSummary | None, mb: RankMedians | None, mc: RankMedians | None,
@@ -214,7 +216,7 @@ def transport_rows(b: dict[int, RankSummary], c: dict[int, RankSummary]) -> list
 
 
 def _subject_values(findings: list[Finding], mb: dict, mc: dict, lb: dict, lc: dict) -> dict:
-    metric = {"slow rank": "computing_us", "host-bound rank": "free_us"}
+    metric = {"slow rank": "computing_us", "host-bound rank": "idle_us"}
     waits = [diagnose.wait_metric({r: m for r, m in side.items() if m is not None}) for side in (mb, mc)]
     out = {}
     for f in findings:

@@ -18,8 +18,8 @@ ranks (MAD ≈ 0) from flagging a rank that is 0.1 % slower: noise never fires.
 Findings:
 
 * **slow rank**: Computing a high outlier (the card computes slower than its peers);
-* **host-bound rank**: Free a high outlier (the device idles: the host, data loading or a
-  launch-bound loop);
+* **host-bound rank**: idle time a high outlier (the device idles: the host, data loading or a
+  launch-bound loop; all of the step window's idle time, Preparing and After Last Work with Free);
 * **waited for**: the rank's exposed communication (Wait where the export splits it, else all
   uncovered communication) a low outlier: in a collective everyone waits for the last to
   arrive, which itself waits least. ``others_wait_us`` of a slow rank is how much more the
@@ -67,7 +67,7 @@ def rank_findings(run: str, medians: dict[int, RankMedians]) -> list[Finding]:
         return []
     out: list[Finding] = []
     waits = wait_metric(medians)
-    for kind, metric in (("slow rank", "computing_us"), ("host-bound rank", "free_us")):
+    for kind, metric in (("slow rank", "computing_us"), ("host-bound rank", "idle_us")):
         values = {r: getattr(m, metric) for r, m in medians.items()}
         med, _, high, _ = robust_limits(list(values.values()))
         for rank, value in sorted(values.items()):

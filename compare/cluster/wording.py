@@ -14,7 +14,7 @@ from itertools import groupby
 
 from perfcmp.results.cluster import ClusterResult, DetailRank, Finding, Movement
 
-WHAT = {"slow rank": ("the slow rank", "computing"), "host-bound rank": ("a host-bound rank", "free time"),
+WHAT = {"slow rank": ("the slow rank", "computing"), "host-bound rank": ("a host-bound rank", "idle time"),
         "waited for": ("the rank the others wait for", "wait"), "slow link": ("a slow link", "bandwidth")}
 COMPARED_TO = {"slow link": "the median link of its transport type"}
 

@@ -105,7 +105,10 @@ class RankSummary(msgspec.Struct, kw_only=True):
 
 
 class RankMedians(msgspec.Struct, kw_only=True):
-    """A rank's median per step (µs) of each metric, over its steps."""
+    """A rank's median per step (µs) of each metric, over its steps. ``idle_us``: the device's
+    idle time in the step's window, E2E − Computing − Uncovered (Free with its Preparing and After
+    Last Work, which ``free_us`` leaves out as the profiler's Free does): what a host-bound rank
+    has too much of."""
 
     e2e_us: float
     computing_us: float
@@ -115,6 +118,7 @@ class RankMedians(msgspec.Struct, kw_only=True):
     free_us: float
     receive_us: float
     stage_us: float
+    idle_us: float = 0.0
 
 
 class RankRow(msgspec.Struct, kw_only=True):
@@ -146,7 +150,7 @@ class StepPair(msgspec.Struct, kw_only=True):
 class Finding(msgspec.Struct, kw_only=True):
     """One diagnosis within one run (``perfcmp.cluster.diagnose`` states the rules).
 
-    kind: "slow rank" (computing an outlier), "host-bound rank" (free time an outlier), "waited
+    kind: "slow rank" (computing an outlier), "host-bound rank" (idle time an outlier), "waited
     for" (least exposed communication: the others wait in the collective for it), "slow link"
     (bandwidth an outlier low within its transport type). ``value`` / ``median`` / ``threshold``
     are per step µs (ranks) or GB/s (links); ``excess`` = value / median − 1.
