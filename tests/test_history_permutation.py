@@ -102,3 +102,15 @@ def test_holm_across_keys():
     assert free.evidence == "" and free.reason == (
         "n=1: runs p = 0.03, but not across the 3 keys' change points tested on their runs "
         "(Holm: p ≥ 0.05/2 = 0.025)")
+
+
+def test_from_eight_runs_the_newest_run_alone_waits_even_with_steps():
+    # nine runs at 100 then one at 125, 4 steps each with tight intervals: the steps separate
+    # the last two runs, but a permutation cut needs 2 runs on the newest side, so the newest run
+    # alone waits for one more
+    points = [Point(median=v * 1000.0, ci_low=v * 990.0, ci_high=v * 1010.0, n=4)
+              for v in [100, 101, 99, 100, 101, 100, 99, 100, 101, 125]]
+    s = detect("overall:e2e", points, [None] * 10, [p.median for p in points], Thresholds(), NAMES)
+    assert s.change_points == []
+    [candidate] = s.candidates
+    assert candidate.index == 10 and candidate.reason.startswith("the newest run alone: one more run must confirm")

@@ -7,6 +7,7 @@ estimate of a series, and an exact least-squares segmentation with a penalty per
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -180,3 +181,10 @@ def split_p(y: np.ndarray, b: int, min_left: int, min_right: int, resamples: int
     shuffled = rng.permuted(np.broadcast_to(r, (resamples, m)), axis=1)
     null = gains(shuffled, cuts).max(axis=1)
     return float((1 + np.count_nonzero(null >= observed * (1 - 1e-12))) / (1 + resamples))
+
+
+@lru_cache(maxsize=None)
+def best_split_p(runs: int, min_left: int, min_right: int) -> float:
+    """The smallest ``split_p`` a series of ``runs`` runs can give: a perfect split in its middle
+    (no order of fewer runs is rare enough to reach ``alpha`` when this does not)."""
+    return split_p(np.arange(float(runs)), runs // 2, min_left, min_right)

@@ -13,8 +13,8 @@ import numpy as np
 
 from perfcmp import __version__
 from perfcmp.base.errors import NotComparableError, UsageError
-from perfcmp.history.changepoints import (SPREAD_OUTLIER, between_run_noise, median_interval, nested_median_interval,
-                                          noise, segment, split_p)
+from perfcmp.history.changepoints import (SPREAD_OUTLIER, best_split_p, between_run_noise, median_interval,
+                                          nested_median_interval, noise, segment, split_p)
 from perfcmp.history.gates import judge_gates
 from perfcmp.history.options import MIN_RUNS, HistoryOptions
 from perfcmp.options import Gate
@@ -416,13 +416,17 @@ def _runs_apart(y: np.ndarray, a: int, b: int, c: int, sigma: float, evidence: s
     apart as runs: by the permutation test of the boundary (``changepoints.split_p``, segments of
     ``size`` runs, the newest of 2) at ``alpha`` wherever the series holds enough runs for its
     perfect split in the middle to reach it (8 runs on; p the test's, else None); with fewer,
-    by the segments' means standing ``SEGMENT_Z`` σ apart. A newest run alone with one step waits for one more run."""
+    by the segments' means standing ``SEGMENT_Z`` σ apart. A newest run alone waits for one
+    more run where it has one step or where the test decides."""
     if evidence == ONE_STEP and c - b < MIN_SEGMENT:
         return "", "the newest run alone, with one step: one more run must confirm that the shift persists", None
     if not evidence:
         return "", "", None
     right = MIN_SEGMENT if c == len(y) else size
-    if split_p(np.arange(len(y), dtype=float), len(y) // 2, size, MIN_SEGMENT) < alpha:  # long enough to decide
+    if best_split_p(len(y), size, MIN_SEGMENT) < alpha:  # enough runs for their order to decide
+        if c - b < MIN_SEGMENT:
+            return "", ("the newest run alone: one more run must confirm that the shift persists (one run cannot "
+                        "show that its level is not its own run-level offset)"), None
         p = split_p(y[a:c], b - a, size, right)
         if p >= alpha:
             steps = "" if evidence == ONE_STEP else f"the runs' steps are separated ({evidence}) but "
