@@ -114,3 +114,14 @@ def test_from_eight_runs_the_newest_run_alone_waits_even_with_steps():
     assert s.change_points == []
     [candidate] = s.candidates
     assert candidate.index == 10 and candidate.reason.startswith("the newest run alone: one more run must confirm")
+
+
+def test_a_boundary_under_the_floors_does_not_shorten_the_runs_tested():
+    # a +10 % step at run 6 with 1 % noise; the segmentation also cuts before run 9 (109.4 and
+    # 110.0 against 111.6, 111.1, 110.7: −1.3 %, under the 5 % floor). Tested over runs 1-8
+    # only, the perfect 5 | 3 split would reach p ≈ 0.08 at best (segments of 3 on either
+    # side of an inner boundary); over all ten runs, ranks 1..5 then 6..10: p = 2/252
+    s = _one_step([99.6, 99.8, 100.2, 99.9, 99.4, 111.6, 111.1, 110.7, 109.4, 110.0])
+    assert [(c.index, c.evidence) for c in s.change_points] == [(6, "n=1: runs p = 0.0077")]
+    assert [(c.index, c.reason) for c in s.candidates] == [(9, "-1.3 % is under the 5 % floor")]
+    assert split_p(np.arange(8.0), 5, 3, 3) > 0.05

@@ -109,7 +109,8 @@ Runs set apart as runs (one run a point)
     8 % apart, so a chance cluster of fast runs then slow ones looked like a level change to any
     σ-based distance). So from 8 runs on a boundary b between the segments [a, b) and [b, c)
     must also pass a permutation test of the runs themselves (``changepoints.split_p``): the
-    statistic is the between-segment sum of squares of the runs' ranks within [a, c) at b, its
+    statistic is the between-segment sum of squares of the runs' ranks within [a, c) at b ([a, c)
+    spans the neighbouring boundaries whose steps clear the floors: one under them is no level), its
     null the largest such over every cut the segmentation could have made (segments of
     ``MIN_SEGMENT`` runs or 3 for one-step runs, the newest of 2) in ``SCAN_RESAMPLES`` (4000)
     seeded random orders of those runs. Under no change the runs are exchangeable whatever the

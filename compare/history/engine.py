@@ -276,14 +276,14 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
     series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
     one_step = level is None and all(points[i].n < 2 for i in present)  # nothing but the series tells runs apart
     bounds = [0, *segment(y, series.penalty, MIN_SEGMENT + 1 if one_step else MIN_SEGMENT, last_min=1), len(y)]
-    for a, b, c in zip(bounds, bounds[1:], bounds[2:]):
-        before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
-        e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
+    triples = list(zip(bounds, bounds[1:], bounds[2:]))
+    drafts = [_draft(key, unit, x, e2e, present, names, a, b, c, thresholds) for a, b, c in triples]
+    # the runs' test spans the neighbouring boundaries whose steps clear the floors: one that
+    # does not is no level, and must not shorten the runs either side
+    levels = [0, *(b for (_, b, _), (_, floor) in zip(triples, drafts) if not floor), len(y)]
+    for (a, b, c), (change, reason) in zip(triples, drafts):
+        before, after = change.before, change.after
         first, last = present[b], present[b - 1]
-        change = ChangePoint(key=key, unit=unit, index=first + 1, run=names[first], before=before, after=after,
-                             diff=after - before, relative=(after - before) / before if before else None,
-                             direction="regression" if after > before else "improvement")
-        reason = _floors(key, unit, change, float(np.median(e2e_before)) if e2e_before else None, thresholds)
         reason = reason or _persists(x, a, b, c, before, after)
         if level is not None:  # several runs a point: the runs decide, steps of one run cannot
             newest_alone = c == len(y) and c - b < MIN_SEGMENT
@@ -296,7 +296,8 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
                                                     after > before, thresholds.alpha)
         if level is None and not reason:
             size = MIN_SEGMENT + 1 if one_step else MIN_SEGMENT
-            evidence, reason, p = _runs_apart(y, a, b, c, sigma, evidence, size, thresholds.alpha)
+            window = (levels[levels.index(b) - 1], levels[levels.index(b) + 1])
+            evidence, reason, p = _runs_apart(y, a, b, c, window, sigma, evidence, size, thresholds.alpha)
             if p is not None and not reason and run_tests is not None:
                 run_tests.append((p, series, change))
         if not reason and not evidence:
@@ -407,11 +408,12 @@ class _RunLevel:
         return ""
 
 
-def _runs_apart(y: np.ndarray, a: int, b: int, c: int, sigma: float, evidence: str, size: int,
-                alpha: float) -> tuple[str, str, float | None]:
+def _runs_apart(y: np.ndarray, a: int, b: int, c: int, window: tuple[int, int], sigma: float, evidence: str,
+                size: int, alpha: float) -> tuple[str, str, float | None]:
     """(evidence, reason, p) of the boundary at ``b`` of a series of one run a point (y on its
-    scale, the segments [a, b) and [b, c), σ its robust run-to-run noise), given the steps' own
-    ``evidence`` ("" when the boundary runs' steps are not separated, ``ONE_STEP`` when a run has
+    scale, the segments [a, b) and [b, c), σ its robust run-to-run noise, ``window`` the
+    neighbouring boundaries that clear the floors, whose runs the permutation test orders),
+    given the steps' own ``evidence`` ("" when the boundary runs' steps are not separated, ``ONE_STEP`` when a run has
     one step). Steps of one run cannot show its run-level offset, so the runs must also be set
     apart as runs: by the permutation test of the boundary (``changepoints.split_p``, segments of
     ``size`` runs, the newest of 2) at ``alpha`` wherever the series holds enough runs for its
@@ -422,16 +424,16 @@ def _runs_apart(y: np.ndarray, a: int, b: int, c: int, sigma: float, evidence: s
         return "", "the newest run alone, with one step: one more run must confirm that the shift persists", None
     if not evidence:
         return "", "", None
-    right = MIN_SEGMENT if c == len(y) else size
     if best_split_p(len(y), size, MIN_SEGMENT) < alpha:  # enough runs for their order to decide
         if c - b < MIN_SEGMENT:
             return "", ("the newest run alone: one more run must confirm that the shift persists (one run cannot "
                         "show that its level is not its own run-level offset)"), None
-        p = split_p(y[a:c], b - a, size, right)
+        start, end = window
+        p = split_p(y[start:end], b - start, size, MIN_SEGMENT if end == len(y) else size)
         if p >= alpha:
             steps = "" if evidence == ONE_STEP else f"the runs' steps are separated ({evidence}) but "
             return "", (f"{steps}the runs either side are not set apart as runs: permutation p = {p:.2g} ≥ {alpha:g} "
-                        f"over the orders of the {c - a} runs of the two segments (a run-level offset is not a "
+                        f"over the orders of the {end - start} runs of the two segments (a run-level offset is not a "
                         "change)"), None
         return (f"n=1: runs p = {p:.2g}" if evidence == ONE_STEP else f"{evidence}; runs p = {p:.2g}"), "", p
     z = _apart(y, a, b, c, sigma)  # too few runs for their order to be evidence: their distance in σ decides
@@ -449,6 +451,20 @@ def _apart(y: np.ndarray, a: int, b: int, c: int, sigma: float) -> float:
     """How many σ of run-to-run noise the means of the segments [a, b) and [b, c) of ``y`` stand
     apart: |mean y[b:c] − mean y[a:b]| / (σ·√(1/(b − a) + 1/(c − b)))."""
     return abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
+
+
+def _draft(key: str, unit: str, x: np.ndarray, e2e: list[float | None], present: list[int], names: list[str],
+           a: int, b: int, c: int, thresholds: Thresholds) -> tuple[ChangePoint, str]:
+    """The change at the boundary ``b`` between the segments [a, b) and [b, c) of the present
+    points' medians ``x`` (µs or bytes; the medians of the segments either side), and why its
+    step is under the floors ("" when it clears them, ``_floors``)."""
+    before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
+    e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
+    first = present[b]
+    change = ChangePoint(key=key, unit=unit, index=first + 1, run=names[first], before=before, after=after,
+                         diff=after - before, relative=(after - before) / before if before else None,
+                         direction="regression" if after > before else "improvement")
+    return change, _floors(key, unit, change, float(np.median(e2e_before)) if e2e_before else None, thresholds)
 
 
 def _persists(x: np.ndarray, a: int, b: int, c: int, before: float, after: float) -> str:
