@@ -64,7 +64,7 @@ Several runs a point (steps nested in runs)
     3 % (400 series a case): flat, 0 % and 0 % false change points, 0 % and 0.25 % with one run
     of one point 30 % slower; a +10 % step at point 6 found there in 100 % and 75.5 % (a change
     point elsewhere in 0 % and 1 %), 70 % and 46 % with such a slow run elsewhere. One run a
-    point (one step each, Gaussian) gives 0 % and 0.75 % flat, 98.5 % and 68.5 % found, a change
+    point (one step each, Gaussian) gives 0 % and 0.75 % flat, 100 % and 69 % found, a change
     point elsewhere 0 % and 10 % (before the runs' permutation test below: 0 %, 2 %, 100 %, 67 %,
     10.5 %) (``tests/test_history_runs.py`` pins the rates of several runs on 200 series a case).
 Change points: exact optimal partitioning with a noise-scaled penalty
