@@ -14,7 +14,8 @@ Needs the CPU build of torch (``pip install torch==2.13.0``) next to perfcmp:
    that E2E moves about +10 %: the script prints the median E2E of both kinds (1.6: +10.9 % at
    3 steps a run, +15 % at one step, whose only step is the first after the warm-up).
    ``--min-cpu-share`` records a run again while its process was held up by the machine's other
-   work, and uses only the runs that reach it (``calibrate_verdicts``).
+   work, and uses only the runs that reach it (``calibrate_verdicts``). ``--no-record`` records
+   nothing and uses the recordings OUT_DIR holds (another tree's, read only).
 2. Reads every recording once, as ``perfcmp history`` reads its runs
    (``perfcmp.history.inputs.read_runs``).
 3. Builds ``--series`` series of 10 runs by resampling the recordings without replacement
@@ -47,6 +48,16 @@ STEP_AT = 6  # the first slow run of a step series (1-based)
 INJECTED_ROW = "overall:computing.matmul"  # host-only traces: op rows carry no device time; the category holds fc1
 E2E = "overall:e2e"
 GATES = ("e2e:+5%", f"{INJECTED_ROW}:+5%")
+
+
+def existing(out_dir: Path, runs: int) -> dict[str, list[Path]]:
+    """The recordings ``out_dir`` already holds, base0 … and slow0 … below ``runs``, by kind
+    (``--no-record``: nothing is written); SystemExit when a kind has none."""
+    paths = {kind: [p for p in (out_dir / f"{kind}{run}.pt.trace.json.gz" for run in range(runs)) if p.exists()]
+             for kind in ("base", "slow")}
+    if not all(paths.values()):
+        raise SystemExit(f"{out_dir}: no base or no slow recordings to reuse (--no-record)")
+    return paths
 
 
 def read_all(paths: dict[str, list[Path]]) -> dict[str, list[tuple]]:
@@ -114,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slow", type=float, default=1.6, help="slowdown of the injected op (default 1.6)")
     p.add_argument("--series", type=int, default=400, help="series of each kind per step count (default 400)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-record", action="store_true",
+                   help="never record: use the recordings OUT already holds (kindN.pt.trace.json.gz, N < --runs), "
+                        "e.g. another tree's, read only")
     p.add_argument("--min-cpu-share", type=float, default=0.0,
                    help="record a run again (at most 8 times) while its process was on a CPU less than this share "
                         "of its wall time, and use only the runs that reach it (default 0: all)")
@@ -121,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     rng = np.random.default_rng(a.seed)
     for k in (int(s) for s in a.steps.split(",")):
-        paths = on_cpu(record_all(Path(a.out) / f"steps{k}", a.runs, k, a.slow, a.min_cpu_share), a.min_cpu_share)
+        where = Path(a.out) / f"steps{k}"
+        recorded = existing(where, a.runs) if a.no_record else record_all(where, a.runs, k, a.slow, a.min_cpu_share)
+        paths = on_cpu(recorded, a.min_cpu_share)
         sets = read_all(paths)
         e2e_base, e2e_slow = median_e2e(sets["base"]), median_e2e(sets["slow"])
         print(f"\n{k} step{'s' if k > 1 else ''} a run, {len(paths['base'])} base and {len(paths['slow'])} slow runs "

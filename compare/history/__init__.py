@@ -64,8 +64,9 @@ Several runs a point (steps nested in runs)
     3 % (400 series a case): flat, 0 % and 0 % false change points, 0 % and 0.25 % with one run
     of one point 30 % slower; a +10 % step at point 6 found there in 100 % and 75.5 % (a change
     point elsewhere in 0 % and 1 %), 70 % and 46 % with such a slow run elsewhere. One run a
-    point (one step each) gives 0 % and 2 % flat, 100 % and 67 % found
-    (``tests/test_history_runs.py`` pins these rates on 200 series a case).
+    point (one step each, Gaussian) gives 0 % and 0.75 % flat, 100 % and 69 % found, a change
+    point elsewhere 0 % and 10 % (before the runs' permutation test below: 0 %, 2 %, 100 %, 67 %,
+    10.5 %) (``tests/test_history_runs.py`` pins the rates of several runs on 200 series a case).
 Change points: exact optimal partitioning with a noise-scaled penalty
     On each key's series of run medians y (natural log, so a step is a relative change; a
     series holding a 0 is divided by its largest value instead), the segmentation minimising
@@ -101,12 +102,32 @@ Persistence
     the remaining false change points; simulated flat series at 3 % noise 3.75 -> 2 %, power
     unchanged). The ``PERSIST_RUNS`` (2) runs on either side
     of a boundary must each lie on their own segment's side of the midpoint between the two
-    segments' medians (a slow run absorbed into a two-run segment fails this). With one run a
-    point the segments' mean logs must be ``SEGMENT_Z`` (3) σ·√(1/na + 1/nb) apart (σ: the robust
-    run-to-run noise above): with one step a run nothing else tells them apart, and with several
-    the steps of one run do not show its run-level offset, so steps that separate two runs are
-    not enough (the segmentation alone splits from √(3 ln n) σ on: 2.3 σ at 6 runs, 2.6 σ at 10).
-    With one-step runs the newest run alone is only a candidate until one more run confirms it.
+    segments' medians (a slow run absorbed into a two-run segment fails this).
+Runs set apart as runs (one run a point)
+    Steps of one run do not show its run-level offset, and such offsets can be large and
+    bimodal (on real one-step CPU recordings each run in its own process fell on two levels about
+    8 % apart, so a chance cluster of fast runs then slow ones looked like a level change to any
+    σ-based distance). So from 8 runs on a boundary b between the segments [a, b) and [b, c)
+    must also pass a permutation test of the runs themselves (``changepoints.split_p``): the
+    statistic is the between-segment sum of squares of the runs' ranks within [a, c) at b ([a, c)
+    spans the neighbouring boundaries whose steps clear the floors: one under them is no level), its
+    null the largest such over every cut the segmentation could have made (segments of
+    ``MIN_SEGMENT`` runs or 3 for one-step runs, the newest of 2) in ``SCAN_RESAMPLES`` (4000)
+    seeded random orders of those runs. Under no change the runs are exchangeable whatever the
+    distribution of their offsets (two levels, outliers), so p is exact up to the draws and the
+    choice of the cut is paid for; p < ``alpha``. Ten runs split 5 | 5 perfectly give p = 2/252;
+    a perfect split needs 8 runs to reach 0.05, so with 3 to 7 runs the segments' mean logs must
+    instead be ``SEGMENT_Z`` (3) σ·√(1/na + 1/nb) apart (σ: the robust run-to-run noise above;
+    the segmentation alone splits from √(3 ln n) σ on: 2.3 σ at 6 runs). The change points so
+    decided are then corrected across keys by Holm's step-down procedure (the i-th smallest p
+    of m below ``alpha`` / (m − i + 1); ``engine.holm_across_keys``): a chance order of runs
+    shows on E2E, Computing and the op rows at once. The newest run alone (one-step runs, or 8
+    runs on) is only a candidate until one more run confirms it. On real CPU recordings (``benchmarks/
+    calibrate_history.py``, 400 series of 10 runs, one step a run) flat series with a change
+    point on any key fell from 14.8 % to 3.8 %, on E2E from 5.8 to 1.2 %, an E2E change point at
+    the wrong run in step series from 14.5 to 6.2 % (the rest: a base run at the slow level
+    next to the step, which no rule can tell apart), with the step's power unchanged (three steps
+    a run: flat 0.5 -> 0 %, a +10.9 % step found at its run 49.5 -> 51.5 %).
 Which boundaries are reported
     A boundary of the segmentation is a change point only when it persists (above) and when the step between the medians of
     the segments on either side (the median of their run medians) clears the verdict's floors
@@ -114,8 +135,9 @@ Which boundaries are reported
     than E2E also ≥ 0.5 % of the E2E before) AND the two runs on either side of it are separated:
     their bootstrap intervals do not overlap in the direction of the step, or their step samples
     differ by a two-sided Mann–Whitney U test (``perfcmp.stats``) at ``alpha``, and (one run a
-    point) the segments stand 3 σ apart; when either run has a single step there are no steps to
-    test and the floors and the segments' distance decide ("n=1: segments z σ apart"). Boundaries that fail are kept as ``candidates`` with the reason. Larger
+    point) the runs are set apart as runs (above: "…; runs p = …", or "segments z σ apart" under
+    8 runs); when either run has a single step there are no steps to test and the floors and the
+    runs decide ("n=1: runs p = …"). Boundaries that fail are kept as ``candidates`` with the reason. Larger
     is worse (time and memory): a rise is a regression, a fall an improvement. A slow drift of
     small steps, none clearing the floors, is not reported.
 Gates and exit codes (as ``perfcmp compare``)

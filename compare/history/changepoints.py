@@ -7,6 +7,7 @@ estimate of a series, and an exact least-squares segmentation with a penalty per
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -139,3 +140,51 @@ def between_run_noise(groups: list[np.ndarray]) -> tuple[float, int]:
         kept.pop()
     squares, df = sum(t[0] for t in kept), sum(t[1] for t in kept)
     return (math.sqrt(squares / df), df) if df else (0.0, 0)
+
+
+SCAN_RESAMPLES = 4000  # random orders of a segment's runs for the null of the best split
+
+
+def midranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1 … n of ``values``, equal values sharing the mean of their ranks."""
+    values = np.asarray(values, dtype=float)
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(1, len(values) + 1)
+    _, inverse = np.unique(values, return_inverse=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return sums[inverse] / np.bincount(inverse)[inverse]
+
+
+def split_p(y: np.ndarray, b: int, min_left: int, min_right: int, resamples: int = SCAN_RESAMPLES) -> float:
+    """Permutation p of the boundary at ``b`` inside ``y`` (one segment's run values, in order)
+    against runs that are exchangeable (no change: whatever their run-level offsets — two
+    levels, outliers — every order of them is as likely). The statistic is the between-group sum
+    of squares of the runs' ranks, m_l·m_r/m·(mean rank left − mean rank right)², at ``b``; its
+    null is the LARGEST such over every boundary the segmentation could have chosen (left ≥
+    ``min_left``, right ≥ ``min_right`` runs) in each of ``resamples`` random orders of the same
+    ranks, so the choice of the boundary is paid for. p = (1 + orders at least as split) /
+    (1 + resamples); the generator is seeded by the segment's length and ``b`` (deterministic)."""
+    r = midranks(y)
+    m = len(r)
+    cuts = np.arange(min_left, m - min_right + 1)
+    if not (min_left <= b <= m - min_right) or len(cuts) == 0:
+        return 1.0
+    total = float(r.sum())
+
+    def gains(ranks: np.ndarray, at: np.ndarray) -> np.ndarray:
+        left = np.cumsum(ranks, axis=-1)[..., at - 1]
+        return (left / at - (total - left) / (m - at)) ** 2 * at * (m - at) / m
+
+    observed = float(gains(r, np.array([b]))[0])
+    rng = np.random.default_rng([22, m, b])
+    shuffled = rng.permuted(np.broadcast_to(r, (resamples, m)), axis=1)
+    null = gains(shuffled, cuts).max(axis=1)
+    return float((1 + np.count_nonzero(null >= observed * (1 - 1e-12))) / (1 + resamples))
+
+
+@lru_cache(maxsize=None)
+def best_split_p(runs: int, min_left: int, min_right: int) -> float:
+    """The smallest ``split_p`` a series of ``runs`` runs can give: a perfect split in its middle
+    (no order of fewer runs is rare enough to reach ``alpha`` when this does not)."""
+    return split_p(np.arange(float(runs)), runs // 2, min_left, min_right)

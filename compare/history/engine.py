@@ -13,8 +13,8 @@ import numpy as np
 
 from perfcmp import __version__
 from perfcmp.base.errors import NotComparableError, UsageError
-from perfcmp.history.changepoints import (SPREAD_OUTLIER, between_run_noise, median_interval, nested_median_interval,
-                                          noise, segment)
+from perfcmp.history.changepoints import (SPREAD_OUTLIER, best_split_p, between_run_noise, median_interval,
+                                          nested_median_interval, noise, segment, split_p)
 from perfcmp.history.gates import judge_gates
 from perfcmp.history.options import MIN_RUNS, HistoryOptions
 from perfcmp.options import Gate
@@ -34,11 +34,12 @@ PENALTY_FACTOR = 3.0
 MIN_SEGMENT = 2  # runs a segment needs: a change must persist, one slow run is not a level (one
 # step a run: one more, as two slow runs in a row are not rare when each run is one step)
 PERSIST_RUNS = 2  # runs each side of a boundary that must sit on their segment's side of the midpoint
-SEGMENT_Z = 3.0  # one step a run: segment means this many σ·√(1/na + 1/nb) apart
+SEGMENT_Z = 3.0  # one run a point, under 8 runs: segment means this many σ·√(1/na + 1/nb) apart
 ONE_STEP = "n=1: floors only"
 Z_95 = 1.959964
 METHOD = (f"optimal partitioning of log run medians, penalty {PENALTY_FACTOR:g}·σ²·ln n (σ: robust run-to-run "
-          "noise); reported when the step clears the floors and the runs either side are separated")
+          "noise); reported when the step clears the floors and the runs either side are separated (one run a "
+          "point, 8 runs on: as runs, by a permutation test of the boundary, Holm across keys)")
 RUNS_METHOD = ("; versions of several runs: the median of their run medians, run-to-run variation measured (pooled "
                "between-run σ) and a boundary's versions separated by Student's t on their run medians")
 
@@ -56,12 +57,14 @@ def analyse(runs: list[tuple], options: HistoryOptions, warnings: list[str] | No
     refuse_mixed_runs(everyone)
     warnings += comparability_warnings(everyone)
     keys = _keys(kept, options.top, options.policy.gates)
-    series = []
+    series, run_tests = [], []
     e2e = [_point(k, E2E) for k in kept]
     for key in keys:
         points = [_point(k, key) for k in kept]
         steps = [_steps(k, key) for k in kept]
-        series.append(detect(key, points, steps, [p.median for p in e2e], thresholds, [r[0] for r in runs]))
+        series.append(detect(key, points, steps, [p.median for p in e2e], thresholds, [r[0] for r in runs],
+                             run_tests))
+    holm_across_keys(run_tests, thresholds.alpha)
     changes = sorted((c for s in series for c in s.change_points), key=lambda c: (-c.index, c.key))
     several = any(len(k) > 1 for k in kept)
     history = History(
@@ -230,7 +233,7 @@ def _point(kept: list[_Kept], key: str) -> Point:
 
 
 def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: list[float | None],
-           thresholds: Thresholds, names: list[str]) -> Series:
+           thresholds: Thresholds, names: list[str], run_tests: list | None = None) -> Series:
     """The series of ``key`` with its change points (module docstring).
 
     Args:
@@ -243,6 +246,9 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
         e2e: each run's median E2E (µs), for the share-of-step floor of other time keys.
         thresholds: the floors and ``alpha``.
         names: the runs' names, in order.
+        run_tests: where given, (p, series, change point) is appended for every change point
+            that the runs' permutation test let through (one run a point), for the correction
+            across keys (``holm_across_keys``).
     """
     unit = "bytes" if key.startswith("memory:") else "us"
     present = [i for i, p in enumerate(points) if p.median is not None]
@@ -270,14 +276,14 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
     series.noise, series.penalty = sigma, PENALTY_FACTOR * sigma * sigma * math.log(len(y))
     one_step = level is None and all(points[i].n < 2 for i in present)  # nothing but the series tells runs apart
     bounds = [0, *segment(y, series.penalty, MIN_SEGMENT + 1 if one_step else MIN_SEGMENT, last_min=1), len(y)]
-    for a, b, c in zip(bounds, bounds[1:], bounds[2:]):
-        before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
-        e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
+    triples = list(zip(bounds, bounds[1:], bounds[2:]))
+    drafts = [_draft(key, unit, x, e2e, present, names, a, b, c, thresholds) for a, b, c in triples]
+    # the runs' test spans the neighbouring boundaries whose steps clear the floors: one that
+    # does not is no level, and must not shorten the runs either side
+    levels = [0, *(b for (_, b, _), (_, floor) in zip(triples, drafts) if not floor), len(y)]
+    for (a, b, c), (change, reason) in zip(triples, drafts):
+        before, after = change.before, change.after
         first, last = present[b], present[b - 1]
-        change = ChangePoint(key=key, unit=unit, index=first + 1, run=names[first], before=before, after=after,
-                             diff=after - before, relative=(after - before) / before if before else None,
-                             direction="regression" if after > before else "improvement")
-        reason = _floors(key, unit, change, float(np.median(e2e_before)) if e2e_before else None, thresholds)
         reason = reason or _persists(x, a, b, c, before, after)
         if level is not None:  # several runs a point: the runs decide, steps of one run cannot
             newest_alone = c == len(y) and c - b < MIN_SEGMENT
@@ -288,21 +294,12 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
         else:
             evidence = "" if reason else _separated(points[last], points[first], steps[last], steps[first],
                                                     after > before, thresholds.alpha)
-        if evidence == ONE_STEP and c - b < MIN_SEGMENT:
-            evidence, reason = "", ("the newest run alone, with one step: one more run must confirm that the "
-                                    "shift persists")
-        elif evidence == ONE_STEP:  # no steps to test: the segments must stand apart from the run-to-run noise
-            z = _apart(y, a, b, c, sigma)
-            evidence = f"n=1: segments {z:.1f} σ apart" if z >= SEGMENT_Z else ""
-            if not evidence:
-                reason = (f"one step a run: the segments are {z:.1f} σ of run-to-run noise apart "
-                          f"(< {SEGMENT_Z:g} σ)")
-        elif evidence and level is None and _apart(y, a, b, c, sigma) < SEGMENT_Z:
-            # the steps separate the two runs, but steps of one run cannot show its run-level
-            # offset: the segments must also stand apart from the run-to-run noise of the series
-            evidence, reason = "", (f"the runs' steps are separated ({evidence}) but the segments are "
-                                    f"{_apart(y, a, b, c, sigma):.1f} σ of run-to-run noise apart "
-                                    f"(< {SEGMENT_Z:g} σ): steps of one run do not show its run-level offset")
+        if level is None and not reason:
+            size = MIN_SEGMENT + 1 if one_step else MIN_SEGMENT
+            window = (levels[levels.index(b) - 1], levels[levels.index(b) + 1])
+            evidence, reason, p = _runs_apart(y, a, b, c, window, sigma, evidence, size, thresholds.alpha)
+            if p is not None and not reason and run_tests is not None:
+                run_tests.append((p, series, change))
         if not reason and not evidence:
             reason = (f"runs {last + 1} and {first + 1} are not separated (their intervals overlap and "
                       f"Mann-Whitney p ≥ {thresholds.alpha:g})")
@@ -313,6 +310,27 @@ def detect(key: str, points: list[Point], steps: list[np.ndarray | None], e2e: l
             change.evidence = evidence
             series.change_points.append(change)
     return series
+
+
+def holm_across_keys(run_tests: list[tuple[float, Series, ChangePoint]], alpha: float) -> None:
+    """Holm's step-down correction over the change points that the runs' permutation test let
+    through, across every key of the history: sorted by p, the i-th smallest of m must be below
+    ``alpha`` / (m − i + 1), and from the first that is not, it and every larger one go back to
+    the candidates. A chance order of runs shows on several keys at once; without it, each key
+    tested at ``alpha`` would add its own false change points."""
+    ranked = sorted(run_tests, key=lambda t: (t[0], t[2].key, t[2].index))
+    m = len(ranked)
+    failed = False
+    for i, (p, series, change) in enumerate(ranked):
+        limit = alpha / (m - i)
+        failed = failed or p >= limit
+        if failed:
+            series.change_points.remove(change)
+            change.reason = (f"{change.evidence}, but not across the {m} keys' change points tested on their runs "
+                             f"(Holm: p ≥ {alpha:g}/{m - i} = {limit:.2g})")
+            change.evidence = ""
+            series.candidates.append(change)
+            series.candidates.sort(key=lambda c: c.index)
 
 
 @dataclass
@@ -390,10 +408,63 @@ class _RunLevel:
         return ""
 
 
+def _runs_apart(y: np.ndarray, a: int, b: int, c: int, window: tuple[int, int], sigma: float, evidence: str,
+                size: int, alpha: float) -> tuple[str, str, float | None]:
+    """(evidence, reason, p) of the boundary at ``b`` of a series of one run a point (y on its
+    scale, the segments [a, b) and [b, c), σ its robust run-to-run noise, ``window`` the
+    neighbouring boundaries that clear the floors, whose runs the permutation test orders),
+    given the steps' own ``evidence`` ("" when the boundary runs' steps are not separated, ``ONE_STEP`` when a run has
+    one step). Steps of one run cannot show its run-level offset, so the runs must also be set
+    apart as runs: by the permutation test of the boundary (``changepoints.split_p``, segments of
+    ``size`` runs, the newest of 2) at ``alpha`` wherever the series holds enough runs for its
+    perfect split in the middle to reach it (8 runs on; p the test's, else None); with fewer,
+    by the segments' means standing ``SEGMENT_Z`` σ apart. A newest run alone waits for one
+    more run where it has one step or where the test decides."""
+    if evidence == ONE_STEP and c - b < MIN_SEGMENT:
+        return "", "the newest run alone, with one step: one more run must confirm that the shift persists", None
+    if not evidence:
+        return "", "", None
+    if best_split_p(len(y), size, MIN_SEGMENT) < alpha:  # enough runs for their order to decide
+        if c - b < MIN_SEGMENT:
+            return "", ("the newest run alone: one more run must confirm that the shift persists (one run cannot "
+                        "show that its level is not its own run-level offset)"), None
+        start, end = window
+        p = split_p(y[start:end], b - start, size, MIN_SEGMENT if end == len(y) else size)
+        if p >= alpha:
+            steps = "" if evidence == ONE_STEP else f"the runs' steps are separated ({evidence}) but "
+            return "", (f"{steps}the runs either side are not set apart as runs: permutation p = {p:.2g} ≥ {alpha:g} "
+                        f"over the orders of the {end - start} runs of the two segments (a run-level offset is not a "
+                        "change)"), None
+        return (f"n=1: runs p = {p:.2g}" if evidence == ONE_STEP else f"{evidence}; runs p = {p:.2g}"), "", p
+    z = _apart(y, a, b, c, sigma)  # too few runs for their order to be evidence: their distance in σ decides
+    if evidence == ONE_STEP:
+        if z >= SEGMENT_Z:
+            return f"n=1: segments {z:.1f} σ apart", "", None
+        return "", f"one step a run: the segments are {z:.1f} σ of run-to-run noise apart (< {SEGMENT_Z:g} σ)", None
+    if z < SEGMENT_Z:
+        return "", (f"the runs' steps are separated ({evidence}) but the segments are {z:.1f} σ of run-to-run "
+                    f"noise apart (< {SEGMENT_Z:g} σ): steps of one run do not show its run-level offset"), None
+    return evidence, "", None
+
+
 def _apart(y: np.ndarray, a: int, b: int, c: int, sigma: float) -> float:
     """How many σ of run-to-run noise the means of the segments [a, b) and [b, c) of ``y`` stand
     apart: |mean y[b:c] − mean y[a:b]| / (σ·√(1/(b − a) + 1/(c − b)))."""
     return abs(float(np.mean(y[b:c]) - np.mean(y[a:b]))) / (sigma * math.sqrt(1 / (b - a) + 1 / (c - b)))
+
+
+def _draft(key: str, unit: str, x: np.ndarray, e2e: list[float | None], present: list[int], names: list[str],
+           a: int, b: int, c: int, thresholds: Thresholds) -> tuple[ChangePoint, str]:
+    """The change at the boundary ``b`` between the segments [a, b) and [b, c) of the present
+    points' medians ``x`` (µs or bytes; the medians of the segments either side), and why its
+    step is under the floors ("" when it clears them, ``_floors``)."""
+    before, after = float(np.median(x[a:b])), float(np.median(x[b:c]))
+    e2e_before = [e2e[present[j]] for j in range(a, b) if e2e[present[j]] is not None]
+    first = present[b]
+    change = ChangePoint(key=key, unit=unit, index=first + 1, run=names[first], before=before, after=after,
+                         diff=after - before, relative=(after - before) / before if before else None,
+                         direction="regression" if after > before else "improvement")
+    return change, _floors(key, unit, change, float(np.median(e2e_before)) if e2e_before else None, thresholds)
 
 
 def _persists(x: np.ndarray, a: int, b: int, c: int, before: float, after: float) -> str:
