@@ -230,7 +230,8 @@ def times_ns(values: list[Number]) -> np.ndarray:
     finite or beyond ±``LIMIT_US`` (nanoseconds written where µs belong, ``1e400``) becomes
     ``INVALID_NS``; text that is no number at all raises ValueError. Callers filter ``None`` first.
     """
-    if str not in set(map(type, values)):
+    types = set(map(type, values))
+    if str not in types:
         try:
             micro = np.asarray(values, dtype=np.float64)
         except OverflowError:  # an integer beyond float64 (10**400): one by one
@@ -255,7 +256,54 @@ def times_ns(values: list[Number]) -> np.ndarray:
         whole = np.floor(micro)
         ns = whole.astype(np.int64) * 1000 + np.rint((micro - whole) * 1000.0).astype(np.int64)
         return ns if every else np.where(ok, ns, INVALID_NS)
+    if len(types) == 1:  # every value a string (torch_npu writes "1731900000001063.899")
+        return _decimal_ns(values)
     return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
+
+
+# The largest whole µs whose ns (whole * 1000 + thousandths) can be below ``LIMIT_NS``.
+_LIMIT_WHOLE = LIMIT_NS // 1000
+# 10**k for the k-th digit before the point (at most 16 digits: below 2**63 with room to spare).
+_TENS = 10 ** np.arange(16, dtype=np.int64)
+
+
+def _decimal_ns(texts: list[str]) -> np.ndarray:
+    """``_ns`` of every string, the plain ones (digits with at most one point, a digit first,
+    at most 16 before the point: how torch_npu writes a timestamp) read together as a matrix of
+    bytes, one row a string; every other string (a sign, spaces, an exponent, non-ASCII, NUL)
+    by ``_ns`` itself, in order, so that the first that is no number is the one reported."""
+    n = len(texts)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    try:
+        raw = np.array(texts, dtype="S")
+    except UnicodeEncodeError:  # a non-ASCII string: one by one
+        return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
+    width = raw.dtype.itemsize
+    if not n or not width or width > 40:  # empty strings, or long ones (no timestamp is 40 characters)
+        return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
+    byte = raw.view(np.uint8).reshape(n, width)  # a string's bytes, then NULs to the width
+    inside = np.arange(width) < lengths[:, None]
+    digit = (byte >= 48) & (byte <= 57)  # "0".."9"
+    point = byte == 46  # "."; a NUL inside the length is neither, so its string is not plain
+    points = point.sum(axis=1)
+    whole_len = np.where(points == 1, point.argmax(axis=1), lengths)
+    plain = ((digit | point | ~inside).all(axis=1) & (points <= 1) & digit[:, 0] & (whole_len <= 16))
+    # whole µs: the digits before the point, each by its power of ten
+    power = whole_len[:, None] - 1 - np.arange(width)  # the digit's power of ten; < 0 from the point on
+    before = power >= 0
+    value = np.where(before & digit, byte.astype(np.int64) - 48, 0)
+    whole = (value * _TENS[np.clip(power, 0, 15)]).sum(axis=1)
+    # thousandths: the first three digits after the point (the rest cut, as ``_ns`` does)
+    after = -1 - power  # 1 for the first digit after the point
+    thousandths = (np.where((after >= 1) & (after <= 3) & inside & digit, byte.astype(np.int64) - 48, 0)
+                   * np.where((after >= 1) & (after <= 3), 10 ** (3 - np.clip(after, 1, 3)), 0)).sum(axis=1)
+    fits = whole <= _LIMIT_WHOLE
+    ns = np.where(fits, whole, 0) * 1000 + thousandths
+    out = np.where(fits & (ns < LIMIT_NS), ns, INVALID_NS)
+    rest = np.flatnonzero(~plain)
+    if rest.size:
+        out[rest] = np.fromiter((_ns(texts[k]) for k in rest.tolist()), dtype=np.int64, count=rest.size)
+    return out
 
 
 def _ns(value: Number) -> int:

@@ -134,3 +134,19 @@ def test_category_sums_add_up_each_category_as_pandas_group_sum_does():
     many = np.array(["x"] * (KAHAN_LOOP_ROWS + 1) + ["y"], dtype=object)
     sums, count = _category_sums(many, np.array([0.5] * (KAHAN_LOOP_ROWS + 1) + [1e16]))
     assert sums == {"x": 0.5 * (KAHAN_LOOP_ROWS + 1), "y": 1e16} and count == {"x": KAHAN_LOOP_ROWS + 1, "y": 1}
+
+
+def test_times_ns_reads_string_timestamps_together_as_each_alone():
+    from perfcmp.readers.columns import INVALID_NS, times_ns
+
+    # plain: whole µs * 1000 + the first three digits after the point (the rest cut, not rounded);
+    # "5." is 5 µs; 4611686018427387.903 is the last ns below 2**62, .904 is 2**62 itself: out of range;
+    # the rest are read one by one: spaces stripped, a sign, an exponent, a leading point
+    cells = ["1731900000001063.899", "12.3456789", "5.", "4611686018427387.903", "4611686018427387.904",
+             "99999999999999999", " 7.25\t", "-2.5", "1e3", ".5"]
+    assert times_ns(cells).tolist() == [1731900000001063899, 12345, 5000, 4611686018427387903, INVALID_NS,
+                                        INVALID_NS, 7250, -2500, 1_000_000, 500]
+    # the first string that is no number is the one reported, wherever the plain ones are
+    with pytest.raises(ValueError, match="'1x'"):
+        times_ns(["1.5", "1x", "2.5", "y"])
+    assert times_ns(["1.5"] * 3 + ["٣"]).tolist() == [1500] * 3 + [3000]  # non-ASCII digits: by decimal
