@@ -230,6 +230,12 @@ def times_ns(values: list[Number]) -> np.ndarray:
     finite or beyond ±``LIMIT_US`` (nanoseconds written where µs belong, ``1e400``) becomes
     ``INVALID_NS``; text that is no number at all raises ValueError. Callers filter ``None`` first.
     """
+    try:  # the usual from torch_npu: every value a string ("1731900000001063.899")
+        joined = ",".join(values)
+    except TypeError:  # a value that is no string
+        joined = None
+    if joined is not None:
+        return _decimal_ns(values, joined)
     types = set(map(type, values))
     if str not in types:
         try:
@@ -256,8 +262,6 @@ def times_ns(values: list[Number]) -> np.ndarray:
         whole = np.floor(micro)
         ns = whole.astype(np.int64) * 1000 + np.rint((micro - whole) * 1000.0).astype(np.int64)
         return ns if every else np.where(ok, ns, INVALID_NS)
-    if len(types) == 1:  # every value a string (torch_npu writes "1731900000001063.899")
-        return _decimal_ns(values)
     return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
 
 
@@ -267,12 +271,49 @@ _LIMIT_WHOLE = LIMIT_NS // 1000
 _TENS = 10 ** np.arange(16, dtype=np.int64)
 
 
-def _decimal_ns(texts: list[str]) -> np.ndarray:
-    """``_ns`` of every string, the plain ones (digits with at most one point, a digit first,
-    at most 16 before the point: how torch_npu writes a timestamp) read together as a matrix of
-    bytes, one row a string; every other string (a sign, spaces, an exponent, non-ASCII, NUL)
-    by ``_ns`` itself, in order, so that the first that is no number is the one reported."""
+def _one_layout_ns(byte: np.ndarray) -> np.ndarray | None:
+    """``_decimal_ns`` of strings of one length with the point (or none) at one place, all
+    digits else, at most 16 before the point (``byte``: one row of bytes a string, no padding):
+    each part one product with its powers of ten; None for any other strings."""
+    width = byte.shape[1]
+    point = bytes(byte[0]).find(b".")
+    whole_len = width if point < 0 else point
+    if not 1 <= whole_len <= 16:
+        return None
+    digit = byte - np.uint8(48)  # "0".."9" -> 0..9; any other byte wraps above 9
+    if not ((digit[:, :whole_len] <= 9).all() and (point < 0 or ((byte[:, point] == 46).all()
+                                                                  and (digit[:, point + 1:] <= 9).all()))):
+        return None
+    whole = digit[:, :whole_len].astype(np.int64) @ _TENS[whole_len - 1::-1]
+    cut = min(3, width - whole_len - 1)  # digits after the point that count (the rest cut, as ``_ns`` does)
+    ns = np.minimum(whole, _LIMIT_WHOLE + 1) * 1000
+    if cut > 0:
+        ns += digit[:, point + 1:point + 1 + cut].astype(np.int64) @ _TENS[2::-1][:cut]
+    return np.where(ns < LIMIT_NS, ns, INVALID_NS)
+
+
+def _decimal_ns(texts: list[str], joined: str) -> np.ndarray:
+    """``_ns`` of every string (``joined``: them joined with commas), the plain ones (digits with
+    at most one point, a digit first, at most 16 before the point: how torch_npu writes a
+    timestamp) read together as a matrix of bytes, one row a string; every other string (a
+    sign, spaces, an exponent, non-ASCII, NUL) by ``_ns`` itself, in order, so that the first
+    that is no number is the one reported."""
     n = len(texts)
+    if not n:
+        return np.empty(0, dtype=np.int64)
+    try:
+        joined_bytes = (joined + ",").encode("ascii")
+    except UnicodeEncodeError:  # a non-ASCII string: one by one
+        return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
+    if len(joined_bytes) % n == 0:
+        # Rows of one width ending in the comma: when no other byte is a comma (``_one_layout_ns``
+        # allows digits and the point only) the commas are the n separators, so every string
+        # is one row (one encoded byte a character: ASCII). Made without an array of strings.
+        rows = np.frombuffer(joined_bytes, dtype=np.uint8).reshape(n, -1)
+        if (rows[:, -1] == 44).all():
+            same = _one_layout_ns(rows[:, :-1])
+            if same is not None:
+                return same
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     try:
         raw = np.array(texts, dtype="S")

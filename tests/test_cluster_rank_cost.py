@@ -150,3 +150,20 @@ def test_times_ns_reads_string_timestamps_together_as_each_alone():
     with pytest.raises(ValueError, match="'1x'"):
         times_ns(["1.5", "1x", "2.5", "y"])
     assert times_ns(["1.5"] * 3 + ["٣"]).tolist() == [1500] * 3 + [3000]  # non-ASCII digits: by decimal
+
+
+def test_times_ns_reads_timestamps_of_one_layout_as_a_matrix_and_no_other():
+    from perfcmp.readers.columns import INVALID_NS, times_ns
+
+    # one length, the point at one place: 1731900000001063.899 µs; .90 -> 900 ns; 4611686018427388 µs > 2**62 ns
+    assert times_ns(["1731900000001063.899", "1731900000001064.000"]).tolist() == [1731900000001063899,
+                                                                                   1731900000001064000]
+    assert times_ns(["12.90", "07.05"]).tolist() == [12900, 7050]
+    assert times_ns(["4611686018427388", "0000000000000001"]).tolist() == [INVALID_NS, 1000]
+    # lengths 3, 4, 2 fill rows of 3 ("1.2", "3.4", "5.6") once the commas are gone: not one layout;
+    # ".6" is 0.6 µs, read by decimal
+    assert times_ns(["1.2", "3.45", ".6"]).tolist() == [1200, 3450, 600]
+    assert times_ns(["12", "345", "6"]).tolist() == [12000, 345000, 6000]
+    with pytest.raises(ValueError, match="'2,5'"):
+        times_ns(["1.5", "2,5"])
+    assert times_ns([]).tolist() == []
