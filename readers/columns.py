@@ -273,8 +273,22 @@ _TENS = 10 ** np.arange(16, dtype=np.int64)
 
 def _one_layout_ns(byte: np.ndarray) -> np.ndarray | None:
     """``_decimal_ns`` of strings of one length with the point (or none) at one place, all
-    digits else, at most 16 before the point (``byte``: one row of bytes a string, no padding):
-    each part one product with its powers of ten; None for any other strings."""
+    digits else, at most 16 before the point (``byte``: one row of bytes a string, no padding);
+    None for any other strings."""
+    parts = one_layout_parts(byte)
+    if parts is None:
+        return None
+    whole, thousandths = parts
+    ns = np.minimum(whole, _LIMIT_WHOLE + 1) * 1000 + thousandths  # no overflow past 2**62
+    return np.where(ns < LIMIT_NS, ns, INVALID_NS)
+
+
+def one_layout_parts(byte: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Decimal strings of one layout (``byte``: one row of ASCII bytes a string, all of one
+    length, no padding): digits with the point (or none) at one place in every row, 1 to 16
+    digits before it. Their whole part and the first three digits after the point (the rest
+    cut, not rounded) as int64, each one product with its powers of ten; None for any other
+    strings (a sign, a space, a second point, a digit where row 0 has the point ...)."""
     width = byte.shape[1]
     point = bytes(byte[0]).find(b".")
     whole_len = width if point < 0 else point
@@ -285,11 +299,30 @@ def _one_layout_ns(byte: np.ndarray) -> np.ndarray | None:
                                                                   and (digit[:, point + 1:] <= 9).all()))):
         return None
     whole = digit[:, :whole_len].astype(np.int64) @ _TENS[whole_len - 1::-1]
-    cut = min(3, width - whole_len - 1)  # digits after the point that count (the rest cut, as ``_ns`` does)
-    ns = np.minimum(whole, _LIMIT_WHOLE + 1) * 1000
-    if cut > 0:
-        ns += digit[:, point + 1:point + 1 + cut].astype(np.int64) @ _TENS[2::-1][:cut]
-    return np.where(ns < LIMIT_NS, ns, INVALID_NS)
+    cut = min(3, width - whole_len - 1)  # the digits after the point that count
+    if cut <= 0:
+        return whole, np.zeros(len(byte), dtype=np.int64)
+    return whole, digit[:, point + 1:point + 1 + cut].astype(np.int64) @ _TENS[2::-1][:cut]
+
+
+def joined_rows(texts: list, joined: str | None = None) -> np.ndarray | None:
+    """Strings of one length as a matrix of their ASCII bytes (one row a string), when no string
+    holds a comma: None for strings of several lengths, non-ASCII, a comma, or no strings. Made
+    from the strings joined with commas (``joined``, when the caller has it), without an array of
+    strings: a row whose last byte is the comma is one string exactly when no other byte is one."""
+    n = len(texts)
+    if not n:
+        return None
+    try:
+        data = ((",".join(texts) if joined is None else joined) + ",").encode("ascii")
+    except (TypeError, UnicodeEncodeError):  # a cell that is no string; non-ASCII
+        return None
+    if len(data) % n or len(data) // n == 1:
+        return None
+    rows = np.frombuffer(data, dtype=np.uint8).reshape(n, -1)
+    if not (rows[:, -1] == 44).all() or (rows[:, :-1] == 44).any():
+        return None
+    return rows[:, :-1]
 
 
 def _decimal_ns(texts: list[str], joined: str) -> np.ndarray:
@@ -301,24 +334,16 @@ def _decimal_ns(texts: list[str], joined: str) -> np.ndarray:
     n = len(texts)
     if not n:
         return np.empty(0, dtype=np.int64)
-    try:
-        joined_bytes = (joined + ",").encode("ascii")
-    except UnicodeEncodeError:  # a non-ASCII string: one by one
-        return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
-    if len(joined_bytes) % n == 0:
-        # Rows of one width ending in the comma: when no other byte is a comma (``_one_layout_ns``
-        # allows digits and the point only) the commas are the n separators, so every string
-        # is one row (one encoded byte a character: ASCII). Made without an array of strings.
-        rows = np.frombuffer(joined_bytes, dtype=np.uint8).reshape(n, -1)
-        if (rows[:, -1] == 44).all():
-            same = _one_layout_ns(rows[:, :-1])
-            if same is not None:
-                return same
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    rows = joined_rows(texts, joined)
+    if rows is not None:
+        same = _one_layout_ns(rows)
+        if same is not None:
+            return same
     try:
         raw = np.array(texts, dtype="S")
     except UnicodeEncodeError:  # a non-ASCII string: one by one
         return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     width = raw.dtype.itemsize
     if not n or not width or width > 40:  # empty strings, or long ones (no timestamp is 40 characters)
         return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)

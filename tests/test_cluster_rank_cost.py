@@ -167,3 +167,12 @@ def test_times_ns_reads_timestamps_of_one_layout_as_a_matrix_and_no_other():
     with pytest.raises(ValueError, match="'2,5'"):
         times_ns(["1.5", "2,5"])
     assert times_ns([]).tolist() == []
+
+
+def test_exact_ns_reads_tab_ended_cells_of_one_layout_together():
+    # torch_npu's cells: µs with three decimals and a tab; 4611686018427387 µs is the last whole µs read
+    cells = pd.Series(["1731900000001080.837\t", "4611686018427387.999\t", "4611686018427388.000\t"], dtype=object)
+    assert ascend_csv.exact_ns(cells).tolist() == [1731900000001080837, 4611686018427387999, -1]
+    assert ascend_csv.exact_ns(pd.Series(["12.5", "07.2"], dtype=str)).tolist() == [12500, 7200]
+    # a missing cell or a quote: read cell by cell, as before
+    assert ascend_csv.exact_ns(pd.Series(["12.5\t", np.nan, '"7.5"'], dtype=object)).tolist() == [12500, -1, 7500]
