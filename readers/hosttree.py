@@ -35,10 +35,11 @@ def thread_codes(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return track_of_pair[pair_code], labels
 
 
-def order_host(host: pd.DataFrame) -> np.ndarray:
+def order_host(host: pd.DataFrame, threads: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The row order that puts parents before children: thread, start, then longer first; rows
-    alike in all three by ``_tie_order`` (what they are, not where the file lists them)."""
-    codes, labels = thread_codes(host)
+    alike in all three by ``_tie_order`` (what they are, not where the file lists them).
+    ``threads``: the table's ``thread_codes``, when the caller has them."""
+    codes, labels = thread_codes(host) if threads is None else threads
     rank = np.empty(len(labels), dtype=np.int64)
     rank[np.argsort(labels, kind="stable")] = np.arange(len(labels))  # threads in label order
     start, longer = host["start_us"].to_numpy(), -host["dur_us"].to_numpy()
@@ -129,8 +130,10 @@ def _thread_start_key(rank: np.ndarray, start_us: np.ndarray) -> np.ndarray | No
     return rank * span + (start_ns - first).astype(np.int64)
 
 
-def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nest(host: pd.DataFrame, threads: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Parent row and depth of every host event; rows must already be in ``order_host`` order.
+    ``threads``: a code per row, equal for the rows of one track (``thread_codes``), when the
+    caller has them (only which rows share a track matters, not the numbering).
 
     Returns:
         (parent, depth, overrun_ns): ``parent`` is -1 at top level; ``overrun_ns`` is, per row,
@@ -148,7 +151,8 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # would make an op starting exactly at 100.3 the child of one ending there.
     start_ns = np.rint(host["start_us"].to_numpy() * 1000.0).astype(np.int64)
     end_ns = start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)
-    threads = thread_codes(host)[0]
+    if threads is None:
+        threads = thread_codes(host)[0]
     nested = _nest_laminar(start_ns, end_ns, threads)
     if nested is not None:
         return nested
