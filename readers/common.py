@@ -294,10 +294,11 @@ def join_first(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray:
     matches them: by value, a missing value matching a missing one); -1 when none. Numpy on the
     columns' codes: a join of a few hundred rows costs microseconds, not a merge's milliseconds."""
     n = len(left[0])
-    key = np.zeros(n + len(right[0]), dtype=np.int64)
+    key = None
     for a, b in zip(left, right):
         codes, uniques = pd.factorize(np.concatenate([np.asarray(a), np.asarray(b)]), use_na_sentinel=False)
-        key = pd.factorize(key * len(uniques) + codes)[0]  # the columns so far, renumbered: no overflow
+        # the columns so far, renumbered (no overflow); the first column's codes are its key as they are
+        key = codes if key is None else pd.factorize(key * len(uniques) + codes)[0]
     keys, first = np.unique(key[n:], return_index=True)  # the first right row of each key
     out = np.full(n, -1, dtype=np.int64)
     at = np.searchsorted(keys, key[:n])
