@@ -126,10 +126,12 @@ def numbers(text: pd.Series) -> np.ndarray:
     or beyond 1e300: a value no profiler writes, which would overflow the sums made of it).
     The cells read as they are first; only those that do not are cleaned (``_clean``) and read again."""
     values = np.array(pd.to_numeric(text, errors="coerce"), dtype=np.float64)  # a copy of its own: written below
-    again = np.isnan(values)
-    if again.any():
-        values[again] = np.asarray(pd.to_numeric(_clean(text.to_numpy(dtype=object)[again]), errors="coerce"),
-                                   dtype=np.float64)
+    again = np.flatnonzero(np.isnan(values))
+    if again.size:
+        cells = text.to_numpy(dtype=object)[again]
+        again, cells = again[~_blank(cells)], cells[~_blank(cells)]  # N/A and empty cells: no number, cleaned or not
+        if again.size:
+            values[again] = np.asarray(pd.to_numeric(_clean(cells), errors="coerce"), dtype=np.float64)
     return np.where(np.abs(values) < 1e300, values, np.nan)
 
 

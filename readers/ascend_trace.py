@@ -235,8 +235,9 @@ class AscendTrace:
         in_hccl = np.isin(self.role, HCCL_ROLES)
         hw, _ = self._rows(self.role == HARDWARE, "device tasks")
         ops, _ = self._rows(in_hccl & (self._plane() == -1), "communication ops")
-        facts = _kernel_facts(hw, kernels)
-        op_facts = _kernel_facts(ops, kernels)  # the kernel table lists collectives too (Type hcom_allReduce_)
+        kernel_keys = _kernel_keys(kernels)
+        facts = _kernel_facts(hw, kernels, kernel_keys)
+        op_facts = _kernel_facts(ops, kernels, kernel_keys)  # the kernel table lists collectives too (Type hcom_allReduce_)
         has_table = kernels is not None
         kind_hw, misfit = task_kinds(hw["name"], hw["task_type"], facts["listed"], facts["core"], has_table)
         if misfit:
@@ -341,10 +342,20 @@ class AscendTrace:
                      reserved_bytes=memory["reserved_bytes"].to_numpy(), component=memory["component"].to_numpy())
 
 
-def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> dict[str, np.ndarray]:
+def _kernel_keys(kernels: pd.DataFrame | None) -> list[np.ndarray] | None:
+    """The kernel table's join keys for ``_kernel_facts``: start_ns and the name's last "/"
+    component (None without a table); made once for the tasks and once for the collectives."""
+    if kernels is None or kernels.empty:
+        return None
+    return [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)]
+
+
+def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None,
+                  keys: list[np.ndarray] | None) -> dict[str, np.ndarray]:
     """Per hardware task, what the kernel table says of it: ``listed`` (it has a row with the
     same start and name), ``core`` (Accelerator Core / Task Type, "" when N/A), ``op_type``,
-    ``input_shapes``, ``mac_us``, ``pmu_compute_us`` (NaN when not measured)."""
+    ``input_shapes``, ``mac_us``, ``pmu_compute_us`` (NaN when not measured). ``keys``: the
+    table's ``_kernel_keys``."""
     n = len(hw["ts_ns"])
     facts = {"listed": np.zeros(n, dtype=bool), "core": np.full(n, "", dtype=object), "op_type": np.full(n, "", dtype=object),
              "input_shapes": np.full(n, "", dtype=object), "mac_us": np.full(n, np.nan), "pmu_compute_us": np.full(n, np.nan)}
@@ -353,8 +364,7 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     # MindSpore writes kernel_details Name as "<launch op>/<task>" and graph-mode task names are
     # scope paths: both sides are joined on the name's last "/" component (and the exact start);
     # a task takes the first kernel row of its start and leaf
-    at = join_first([hw["ts_ns"], per_unique(hw["name"], _leaf)],
-                    [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)])
+    at = join_first([hw["ts_ns"], per_unique(hw["name"], _leaf)], keys)
     rows = np.flatnonzero(at >= 0)
     facts["listed"][rows] = True
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
