@@ -204,22 +204,24 @@ def read_kernel_details(path: Path, shown_as: str, warnings: list[ReadWarning]) 
     for needed in ("name", "start", "dur_us"):
         if needed not in raw.columns:
             raise InputError(f"kernel_details.csv has no {needed!r} column; expected Name, Start Time(us), Duration(us)", shown_as)
+    start_ns, mac_us = exact_ns(raw["start"]), _num(raw, "mac_us")
+    mte2, aiv = _num(raw, "mte2_us"), _num(raw, "aiv_us")
     out = pd.DataFrame({
         "name": _names(raw["name"], shown_as, warnings),
         "op_type": _text(raw, "op_type"),
         "core": _text(raw, "core"),
-        "start_ns": exact_ns(raw["start"]),
+        "start_ns": start_ns,
         "dur_us": numbers(raw["dur_us"]),
         "input_shapes": shapes(raw["input_shapes"]) if "input_shapes" in raw else np.full(len(raw), "", dtype=object),
         "step_id": _num(raw, "step_id"),
-        "mac_us": _num(raw, "mac_us"),
+        "mac_us": mac_us,
+        "pmu_compute_us": np.fmax(mac_us, mte2) + np.nan_to_num(aiv),
     })
-    mte2, aiv = _num(raw, "mte2_us"), _num(raw, "aiv_us")
-    out["pmu_compute_us"] = np.fmax(out["mac_us"].to_numpy(), mte2) + np.nan_to_num(aiv)
-    bad = int((out["start_ns"] < 0).sum())
-    if bad:
-        warnings.append(ReadWarning(shown_as, "kernel_details.csv rows with an unreadable Start Time(us) skipped", bad))
-    return out[out["start_ns"] >= 0].reset_index(drop=True)
+    bad = int((start_ns < 0).sum())
+    if not bad:  # the usual: every row kept, the frame as it is (no filtered copy)
+        return out
+    warnings.append(ReadWarning(shown_as, "kernel_details.csv rows with an unreadable Start Time(us) skipped", bad))
+    return out[start_ns >= 0].reset_index(drop=True)
 
 
 def read_memory_record(path: Path, shown_as: str, warnings: list[ReadWarning]) -> pd.DataFrame:
@@ -287,7 +289,8 @@ def read_operator_memory(path: Path, shown_as: str, warnings: list[ReadWarning])
     unreadable = int((~_blank(_clean(raw["alloc"].iloc[unread]))).sum())
     if unreadable:
         warnings.append(ReadWarning(shown_as, "operator_memory.csv rows with an unreadable Allocation Time(us) skipped", unreadable))
-    return frame[frame["alloc_ns"] > 0].reset_index(drop=True)  # time 0 / N/A: not a real allocation
+    real = frame["alloc_ns"].to_numpy() > 0  # time 0 / N/A: not a real allocation
+    return frame if real.all() else frame[real].reset_index(drop=True)
 
 
 def read_json_file(path: Path, shown_as: str) -> object:
