@@ -27,8 +27,25 @@ def thread_codes(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     or strings; two (pid, tid) pairs written alike (1 and "1") are one track, as their labels."""
     if len(host) == 0:
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=object)
-    pid_code, pids = factorize(host["pid"].to_numpy(dtype=object))  # ints and strings, never missing
-    tid_code, tids = factorize(host["tid"].to_numpy(dtype=object))
+    pid, tid = host["pid"].to_numpy(dtype=object), host["tid"].to_numpy(dtype=object)  # ints and strings, never missing
+    # A table lists a thread's rows in runs (ordered by thread, or a trace's chunks): the runs'
+    # first rows are coded and every row takes its run's code. A value's first row starts a run,
+    # so the codes (first seen first) and the tracks' labels are those of all the rows.
+    new_run = np.empty(len(pid), dtype=bool)
+    new_run[0] = True
+    np.not_equal(pid[1:], pid[:-1], out=new_run[1:])
+    new_run[1:] |= tid[1:] != tid[:-1]
+    starts = np.flatnonzero(new_run)
+    if len(starts) * 4 > len(pid):  # runs too short to be worth it
+        return _thread_codes(pid, tid)
+    codes, labels = _thread_codes(pid[starts], tid[starts])
+    return codes[np.cumsum(new_run) - 1], labels
+
+
+def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``thread_codes`` of rows' pid and tid (object arrays, not empty)."""
+    pid_code, pids = factorize(pid)
+    tid_code, tids = factorize(tid)
     pair_code, pairs = pd.factorize(pid_code.astype(np.int64) * len(tids) + tid_code)
     track_of_pair, labels = factorize(np.array([thread_label(pids[p // len(tids)], tids[p % len(tids)]) for p in pairs],
                                                dtype=object))
