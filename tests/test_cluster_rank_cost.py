@@ -176,3 +176,17 @@ def test_exact_ns_reads_tab_ended_cells_of_one_layout_together():
     assert ascend_csv.exact_ns(pd.Series(["12.5", "07.2"], dtype=str)).tolist() == [12500, 7200]
     # a missing cell or a quote: read cell by cell, as before
     assert ascend_csv.exact_ns(pd.Series(["12.5\t", np.nan, '"7.5"'], dtype=object)).tolist() == [12500, -1, 7500]
+
+
+def test_thread_codes_codes_runs_of_a_track_as_their_rows():
+    from perfcmp.readers.hosttree import thread_codes
+
+    # 12 rows in 3 runs (coded by their first rows): (1, 7) x6, (2, 7) x5, ("1", 7), which is
+    # written as "1/7" like (1, 7): one track
+    pid = pd.Series([1] * 6 + [2] * 5 + ["1"], dtype=object)
+    codes, labels = thread_codes(pd.DataFrame({"pid": pid, "tid": pd.Series([7] * 12, dtype=object)}))
+    assert codes.tolist() == [0] * 6 + [1] * 5 + [0] and labels.tolist() == ["1/7", "2/7"]
+    # short runs (every row its own): all rows coded, alike
+    codes, labels = thread_codes(pd.DataFrame({"pid": pd.Series([2, 1, 2], dtype=object),
+                                               "tid": pd.Series([7, 7, "7"], dtype=object)}))
+    assert codes.tolist() == [0, 1, 0] and labels.tolist() == ["2/7", "1/7"]
