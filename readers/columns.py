@@ -298,11 +298,18 @@ def one_layout_parts(byte: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if not ((digit[:, :whole_len] <= 9).all() and (point < 0 or ((byte[:, point] == 46).all()
                                                                   and (digit[:, point + 1:] <= 9).all()))):
         return None
-    whole = digit[:, :whole_len].astype(np.int64) @ _TENS[whole_len - 1::-1]
     cut = min(3, width - whole_len - 1)  # the digits after the point that count
-    if cut <= 0:
-        return whole, np.zeros(len(byte), dtype=np.int64)
-    return whole, digit[:, point + 1:point + 1 + cut].astype(np.int64) @ _TENS[2::-1][:cut]
+    whole, thousandths = np.empty(len(byte), dtype=np.int64), np.zeros(len(byte), dtype=np.int64)
+    # in blocks of rows: the digits as int64 take 8 bytes each, a whole CSV column's at once would not do
+    for lo in range(0, len(byte), LAYOUT_BLOCK):
+        block = digit[lo:lo + LAYOUT_BLOCK]
+        whole[lo:lo + LAYOUT_BLOCK] = block[:, :whole_len].astype(np.int64) @ _TENS[whole_len - 1::-1]
+        if cut > 0:
+            thousandths[lo:lo + LAYOUT_BLOCK] = block[:, point + 1:point + 1 + cut].astype(np.int64) @ _TENS[2::-1][:cut]
+    return whole, thousandths
+
+
+LAYOUT_BLOCK = 1 << 16  # rows of ``one_layout_parts`` at a time (8 MB of int64 digits at most)
 
 
 def joined_rows(texts: list, joined: str | None = None) -> np.ndarray | None:
