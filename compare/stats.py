@@ -340,19 +340,30 @@ def _betainc_fraction(a: float, b: float, x: float) -> float:
     coefficients are tiny (~ m²/a²) and one of them alone changes f by less than the tolerance
     while the odd ones still move it.
     """
+    tiny, eps = _LENTZ_TINY, _LENTZ_EPS
     f, c, d = 1.0, 1.0, 0.0
+    # the steps written out, d₂ₘ then d₂ₘ₊₁ (no tuple and inner loop per pair: a t quantile's
+    # bisection runs this some 40 times, and the verdict of a cluster hundreds of quantiles)
     for m in range(_LENTZ_MAX_STEPS):
-        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))  # d₂ₘ₊₁
-        pair = 1.0
-        for coef in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)), odd) if m else (odd,):  # d₂ₘ, d₂ₘ₊₁
+        if m:
+            coef = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))  # d₂ₘ
             d = 1.0 + coef * d
-            d = 1.0 / (d if abs(d) > _LENTZ_TINY else _LENTZ_TINY)
+            d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + coef / c
-            if abs(c) < _LENTZ_TINY:
-                c = _LENTZ_TINY
-            pair *= c * d
+            if abs(c) < tiny:
+                c = tiny
+            pair = c * d
+        else:
+            pair = 1.0
+        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))  # d₂ₘ₊₁
+        d = 1.0 + odd * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + odd / c
+        if abs(c) < tiny:
+            c = tiny
+        pair *= c * d
         f *= pair
-        if abs(pair - 1.0) < _LENTZ_EPS:
+        if abs(pair - 1.0) < eps:
             return f
     raise ArithmeticError(f"incomplete beta continued fraction did not converge (a={a}, b={b}, x={x})")
 
@@ -360,6 +371,7 @@ def _betainc_fraction(a: float, b: float, x: float) -> float:
 _STIRLING_MIN = 20.0  # from here the six-term series below is truncated by less than 1e-19
 
 
+@lru_cache(maxsize=256)  # a bisection for a t quantile asks for one (a, b) some 40 times
 def _log_beta(a: float, b: float) -> float:
     """log B(a, b) = log Γ(a) + log Γ(b) − log Γ(a+b).
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import max_depth
-from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT
+from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT, joined_rows, one_layout_parts
 from perfcmp.readers.common import byte_sizes
 from perfcmp.base.errors import InputError
 from perfcmp.readers.model import ReadWarning
@@ -66,6 +66,15 @@ def exact_ns(text: pd.Series) -> np.ndarray:
     per cell too, without a frame for every step (a small side file's fixed cost).
     """
     cells = text.tolist()
+    rows = joined_rows(cells)
+    if rows is not None:  # every cell a string of one length: perhaps of one layout, as torch_npu writes them
+        if rows.shape[1] and (rows[:, -1] == 9).all():  # the tab torch_npu ends each with (stripped, as below)
+            rows = rows[:, :-1]
+        parts = one_layout_parts(rows)
+        if parts is not None:
+            whole, thousandths = parts
+            ok = whole < _LIMIT_WHOLE_US
+            return np.where(ok, np.where(ok, whole, 0) * 1000 + thousandths, -1)
     out = _plain_ns(cells)
     again = np.flatnonzero(out < 0)  # N/A, empty, and what the byte-wise pass cannot vouch for
     out[again] = np.fromiter((_cell_ns(cells[k]) for k in again.tolist()), dtype=np.int64, count=len(again))
@@ -117,10 +126,12 @@ def numbers(text: pd.Series) -> np.ndarray:
     or beyond 1e300: a value no profiler writes, which would overflow the sums made of it).
     The cells read as they are first; only those that do not are cleaned (``_clean``) and read again."""
     values = np.array(pd.to_numeric(text, errors="coerce"), dtype=np.float64)  # a copy of its own: written below
-    again = np.isnan(values)
-    if again.any():
-        values[again] = np.asarray(pd.to_numeric(_clean(text.to_numpy(dtype=object)[again]), errors="coerce"),
-                                   dtype=np.float64)
+    again = np.flatnonzero(np.isnan(values))
+    if again.size:
+        cells = text.to_numpy(dtype=object)[again]
+        again, cells = again[~_blank(cells)], cells[~_blank(cells)]  # N/A and empty cells: no number, cleaned or not
+        if again.size:
+            values[again] = np.asarray(pd.to_numeric(_clean(cells), errors="coerce"), dtype=np.float64)
     return np.where(np.abs(values) < 1e300, values, np.nan)
 
 
@@ -193,22 +204,24 @@ def read_kernel_details(path: Path, shown_as: str, warnings: list[ReadWarning]) 
     for needed in ("name", "start", "dur_us"):
         if needed not in raw.columns:
             raise InputError(f"kernel_details.csv has no {needed!r} column; expected Name, Start Time(us), Duration(us)", shown_as)
+    start_ns, mac_us = exact_ns(raw["start"]), _num(raw, "mac_us")
+    mte2, aiv = _num(raw, "mte2_us"), _num(raw, "aiv_us")
     out = pd.DataFrame({
         "name": _names(raw["name"], shown_as, warnings),
         "op_type": _text(raw, "op_type"),
         "core": _text(raw, "core"),
-        "start_ns": exact_ns(raw["start"]),
+        "start_ns": start_ns,
         "dur_us": numbers(raw["dur_us"]),
         "input_shapes": shapes(raw["input_shapes"]) if "input_shapes" in raw else np.full(len(raw), "", dtype=object),
         "step_id": _num(raw, "step_id"),
-        "mac_us": _num(raw, "mac_us"),
+        "mac_us": mac_us,
+        "pmu_compute_us": np.fmax(mac_us, mte2) + np.nan_to_num(aiv),
     })
-    mte2, aiv = _num(raw, "mte2_us"), _num(raw, "aiv_us")
-    out["pmu_compute_us"] = np.fmax(out["mac_us"].to_numpy(), mte2) + np.nan_to_num(aiv)
-    bad = int((out["start_ns"] < 0).sum())
-    if bad:
-        warnings.append(ReadWarning(shown_as, "kernel_details.csv rows with an unreadable Start Time(us) skipped", bad))
-    return out[out["start_ns"] >= 0].reset_index(drop=True)
+    bad = int((start_ns < 0).sum())
+    if not bad:  # the usual: every row kept, the frame as it is (no filtered copy)
+        return out
+    warnings.append(ReadWarning(shown_as, "kernel_details.csv rows with an unreadable Start Time(us) skipped", bad))
+    return out[start_ns >= 0].reset_index(drop=True)
 
 
 def read_memory_record(path: Path, shown_as: str, warnings: list[ReadWarning]) -> pd.DataFrame:
@@ -276,7 +289,8 @@ def read_operator_memory(path: Path, shown_as: str, warnings: list[ReadWarning])
     unreadable = int((~_blank(_clean(raw["alloc"].iloc[unread]))).sum())
     if unreadable:
         warnings.append(ReadWarning(shown_as, "operator_memory.csv rows with an unreadable Allocation Time(us) skipped", unreadable))
-    return frame[frame["alloc_ns"] > 0].reset_index(drop=True)  # time 0 / N/A: not a real allocation
+    real = frame["alloc_ns"].to_numpy() > 0  # time 0 / N/A: not a real allocation
+    return frame if real.all() else frame[real].reset_index(drop=True)
 
 
 def read_json_file(path: Path, shown_as: str) -> object:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import Event, RawJson, event_chunks
-from perfcmp.readers.columns import NO_ARGS, Memo, common_columns, concat, flow_columns, host_columns, floats, ints, thread_key, warn_cut
+from perfcmp.readers.columns import NO_ARGS, Memo, common_columns_of, concat, flow_columns, host_columns, floats, ints, thread_key, warn_cut
 from perfcmp.readers.common import (assign_steps, build_host, drop_bad_times, drop_far_times, forward_links, join_first,
                                     merge_warnings, steps_from_host, valid_durations)
 from perfcmp.base.errors import InputError
@@ -111,9 +111,14 @@ class AscendTrace:
                 fwdbwd.append(e)
         args = [e.args or NO_ARGS for e in other]
         memo = self.memo
-        parts["host"].append(host_columns(host, HOST_CATS, memo))
+        # the columns every role has, made for the chunk's roles at once (numpy's cost per call
+        # paid once a chunk, not once a role), in the order the roles were made one by one
+        common_host, common_other, common_flow, common_fwdbwd, common_queue = common_columns_of(
+            [host, other, flow, fwdbwd, queue], memo, named=2, timed=2)
+        common_queue["dur_us"] = floats([e.dur for e in queue])
+        parts["host"].append(host_columns(host, HOST_CATS, memo, common=common_host))
         parts["other"].append({
-            **common_columns(other, memo),
+            **common_other,
             "task_type": memo.encode("task_type", [a.task_type or "" for a in args]),
             "stream": ints([a.stream_id if a.stream_id is not None else e.tid for a, e in zip(args, other)]),
             "transport": memo.encode("transport", [a.transport or "" for a in args]),
@@ -121,9 +126,9 @@ class AscendTrace:
             "bytes": floats([a.size for a in args]),
             "connection": ints([a.connection_id for a in args]),
         })
-        parts["flow"].append(flow_columns(flow, memo))
-        parts["fwdbwd"].append(flow_columns(fwdbwd, memo))
-        parts["queue"].append(_queue_columns(queue, memo))
+        parts["flow"].append(flow_columns(flow, memo, common=common_flow))
+        parts["fwdbwd"].append(flow_columns(fwdbwd, memo, common=common_fwdbwd))
+        parts["queue"].append(_queue_columns(queue, common_queue))
 
     def _metadata(self, e: Event) -> None:
         if e.args is None:
@@ -230,8 +235,9 @@ class AscendTrace:
         in_hccl = np.isin(self.role, HCCL_ROLES)
         hw, _ = self._rows(self.role == HARDWARE, "device tasks")
         ops, _ = self._rows(in_hccl & (self._plane() == -1), "communication ops")
-        facts = _kernel_facts(hw, kernels)
-        op_facts = _kernel_facts(ops, kernels)  # the kernel table lists collectives too (Type hcom_allReduce_)
+        kernel_keys = _kernel_keys(kernels)
+        facts = _kernel_facts(hw, kernels, kernel_keys)
+        op_facts = _kernel_facts(ops, kernels, kernel_keys)  # the kernel table lists collectives too (Type hcom_allReduce_)
         has_table = kernels is not None
         kind_hw, misfit = task_kinds(hw["name"], hw["task_type"], facts["listed"], facts["core"], has_table)
         if misfit:
@@ -336,10 +342,20 @@ class AscendTrace:
                      reserved_bytes=memory["reserved_bytes"].to_numpy(), component=memory["component"].to_numpy())
 
 
-def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> dict[str, np.ndarray]:
+def _kernel_keys(kernels: pd.DataFrame | None) -> list[np.ndarray] | None:
+    """The kernel table's join keys for ``_kernel_facts``: start_ns and the name's last "/"
+    component (None without a table); made once for the tasks and once for the collectives."""
+    if kernels is None or kernels.empty:
+        return None
+    return [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)]
+
+
+def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None,
+                  keys: list[np.ndarray] | None) -> dict[str, np.ndarray]:
     """Per hardware task, what the kernel table says of it: ``listed`` (it has a row with the
     same start and name), ``core`` (Accelerator Core / Task Type, "" when N/A), ``op_type``,
-    ``input_shapes``, ``mac_us``, ``pmu_compute_us`` (NaN when not measured)."""
+    ``input_shapes``, ``mac_us``, ``pmu_compute_us`` (NaN when not measured). ``keys``: the
+    table's ``_kernel_keys``."""
     n = len(hw["ts_ns"])
     facts = {"listed": np.zeros(n, dtype=bool), "core": np.full(n, "", dtype=object), "op_type": np.full(n, "", dtype=object),
              "input_shapes": np.full(n, "", dtype=object), "mac_us": np.full(n, np.nan), "pmu_compute_us": np.full(n, np.nan)}
@@ -348,8 +364,7 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     # MindSpore writes kernel_details Name as "<launch op>/<task>" and graph-mode task names are
     # scope paths: both sides are joined on the name's last "/" component (and the exact start);
     # a task takes the first kernel row of its start and leaf
-    at = join_first([hw["ts_ns"], per_unique(hw["name"], _leaf)],
-                    [kernels["start_ns"].to_numpy(), per_unique(kernels["name"].to_numpy(), _leaf)])
+    at = join_first([hw["ts_ns"], per_unique(hw["name"], _leaf)], keys)
     rows = np.flatnonzero(at >= 0)
     facts["listed"][rows] = True
     for col in ("core", "op_type", "input_shapes", "mac_us", "pmu_compute_us"):
@@ -357,10 +372,10 @@ def _kernel_facts(hw: dict[str, np.ndarray], kernels: pd.DataFrame | None) -> di
     return facts
 
 
-def _queue_columns(events: list[Event], memo: Memo) -> dict:
-    """Task-queue events: pid, tid, ts_ns, dur_us, ``enqueue`` (False: a Dequeue) and ``corr``
-    (``args.correlation_id``, -1 when missing)."""
-    return {**common_columns(events, memo, with_name=False),
+def _queue_columns(events: list[Event], common: dict) -> dict:
+    """Task-queue events: pid, tid, ts_ns, dur_us (``common``, made by the caller), ``enqueue``
+    (False: a Dequeue) and ``corr`` (``args.correlation_id``, -1 when missing)."""
+    return {**common,
             "enqueue": np.fromiter((QUEUE_CATS[e.cat] for e in events), dtype=bool, count=len(events)),
             "corr": ints([(e.args or NO_ARGS).correlation_id for e in events])}
 

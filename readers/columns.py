@@ -230,7 +230,14 @@ def times_ns(values: list[Number]) -> np.ndarray:
     finite or beyond ±``LIMIT_US`` (nanoseconds written where µs belong, ``1e400``) becomes
     ``INVALID_NS``; text that is no number at all raises ValueError. Callers filter ``None`` first.
     """
-    if str not in set(map(type, values)):
+    try:  # the usual from torch_npu: every value a string ("1731900000001063.899")
+        joined = ",".join(values)
+    except TypeError:  # a value that is no string
+        joined = None
+    if joined is not None:
+        return _decimal_ns(values, joined)
+    types = set(map(type, values))
+    if str not in types:
         try:
             micro = np.asarray(values, dtype=np.float64)
         except OverflowError:  # an integer beyond float64 (10**400): one by one
@@ -256,6 +263,120 @@ def times_ns(values: list[Number]) -> np.ndarray:
         ns = whole.astype(np.int64) * 1000 + np.rint((micro - whole) * 1000.0).astype(np.int64)
         return ns if every else np.where(ok, ns, INVALID_NS)
     return np.fromiter((_ns(v) for v in values), dtype=np.int64, count=len(values))
+
+
+# The largest whole µs whose ns (whole * 1000 + thousandths) can be below ``LIMIT_NS``.
+_LIMIT_WHOLE = LIMIT_NS // 1000
+# 10**k for the k-th digit before the point (at most 16 digits: below 2**63 with room to spare).
+_TENS = 10 ** np.arange(16, dtype=np.int64)
+
+
+def _one_layout_ns(byte: np.ndarray) -> np.ndarray | None:
+    """``_decimal_ns`` of strings of one length with the point (or none) at one place, all
+    digits else, at most 16 before the point (``byte``: one row of bytes a string, no padding);
+    None for any other strings."""
+    parts = one_layout_parts(byte)
+    if parts is None:
+        return None
+    whole, thousandths = parts
+    ns = np.minimum(whole, _LIMIT_WHOLE + 1) * 1000 + thousandths  # no overflow past 2**62
+    return np.where(ns < LIMIT_NS, ns, INVALID_NS)
+
+
+def one_layout_parts(byte: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Decimal strings of one layout (``byte``: one row of ASCII bytes a string, all of one
+    length, no padding): digits with the point (or none) at one place in every row, 1 to 16
+    digits before it. Their whole part and the first three digits after the point (the rest
+    cut, not rounded) as int64, each one product with its powers of ten; None for any other
+    strings (a sign, a space, a second point, a digit where row 0 has the point ...)."""
+    width = byte.shape[1]
+    point = bytes(byte[0]).find(b".")
+    whole_len = width if point < 0 else point
+    if not 1 <= whole_len <= 16:
+        return None
+    digit = byte - np.uint8(48)  # "0".."9" -> 0..9; any other byte wraps above 9
+    if not ((digit[:, :whole_len] <= 9).all() and (point < 0 or ((byte[:, point] == 46).all()
+                                                                  and (digit[:, point + 1:] <= 9).all()))):
+        return None
+    cut = min(3, width - whole_len - 1)  # the digits after the point that count
+    whole, thousandths = np.empty(len(byte), dtype=np.int64), np.zeros(len(byte), dtype=np.int64)
+    # in blocks of rows: the digits as int64 take 8 bytes each, a whole CSV column's at once would not do
+    for lo in range(0, len(byte), LAYOUT_BLOCK):
+        block = digit[lo:lo + LAYOUT_BLOCK]
+        whole[lo:lo + LAYOUT_BLOCK] = block[:, :whole_len].astype(np.int64) @ _TENS[whole_len - 1::-1]
+        if cut > 0:
+            thousandths[lo:lo + LAYOUT_BLOCK] = block[:, point + 1:point + 1 + cut].astype(np.int64) @ _TENS[2::-1][:cut]
+    return whole, thousandths
+
+
+LAYOUT_BLOCK = 1 << 16  # rows of ``one_layout_parts`` at a time (8 MB of int64 digits at most)
+
+
+def joined_rows(texts: list, joined: str | None = None) -> np.ndarray | None:
+    """Strings of one length as a matrix of their ASCII bytes (one row a string), when no string
+    holds a comma: None for strings of several lengths, non-ASCII, a comma, or no strings. Made
+    from the strings joined with commas (``joined``, when the caller has it), without an array of
+    strings: a row whose last byte is the comma is one string exactly when no other byte is one."""
+    n = len(texts)
+    if not n:
+        return None
+    try:
+        data = ((",".join(texts) if joined is None else joined) + ",").encode("ascii")
+    except (TypeError, UnicodeEncodeError):  # a cell that is no string; non-ASCII
+        return None
+    if len(data) % n or len(data) // n == 1:
+        return None
+    rows = np.frombuffer(data, dtype=np.uint8).reshape(n, -1)
+    if not (rows[:, -1] == 44).all() or (rows[:, :-1] == 44).any():
+        return None
+    return rows[:, :-1]
+
+
+def _decimal_ns(texts: list[str], joined: str) -> np.ndarray:
+    """``_ns`` of every string (``joined``: them joined with commas), the plain ones (digits with
+    at most one point, a digit first, at most 16 before the point: how torch_npu writes a
+    timestamp) read together as a matrix of bytes, one row a string; every other string (a
+    sign, spaces, an exponent, non-ASCII, NUL) by ``_ns`` itself, in order, so that the first
+    that is no number is the one reported."""
+    n = len(texts)
+    if not n:
+        return np.empty(0, dtype=np.int64)
+    rows = joined_rows(texts, joined)
+    if rows is not None:
+        same = _one_layout_ns(rows)
+        if same is not None:
+            return same
+    try:
+        raw = np.array(texts, dtype="S")
+    except UnicodeEncodeError:  # a non-ASCII string: one by one
+        return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    width = raw.dtype.itemsize
+    if not n or not width or width > 40:  # empty strings, or long ones (no timestamp is 40 characters)
+        return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
+    byte = raw.view(np.uint8).reshape(n, width)  # a string's bytes, then NULs to the width
+    inside = np.arange(width) < lengths[:, None]
+    digit = (byte >= 48) & (byte <= 57)  # "0".."9"
+    point = byte == 46  # "."; a NUL inside the length is neither, so its string is not plain
+    points = point.sum(axis=1)
+    whole_len = np.where(points == 1, point.argmax(axis=1), lengths)
+    plain = ((digit | point | ~inside).all(axis=1) & (points <= 1) & digit[:, 0] & (whole_len <= 16))
+    # whole µs: the digits before the point, each by its power of ten
+    power = whole_len[:, None] - 1 - np.arange(width)  # the digit's power of ten; < 0 from the point on
+    before = power >= 0
+    value = np.where(before & digit, byte.astype(np.int64) - 48, 0)
+    whole = (value * _TENS[np.clip(power, 0, 15)]).sum(axis=1)
+    # thousandths: the first three digits after the point (the rest cut, as ``_ns`` does)
+    after = -1 - power  # 1 for the first digit after the point
+    thousandths = (np.where((after >= 1) & (after <= 3) & inside & digit, byte.astype(np.int64) - 48, 0)
+                   * np.where((after >= 1) & (after <= 3), 10 ** (3 - np.clip(after, 1, 3)), 0)).sum(axis=1)
+    fits = whole <= _LIMIT_WHOLE
+    ns = np.where(fits, whole, 0) * 1000 + thousandths
+    out = np.where(fits & (ns < LIMIT_NS), ns, INVALID_NS)
+    rest = np.flatnonzero(~plain)
+    if rest.size:
+        out[rest] = np.fromiter((_ns(texts[k]) for k in rest.tolist()), dtype=np.int64, count=rest.size)
+    return out
 
 
 def _ns(value: Number) -> int:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from perfcmp.readers.columns import INVALID_NS, LIMIT_US
 from perfcmp.base.errors import InputError
-from perfcmp.readers.hosttree import busy_us, enclosing, nest, order_host, propagate_down, thread_label
+from perfcmp.readers.hosttree import busy_us, enclosing, nest, order_host, propagate_down, thread_codes, thread_label
 from perfcmp.readers.model import ReadWarning, Step, frame as table_of, table
 from perfcmp.base.textmatch import per_unique
 
@@ -147,7 +147,8 @@ def build_host(columns: dict[str, object], backward_tids: set, source: str, warn
     """
     raw = table("host", **columns)
     columns.clear()
-    order = order_host(raw)
+    threads = thread_codes(raw)  # once, for the ordering and the nesting
+    order = order_host(raw, threads)
     # the table reordered a column at a time, each unordered column let go as its ordered copy is
     # made: its two copies never live whole at once (a side's host table is the largest of its
     # read: 13 MB of the real 35 MB trace's read peak); arrays, not a frame's columns deleted one
@@ -155,7 +156,7 @@ def build_host(columns: dict[str, object], backward_tids: set, source: str, warn
     unordered = {name: raw[name].to_numpy() for name in raw.columns}
     del raw
     host = table_of({name: unordered.pop(name)[order] for name in list(unordered)})
-    parent, depth, overrun_ns = nest(host)
+    parent, depth, overrun_ns = nest(host, threads[0][order])
     host["parent"] = parent
     host["depth"] = depth
     _warn_misnested(host, overrun_ns, source, warnings)
@@ -293,10 +294,11 @@ def join_first(left: list[np.ndarray], right: list[np.ndarray]) -> np.ndarray:
     matches them: by value, a missing value matching a missing one); -1 when none. Numpy on the
     columns' codes: a join of a few hundred rows costs microseconds, not a merge's milliseconds."""
     n = len(left[0])
-    key = np.zeros(n + len(right[0]), dtype=np.int64)
+    key = None
     for a, b in zip(left, right):
         codes, uniques = pd.factorize(np.concatenate([np.asarray(a), np.asarray(b)]), use_na_sentinel=False)
-        key = pd.factorize(key * len(uniques) + codes)[0]  # the columns so far, renumbered: no overflow
+        # the columns so far, renumbered (no overflow); the first column's codes are its key as they are
+        key = codes if key is None else pd.factorize(key * len(uniques) + codes)[0]
     keys, first = np.unique(key[n:], return_index=True)  # the first right row of each key
     out = np.full(n, -1, dtype=np.int64)
     at = np.searchsorted(keys, key[:n])

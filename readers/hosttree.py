@@ -27,18 +27,36 @@ def thread_codes(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     or strings; two (pid, tid) pairs written alike (1 and "1") are one track, as their labels."""
     if len(host) == 0:
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=object)
-    pid_code, pids = factorize(host["pid"].to_numpy(dtype=object))  # ints and strings, never missing
-    tid_code, tids = factorize(host["tid"].to_numpy(dtype=object))
+    pid, tid = host["pid"].to_numpy(dtype=object), host["tid"].to_numpy(dtype=object)  # ints and strings, never missing
+    # A table lists a thread's rows in runs (ordered by thread, or a trace's chunks): the runs'
+    # first rows are coded and every row takes its run's code. A value's first row starts a run,
+    # so the codes (first seen first) and the tracks' labels are those of all the rows.
+    new_run = np.empty(len(pid), dtype=bool)
+    new_run[0] = True
+    np.not_equal(pid[1:], pid[:-1], out=new_run[1:])
+    new_run[1:] |= tid[1:] != tid[:-1]
+    starts = np.flatnonzero(new_run)
+    if len(starts) * 4 > len(pid):  # runs too short to be worth it
+        return _thread_codes(pid, tid)
+    codes, labels = _thread_codes(pid[starts], tid[starts])
+    return codes[np.cumsum(new_run) - 1], labels
+
+
+def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``thread_codes`` of rows' pid and tid (object arrays, not empty)."""
+    pid_code, pids = factorize(pid)
+    tid_code, tids = factorize(tid)
     pair_code, pairs = pd.factorize(pid_code.astype(np.int64) * len(tids) + tid_code)
     track_of_pair, labels = factorize(np.array([thread_label(pids[p // len(tids)], tids[p % len(tids)]) for p in pairs],
                                                dtype=object))
     return track_of_pair[pair_code], labels
 
 
-def order_host(host: pd.DataFrame) -> np.ndarray:
+def order_host(host: pd.DataFrame, threads: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The row order that puts parents before children: thread, start, then longer first; rows
-    alike in all three by ``_tie_order`` (what they are, not where the file lists them)."""
-    codes, labels = thread_codes(host)
+    alike in all three by ``_tie_order`` (what they are, not where the file lists them).
+    ``threads``: the table's ``thread_codes``, when the caller has them."""
+    codes, labels = thread_codes(host) if threads is None else threads
     rank = np.empty(len(labels), dtype=np.int64)
     rank[np.argsort(labels, kind="stable")] = np.arange(len(labels))  # threads in label order
     start, longer = host["start_us"].to_numpy(), -host["dur_us"].to_numpy()
@@ -129,8 +147,10 @@ def _thread_start_key(rank: np.ndarray, start_us: np.ndarray) -> np.ndarray | No
     return rank * span + (start_ns - first).astype(np.int64)
 
 
-def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nest(host: pd.DataFrame, threads: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Parent row and depth of every host event; rows must already be in ``order_host`` order.
+    ``threads``: a code per row, equal for the rows of one track (``thread_codes``), when the
+    caller has them (only which rows share a track matters, not the numbering).
 
     Returns:
         (parent, depth, overrun_ns): ``parent`` is -1 at top level; ``overrun_ns`` is, per row,
@@ -148,7 +168,8 @@ def nest(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # would make an op starting exactly at 100.3 the child of one ending there.
     start_ns = np.rint(host["start_us"].to_numpy() * 1000.0).astype(np.int64)
     end_ns = start_ns + np.rint(host["dur_us"].to_numpy() * 1000.0).astype(np.int64)
-    threads = thread_codes(host)[0]
+    if threads is None:
+        threads = thread_codes(host)[0]
     nested = _nest_laminar(start_ns, end_ns, threads)
     if nested is not None:
         return nested

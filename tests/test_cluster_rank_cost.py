@@ -134,3 +134,59 @@ def test_category_sums_add_up_each_category_as_pandas_group_sum_does():
     many = np.array(["x"] * (KAHAN_LOOP_ROWS + 1) + ["y"], dtype=object)
     sums, count = _category_sums(many, np.array([0.5] * (KAHAN_LOOP_ROWS + 1) + [1e16]))
     assert sums == {"x": 0.5 * (KAHAN_LOOP_ROWS + 1), "y": 1e16} and count == {"x": KAHAN_LOOP_ROWS + 1, "y": 1}
+
+
+def test_times_ns_reads_string_timestamps_together_as_each_alone():
+    from perfcmp.readers.columns import INVALID_NS, times_ns
+
+    # plain: whole µs * 1000 + the first three digits after the point (the rest cut, not rounded);
+    # "5." is 5 µs; 4611686018427387.903 is the last ns below 2**62, .904 is 2**62 itself: out of range;
+    # the rest are read one by one: spaces stripped, a sign, an exponent, a leading point
+    cells = ["1731900000001063.899", "12.3456789", "5.", "4611686018427387.903", "4611686018427387.904",
+             "99999999999999999", " 7.25\t", "-2.5", "1e3", ".5"]
+    assert times_ns(cells).tolist() == [1731900000001063899, 12345, 5000, 4611686018427387903, INVALID_NS,
+                                        INVALID_NS, 7250, -2500, 1_000_000, 500]
+    # the first string that is no number is the one reported, wherever the plain ones are
+    with pytest.raises(ValueError, match="'1x'"):
+        times_ns(["1.5", "1x", "2.5", "y"])
+    assert times_ns(["1.5"] * 3 + ["٣"]).tolist() == [1500] * 3 + [3000]  # non-ASCII digits: by decimal
+
+
+def test_times_ns_reads_timestamps_of_one_layout_as_a_matrix_and_no_other():
+    from perfcmp.readers.columns import INVALID_NS, times_ns
+
+    # one length, the point at one place: 1731900000001063.899 µs; .90 -> 900 ns; 4611686018427388 µs > 2**62 ns
+    assert times_ns(["1731900000001063.899", "1731900000001064.000"]).tolist() == [1731900000001063899,
+                                                                                   1731900000001064000]
+    assert times_ns(["12.90", "07.05"]).tolist() == [12900, 7050]
+    assert times_ns(["4611686018427388", "0000000000000001"]).tolist() == [INVALID_NS, 1000]
+    # lengths 3, 4, 2 fill rows of 3 ("1.2", "3.4", "5.6") once the commas are gone: not one layout;
+    # ".6" is 0.6 µs, read by decimal
+    assert times_ns(["1.2", "3.45", ".6"]).tolist() == [1200, 3450, 600]
+    assert times_ns(["12", "345", "6"]).tolist() == [12000, 345000, 6000]
+    with pytest.raises(ValueError, match="'2,5'"):
+        times_ns(["1.5", "2,5"])
+    assert times_ns([]).tolist() == []
+
+
+def test_exact_ns_reads_tab_ended_cells_of_one_layout_together():
+    # torch_npu's cells: µs with three decimals and a tab; 4611686018427387 µs is the last whole µs read
+    cells = pd.Series(["1731900000001080.837\t", "4611686018427387.999\t", "4611686018427388.000\t"], dtype=object)
+    assert ascend_csv.exact_ns(cells).tolist() == [1731900000001080837, 4611686018427387999, -1]
+    assert ascend_csv.exact_ns(pd.Series(["12.5", "07.2"], dtype=str)).tolist() == [12500, 7200]
+    # a missing cell or a quote: read cell by cell, as before
+    assert ascend_csv.exact_ns(pd.Series(["12.5\t", np.nan, '"7.5"'], dtype=object)).tolist() == [12500, -1, 7500]
+
+
+def test_thread_codes_codes_runs_of_a_track_as_their_rows():
+    from perfcmp.readers.hosttree import thread_codes
+
+    # 12 rows in 3 runs (coded by their first rows): (1, 7) x6, (2, 7) x5, ("1", 7), which is
+    # written as "1/7" like (1, 7): one track
+    pid = pd.Series([1] * 6 + [2] * 5 + ["1"], dtype=object)
+    codes, labels = thread_codes(pd.DataFrame({"pid": pid, "tid": pd.Series([7] * 12, dtype=object)}))
+    assert codes.tolist() == [0] * 6 + [1] * 5 + [0] and labels.tolist() == ["1/7", "2/7"]
+    # short runs (every row its own): all rows coded, alike
+    codes, labels = thread_codes(pd.DataFrame({"pid": pd.Series([2, 1, 2], dtype=object),
+                                               "tid": pd.Series([7, 7, "7"], dtype=object)}))
+    assert codes.tolist() == [0, 1, 0] and labels.tolist() == ["2/7", "1/7"]
