@@ -179,7 +179,8 @@ def _up_to_op(parent: np.ndarray, is_op: np.ndarray, rows: np.ndarray) -> np.nda
     Enqueue directly); -1 when none."""
     rows = rows.copy()
     while True:
-        climb = np.flatnonzero((rows >= 0) & ~is_op[np.clip(rows, 0, None)])
+        live = np.flatnonzero(rows >= 0)  # only real rows are looked up (an empty host table has none)
+        climb = live[~is_op[rows[live]]]
         if not len(climb):
             return rows
         rows[climb] = parent[rows[climb]]

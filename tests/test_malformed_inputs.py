@@ -494,3 +494,17 @@ def test_memory_blocks_without_any_valid_host_op_are_read(tmp_path, capsys):
     from perfcmp.cli import main
     assert main(["compare", "-d", str(trace), "-bp", str(trace), "-o", str(tmp_path / "out"), "--format", "json"]) == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_enqueue_owners_climb_to_an_op_even_when_the_host_table_is_empty():
+    # an export whose API type names were all unreadable keeps no host rows: the Enqueues' owners
+    # are "no op" (-1), not an index error (found by the db/raw fuzz strategy)
+    import numpy as np
+
+    from perfcmp.readers.ascend_memory import _up_to_op
+
+    empty = np.empty(0, dtype=np.int64)
+    assert _up_to_op(empty, np.empty(0, dtype=bool), np.array([-1, -1])).tolist() == [-1, -1]
+    # rows 0 (an op) <- 1 (a Python function) <- 2 (another one): row 2 climbs to 0; -1 stays
+    parent, is_op = np.array([-1, 0, 1]), np.array([True, False, False])
+    assert _up_to_op(parent, is_op, np.array([2, -1, 0])).tolist() == [0, -1, 0]
