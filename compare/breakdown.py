@@ -149,7 +149,7 @@ class Analyzer:
         self.lanes = {lane: (lane_start[m], lane_end[m]) for lane in ("compute", "comm") for m in [lane_of == lane] if m.any()}
         self.pmu_share = np.clip(np.nan_to_num(tasks["pmu_compute_us"].to_numpy() / np.maximum(tasks["dur_us"].to_numpy(), 1e-12),
                                                nan=1.0), 0.0, 1.0)
-        self.comm_parts = _comm_parts(profile)
+        self.comm_parts, self.tasks_outside = _comm_parts(profile, self.start[self.is_comm], self.end[self.is_comm])
         self._steps: dict[int, tuple[float, float]] | None = None  # step windows, computed once
         self._spans: dict[int, tuple[float, float]] = {}  # each step's own work span, with the windows
         # where the step windows run before their step's first work / after its last, with the windows
@@ -559,16 +559,32 @@ def exclusive_spans(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, n
     return own_s, own_e
 
 
-def _comm_parts(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _comm_parts(profile: Profile, op_start: np.ndarray, op_end: np.ndarray
+                ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, tuple[int, float]]:
     """The intervals communication time is made of, when they are not the collectives' spans:
     (start µs, end µs, group) of each HCCL task, for an export whose generation counts the
     union of its collectives' tasks (``info.metadata["communication basis"] == "tasks"``: the
-    2024 DB export, see ``readers.ascend_db._generation``); None otherwise."""
+    2024 DB export, see ``readers.ascend_db._generation``); None otherwise. With them, how many
+    tasks reach outside every collective's span (``op_start``/``op_end``: the COMM rows) and by
+    how many µs: a task is part of its collective, so such time (an export whose task ids were
+    mixed up) is no collective's and is left out, which keeps each group's row the sum of its
+    collectives' rows. Tasks within the spans, as every real export's are, are kept as written."""
     tasks = profile.comm_tasks
     if profile.info.metadata.get("communication basis") != "tasks" or tasks.empty:
-        return None
+        return None, (0, 0.0)
     start = tasks["start_us"].to_numpy(dtype=np.float64)
-    return start, start + tasks["dur_us"].to_numpy(dtype=np.float64), group_names(tasks["group"])
+    end, group = start + tasks["dur_us"].to_numpy(dtype=np.float64), group_names(tasks["group"])
+    spans = iv.union(op_start, op_end)
+    outside = np.maximum(end - start, 0.0) - iv.covered(spans, start, end)
+    stray = outside > TOLERANCE_US
+    if not stray.any():
+        return (start, end, group), (0, 0.0)
+    which, part_s, part_e = iv.pieces(spans, start[stray], end[stray])
+    kept = np.flatnonzero(~stray)
+    rows = np.concatenate([kept, np.flatnonzero(stray)[which]])
+    order = np.argsort(rows, kind="stable")  # the tasks' own order, a stray task's parts in place
+    parts_s, parts_e = np.concatenate([start[kept], part_s])[order], np.concatenate([end[kept], part_e])[order]
+    return (parts_s, parts_e, group[rows[order]]), (int(stray.sum()), float(outside[stray].sum()))
 
 
 def _host_tasks(profile: Profile) -> pd.DataFrame:

@@ -390,6 +390,11 @@ def _analyse(profile: Profile, rules: Rules, step: int | None, path: str
     notes += [ReadWarning(info.source, message, count) for message, count in
               op_total_lines(check_op_totals(analyzer, profile.reference_ops), op_reference(info.format))]
     notes += _unowned_memory(profile, under_an_op)
+    if analyzer.tasks_outside[0]:
+        count, outside_us = analyzer.tasks_outside
+        notes.append(ReadWarning(info.source, (
+            f"communication tasks that reach outside every collective's span, {outside_us / 1000:,.3f} ms in all: "
+            "that time is no collective's and is left out of Uncovered Communication (mixed-up task ids?)"), count))
     categories = None if analyzer.host_mode else analyzer.category[analyzer.is_compute]
     return side, breakdown, per_step, step_breakdowns, notes, categories, analyzer.comm_op_parts(breakdown.window_us)
 

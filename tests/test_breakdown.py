@@ -443,3 +443,28 @@ def test_the_profiler_check_compares_stage_free_and_preparing_by_the_profilers_d
     rows.update(stage_us=np.full(3, 100.0), free_us=np.full(3, 55.0), preparing_us=np.full(3, np.nan))
     checks = check_steps(a, table("reference_steps", **rows))
     assert {c.step: [d[0] for d in c.differences] for c in checks} == {1: ["Stage"], 2: ["Stage"], 3: ["Free", "Stage"]}
+
+
+def test_a_task_reaching_outside_every_collective_is_clipped_to_them_and_counted():
+    # the 2024 DB generation counts its collectives' tasks: the op [100, 200) holds a Memcpy
+    # [120, 150) and a Notify_Wait [190, 230), whose [200, 230) is no collective's (a mixed-up task
+    # id): communication is [120, 150) + [190, 200) = 40 µs, in the group row and in the op's
+    # own part alike, and 1 task / 30 µs are said to reach outside
+    device = [("hcom_allReduce_1", COMM, 2, 100.0, 100.0, -1, "g")]
+    tasks = table("comm_tasks", name=["Memcpy", "Notify_Wait"], group=["g", "g"], plane=[0, 0],
+                  start_us=[120.0, 190.0], dur_us=[30.0, 40.0])
+    profile = make_profile([], device, comm_tasks=tasks)
+    profile.info.metadata["communication basis"] = "tasks"
+    a = Analyzer(profile, RULES)
+    assert a.tasks_outside == (1, 30.0)
+    b = a.breakdown((100.0, 230.0))
+    b.check()
+    assert b.uncovered_us == 40.0 and b.value("comm.group:g") == 40.0
+    assert b.value("comm.group:g.transmit") == 30.0 and b.value("comm.group:g.wait") == 10.0
+    uncovered, wait = a.comm_op_parts((100.0, 230.0))
+    assert list(uncovered) == [40.0] and list(wait) == [10.0]
+    # every task inside: kept as written, nothing said
+    inside = table("comm_tasks", name=["Memcpy"], group=["g"], plane=[0], start_us=[120.0], dur_us=[30.0])
+    profile = make_profile([], device, comm_tasks=inside)
+    profile.info.metadata["communication basis"] = "tasks"
+    assert Analyzer(profile, RULES).tasks_outside == (0, 0.0)

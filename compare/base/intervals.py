@@ -101,3 +101,20 @@ def covered(iv: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         return np.where(i >= 0, before[j] + np.clip(t - lo[j], 0.0, hi[j] - lo[j]), 0.0)
 
     return np.maximum(upto(np.maximum(ends, starts)) - upto(starts), 0.0)
+
+
+def pieces(iv: Intervals, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of each raw interval ``[starts[i], ends[i])`` that lie in the set ``iv``:
+    (i of each part, part start, part end), parts in the order of ``i`` and then of time; a raw
+    interval the set does not touch has none."""
+    starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
+    lo, hi = iv
+    first = np.searchsorted(hi, starts, side="right")  # the first set interval ending after the start
+    stop = np.searchsorted(lo, ends, side="left")  # the first set interval starting at or after the end
+    counts = np.maximum(stop - first, 0)
+    which = np.repeat(np.arange(starts.size), counts)
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1])) if counts.size else np.empty(0, dtype=np.int64)
+    k = first[which] + (np.arange(which.size) - offsets[which])
+    part_s, part_e = np.maximum(starts[which], lo[k]), np.minimum(ends[which], hi[k])
+    keep = part_e > part_s
+    return which[keep], part_s[keep], part_e[keep]
