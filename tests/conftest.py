@@ -25,6 +25,11 @@ settings.load_profile("perfcmp")
 @pytest.fixture(autouse=True)
 def _results_are_checked(monkeypatch):
     """Wrap the two places results are made so that ``ComparisonResult.check`` runs on each."""
+    check_every_result(monkeypatch)
+
+
+def check_every_result(monkeypatch) -> None:
+    """``_results_are_checked`` for code outside a test (``tests/test_fuzz.py``'s replay)."""
     from perfcmp import golden, pipeline
 
     for module, name in ((pipeline, "_result"), (golden, "check")):

@@ -1287,7 +1287,11 @@ def test_fuzz_documents(kind: str, family: str, session: str, doc_seeds: DocSeed
 
 
 def replay(kind: str, plan: list[tuple]) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
+    """One plan run as the session runs it, its results checked as every test's are."""
+    from conftest import check_every_result  # tests/ is this script's folder, first on the path
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
+        check_every_result(patch)
         seeds = build_seeds(Path(tmp) / "seeds")
         try:
             code = run_example(kind, seeds, plan, Path(tmp))
