@@ -14,7 +14,7 @@ from perfcmp.results.history import ChangePoint, GateOutcome, History
 def judge_gates(history: History, policy: Policy) -> tuple[list[GateOutcome], int]:
     """Each gate against the most recent change point of every key it selects; the exit code."""
     outcomes, thin = [], False
-    word = "version" if any(r.recordings for r in history.runs) else "run"  # what a change point's index counts
+    word = history.entry_word()  # what a change point's index counts
     for gate in policy.gates:
         selected = [s for s in history.series if gate.matches(s.key)]
         if not selected and gate.rows is None:  # a pattern that matches no key of any run: a typo

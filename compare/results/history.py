@@ -117,3 +117,13 @@ class History(msgspec.Struct, kw_only=True):
     warnings: list[str] = []
     exit_code: int = 0
 
+    def several_runs(self) -> bool:
+        """Whether a point of the history holds several runs (a version directory, a baseline
+        saved with several runs): then the tables show runs per point."""
+        return any(r.recordings for r in self.runs)
+
+    def entry_word(self) -> str:
+        """What a numbered point of the series is, in every output and gate message: "run" when
+        each is one run, "version" when one holds several (its number then counts versions)."""
+        return "version" if self.several_runs() else "run"
+

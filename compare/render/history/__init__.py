@@ -51,26 +51,14 @@ def portable(history: History) -> History:
 
 
 
-def several_runs(history: History) -> bool:
-    """Whether a point of the history holds several runs (then the tables show runs per point)."""
-    return any(r.recordings for r in history.runs)
-
-
 def run_count(run: Run) -> int:
     """The runs a point holds (1 for a point of one run)."""
     return len(run.recordings) if run.recordings else 1
 
 
-def entry_word(history: History) -> str:
-    """What a numbered entry of the history (a point of the series) is, in every output: "run"
-    when each is one run, "version" when one holds several runs (a version directory, a baseline
-    saved with several runs) — then its number counts versions, not runs."""
-    return "version" if several_runs(history) else "run"
-
-
 def over_runs(history: History) -> str:
     """"6 runs", or with versions of several runs "6 versions (14 runs)"."""
-    if not several_runs(history):
+    if not history.several_runs():
         return f"{len(history.runs)} runs"
     return f"{len(history.runs)} versions ({sum(run_count(r) for r in history.runs)} runs)"
 

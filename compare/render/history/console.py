@@ -3,8 +3,8 @@ gaps, gates, the method and warnings, in lines of at most ``WIDTH`` characters."
 
 from __future__ import annotations
 
-from perfcmp.render.history import (MAX_WARNINGS, NO_CHANGE, entry_word, ms_text, over_runs, pct_text, run_count,
-                                    run_noise_text, several_runs, value_text)
+from perfcmp.render.history import (MAX_WARNINGS, NO_CHANGE, ms_text, over_runs, pct_text, run_count, run_noise_text,
+                                    value_text)
 from perfcmp.render.terminal import wrap
 from perfcmp.results.history import History, Series
 
@@ -28,14 +28,14 @@ def render_console(history: History, quiet: bool = False, top: int | None = None
     e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
     if e2e is not None:
         title = ("E2E per version (median of its run medians per step, 95 % bootstrap interval over runs and steps):"
-                 if several_runs(history) else "E2E per run (median per step, 95 % bootstrap interval):")
+                 if history.several_runs() else "E2E per run (median per step, 95 % bootstrap interval):")
         lines += ["", title] + _e2e_table(history, e2e)
         if run_noise_text(e2e):
             lines += _wrap(run_noise_text(e2e))
     gaps = [s for s in history.series if s.gaps]
     if gaps:
         lines += ["", f"keys with gaps ({len(gaps)}):"]
-        lines += [_fit(f"  {s.key}: no data in {entry_word(history)}{'s' if len(s.gaps) > 1 else ''} "
+        lines += [_fit(f"  {s.key}: no data in {history.entry_word()}{'s' if len(s.gaps) > 1 else ''} "
                        f"{', '.join(str(i) for i in s.gaps)}") for s in gaps]
     candidates = sum(len(s.candidates) for s in history.series)
     if candidates:
@@ -61,7 +61,7 @@ def _change_lines(history: History) -> list[str]:
     for c in history.change_points:
         if c.index != current:
             current = c.index
-            lines.append(_fit(f"  {entry_word(history)} {c.index}: {names[c.index]}"))
+            lines.append(_fit(f"  {history.entry_word()} {c.index}: {names[c.index]}"))
         change = f"{value_text(c.before, c.unit)} → {value_text(c.after, c.unit)}"
         lines.append(_fit(f"    {c.direction:<11}  {_cut(c.key, 44):<44}  {change:>25}  {pct_text(c.relative):>8}"))
     return lines
@@ -71,10 +71,10 @@ def _e2e_table(history: History, e2e: Series) -> list[str]:
     """The E2E table; with versions of several runs, a ``runs`` column (and the median is of the
     run medians, its interval over runs and steps)."""
     marks = {c.index: f"{pct_text(c.relative)} {c.direction}" for c in e2e.change_points}
-    several = several_runs(history)
+    several = history.several_runs()
     runs = f"  {'runs':>4}" if several else ""
     width = 26 if several else 32  # the runs column takes its room: lines stay within WIDTH
-    lines = [f"  {'#':>3}  {entry_word(history):<{width}}{runs}  {'steps':>5}  {'E2E ms':>9}  {'interval ms':^19}  change"]
+    lines = [f"  {'#':>3}  {history.entry_word():<{width}}{runs}  {'steps':>5}  {'E2E ms':>9}  {'interval ms':^19}  change"]
     for run, point in zip(history.runs, e2e.points):
         interval = f"{ms_text(point.ci_low)} – {ms_text(point.ci_high)}" if point.ci_low is not None else "–"
         steps = f"{run.steps - run.skipped}/{run.steps}"

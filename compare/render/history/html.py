@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.render.history import (HEAD_FILL, NO_CHANGE, entry_word, interval_text, ms_text, over_runs, pct_text,
-                                    portable, run_count, run_noise_text, several_runs, value_text)
+from perfcmp.render.history import (HEAD_FILL, NO_CHANGE, interval_text, ms_text, over_runs, pct_text, portable,
+                                    run_count, run_noise_text, value_text)
 from perfcmp.results.history import History
 
 SUFFIX = ".html"
@@ -34,22 +34,22 @@ def render_html(history: History) -> str:
         rows = [[str(c.index), c.run, c.key, value_text(c.before, c.unit), value_text(c.after, c.unit), pct_text(c.relative),
                  c.direction] for c in history.change_points]
         body.append(_html_table(f"Change points ({len(rows)}), newest first",
-                                [entry_word(history).capitalize(), "Name", "Key", "Before", "After", "Change", "Direction"], rows, "rllrrrl"))
+                                [history.entry_word().capitalize(), "Name", "Key", "Before", "After", "Change", "Direction"], rows, "rllrrrl"))
     else:
         body.append(f"<p>{NO_CHANGE}</p>")
     e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
     if e2e is not None:
         marks = {c.index: f"{pct_text(c.relative)} {c.direction}" for c in e2e.change_points}
-        several = several_runs(history)
+        several = history.several_runs()
         rows = [[str(r.index), r.name, *([str(run_count(r))] if several else []), f"{r.steps - r.skipped}/{r.steps}",
                  ms_text(p.median), interval_text(p), marks.get(r.index, "")] for r, p in zip(history.runs, e2e.points)]
-        header = ["#", entry_word(history).capitalize(), *(["Runs"] if several else []), "Steps", "Median", "95 % interval", "Change"]
-        body.append(_html_table(f"E2E per {entry_word(history)} (ms per step)", header, rows,
+        header = ["#", history.entry_word().capitalize(), *(["Runs"] if several else []), "Steps", "Median", "95 % interval", "Change"]
+        body.append(_html_table(f"E2E per {history.entry_word()} (ms per step)", header, rows,
                                 "rlrrrrl" if several else "rlrrrl"))
         if run_noise_text(e2e):
             body.append(f"<p>{esc(run_noise_text(e2e))}.</p>")
     rows = [[str(r.index), r.name, r.source, r.kind, r.device, str(r.steps)] for r in history.runs]
-    if several_runs(history):  # each run of a point of several, under its point's number
+    if history.several_runs():  # each run of a point of several, under its point's number
         rows = [row for r in history.runs for row in ([[str(r.index), r.name, r.source, r.kind, r.device, str(r.steps)]]
                 + [["", m.name, m.source, m.kind, "", str(m.steps)] for m in (r.recordings or [])])]
     body.append(_html_table("Runs", ["#", "Name", "Source", "Kind", "Device", "Steps"], rows, "rlllll"))

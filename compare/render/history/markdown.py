@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcmp.render.history import (MAX_WARNINGS, NO_CHANGE, entry_word, interval_text, ms_text, over_runs, pct_text,
-                                    portable, run_count, run_noise_text, several_runs, value_text)
+from perfcmp.render.history import (MAX_WARNINGS, NO_CHANGE, interval_text, ms_text, over_runs, pct_text, portable,
+                                    run_count, run_noise_text, value_text)
 from perfcmp.render.markdown import escape
 from perfcmp.results.history import History
 
@@ -30,18 +30,18 @@ def render_markdown(history: History) -> str:
         rows = [[str(c.index), escape(c.run), escape(c.key), value_text(c.before, c.unit), value_text(c.after, c.unit),
                  pct_text(c.relative), c.direction] for c in history.change_points]
         blocks.append(f"### Change points ({len(rows)}), newest first\n\n"
-                      + _table([entry_word(history).capitalize(), "Name", "Key", "Before", "After", "Change", "Direction"], rows, "rllrrrl"))
+                      + _table([history.entry_word().capitalize(), "Name", "Key", "Before", "After", "Change", "Direction"], rows, "rllrrrl"))
     else:
         blocks.append(NO_CHANGE)
     e2e = next((s for s in history.series if s.key == "overall:e2e"), None)
     if e2e is not None:
         marks = {c.index: f"{pct_text(c.relative)} {c.direction}" for c in e2e.change_points}
-        several = several_runs(history)
+        several = history.several_runs()
         rows = [[str(r.index), escape(r.name), *([str(run_count(r))] if several else []),
                  f"{r.steps - r.skipped}/{r.steps}", ms_text(p.median), interval_text(p), marks.get(r.index, "")]
                 for r, p in zip(history.runs, e2e.points)]
-        header = ["#", entry_word(history).capitalize(), *(["Runs"] if several else []), "Steps", "Median", "95 % interval", "Change"]
-        blocks.append(f"### E2E per {entry_word(history)} (ms per step)\n\n"
+        header = ["#", history.entry_word().capitalize(), *(["Runs"] if several else []), "Steps", "Median", "95 % interval", "Change"]
+        blocks.append(f"### E2E per {history.entry_word()} (ms per step)\n\n"
                       + _table(header, rows, "rlrrrrl" if several else "rlrrrl"))
         if run_noise_text(e2e):
             blocks.append(escape(run_noise_text(e2e)) + ".")

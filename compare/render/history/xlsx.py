@@ -3,8 +3,8 @@ change points, every run's intervals, and notes (method, gates)."""
 
 from __future__ import annotations
 
-from perfcmp.render.history import (BETTER_FILL, HEAD_FILL, WORSE_FILL, entry_word, run_count, run_noise_text, scaled,
-                                    several_runs, unit_name, value_text)
+from perfcmp.render.history import (BETTER_FILL, HEAD_FILL, WORSE_FILL, run_count, run_noise_text, scaled, unit_name,
+                                    value_text)
 from perfcmp.render.ooxml import Style, Workbook
 from perfcmp.results.history import History
 
@@ -37,8 +37,8 @@ def write_xlsx(history: History, path: str) -> None:
         return s
 
     keys = history.series
-    several = several_runs(history)
-    word = entry_word(history)  # "run", or "version" when versions hold several runs
+    several = history.several_runs()
+    word = history.entry_word()  # "run", or "version" when versions hold several runs
     extra = ["Runs"] if several else []
     s = sheet("HistoryMedians", f"Median per step of each key in each {word} (ms; memory MiB)",
               [f"{word.capitalize()} #", word.capitalize(), "Source", "Kind", "Steps", "Skipped", *extra]
