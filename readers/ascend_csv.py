@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.readers.chrome import max_depth
-from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT, joined_rows, one_layout_parts
+from perfcmp.readers.columns import LIMIT_US, NAME_LIMIT, joined_rows, one_layout_parts, plain_decimal_parts
 from perfcmp.readers.common import byte_sizes
 from perfcmp.base.errors import InputError
 from perfcmp.readers.model import ReadWarning
@@ -85,11 +85,12 @@ _LIMIT_WHOLE_US = math.ceil(LIMIT_US)  # an integer w is < LIMIT_US exactly when
 
 
 def _plain_ns(cells: list) -> np.ndarray:
-    """``_cell_ns`` of the cells that are plain ASCII, numpy's byte-string functions over them all
-    at once (a column of timestamps has no repeats to share); -1 for every other cell, which
-    ``_cell_ns`` then reads. A cell read here is one ``_cell_ns`` reads alike: ASCII whitespace
-    is a subset of what ``str.strip`` strips, so a cell this strips to digits strips to the same
-    digits there; a cell with a NUL (which numpy's strings drop at the end) is left to it."""
+    """``_cell_ns`` of the cells that are plain ASCII, stripped as it strips them and read together
+    (``columns.plain_decimal_parts``; a column of timestamps has no repeats to share); -1 for every
+    other cell, which ``_cell_ns`` then reads. A cell read here is one ``_cell_ns`` reads alike:
+    ASCII whitespace is a subset of what ``str.strip`` strips, so a cell this strips to digits
+    strips to the same digits there; a cell with a NUL (which numpy's strings drop at the end) is
+    left to it."""
     n = len(cells)
     out = np.full(n, -1, dtype=np.int64)
     try:
@@ -99,14 +100,13 @@ def _plain_ns(cells: list) -> np.ndarray:
         return out
     if not n:
         return out
-    core = np.char.strip(np.char.strip(np.char.strip(raw), b'"'))
-    whole, dot, frac = np.char.partition(core, b".").T  # np.char: numpy 1 has no np.strings
-    ok = ((np.char.str_len(raw) == lengths) & np.char.isdigit(whole) & (np.char.str_len(whole) <= 16)
-          & ((frac == b"") | np.char.isdigit(frac)))
-    whole_us = np.where(ok, whole, b"0").astype(np.int64)
-    ok &= whole_us < _LIMIT_WHOLE_US
-    thousandths = np.asarray(np.char.add(np.where(ok, frac, b""), b"000"), dtype="S3").astype(np.int64)
-    out[ok] = whole_us[ok] * 1000 + thousandths[ok]
+    core = np.char.strip(np.char.strip(np.char.strip(raw), b'"'))  # np.char: numpy 1 has no np.strings
+    parts = plain_decimal_parts(core, np.char.str_len(core))
+    if parts is None:  # only empty cells: all left to _cell_ns
+        return out
+    whole, thousandths, plain = parts
+    ok = plain & (np.char.str_len(raw) == lengths) & (whole < _LIMIT_WHOLE_US)
+    out[ok] = whole[ok] * 1000 + thousandths[ok]
     return out
 
 

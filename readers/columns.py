@@ -310,6 +310,7 @@ def one_layout_parts(byte: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 LAYOUT_BLOCK = 1 << 16  # rows of ``one_layout_parts`` at a time (8 MB of int64 digits at most)
+TIMESTAMP_BYTES = 40  # no timestamp is longer: ``plain_decimal_parts`` leaves longer strings out of its matrix
 
 
 def joined_rows(texts: list, joined: str | None = None) -> np.ndarray | None:
@@ -332,6 +333,43 @@ def joined_rows(texts: list, joined: str | None = None) -> np.ndarray | None:
     return rows[:, :-1]
 
 
+def plain_decimal_parts(raw: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """ASCII strings (``raw``, a numpy bytes array; ``lengths``: each string's own length, so that
+    a NUL numpy drops at the end is seen) read together as a matrix of bytes, one row a string:
+    each one's whole µs and thousandths (the first three digits after the point, the rest cut),
+    and whether it is plain — digits with at most one point, a digit first, at most 16 before the
+    point, how torch_npu writes a timestamp (the parts of a string that is not are meaningless).
+    A string longer than a timestamp can be (40 bytes) is not plain and widens no matrix; None
+    when there are no strings or all are empty."""
+    n, width = len(raw), raw.dtype.itemsize
+    if not n or not width:
+        return None
+    if width > TIMESTAMP_BYTES:
+        short = np.flatnonzero(lengths <= TIMESTAMP_BYTES)
+        whole, thousandths, plain = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        parts = plain_decimal_parts(raw[short].astype(f"S{TIMESTAMP_BYTES}"), lengths[short]) if short.size else None
+        if parts is not None:
+            whole[short], thousandths[short], plain[short] = parts
+        return whole, thousandths, plain
+    byte = raw.view(np.uint8).reshape(n, width)  # a string's bytes, then NULs to the width
+    inside = np.arange(width) < lengths[:, None]
+    digit = (byte >= 48) & (byte <= 57)  # "0".."9"
+    point = byte == 46  # "."; a NUL inside the length is neither, so its string is not plain
+    points = point.sum(axis=1)
+    whole_len = np.where(points == 1, point.argmax(axis=1), lengths)
+    plain = ((digit | point | ~inside).all(axis=1) & (points <= 1) & digit[:, 0] & (whole_len <= 16))
+    # whole µs: the digits before the point, each by its power of ten
+    power = whole_len[:, None] - 1 - np.arange(width)  # the digit's power of ten; < 0 from the point on
+    before = power >= 0
+    value = np.where(before & digit, byte.astype(np.int64) - 48, 0)
+    whole = (value * _TENS[np.clip(power, 0, 15)]).sum(axis=1)
+    # thousandths: the first three digits after the point (the rest cut, as ``_ns`` does)
+    after = -1 - power  # 1 for the first digit after the point
+    thousandths = (np.where((after >= 1) & (after <= 3) & inside & digit, byte.astype(np.int64) - 48, 0)
+                   * np.where((after >= 1) & (after <= 3), 10 ** (3 - np.clip(after, 1, 3)), 0)).sum(axis=1)
+    return whole, thousandths, plain
+
+
 def _decimal_ns(texts: list[str], joined: str) -> np.ndarray:
     """``_ns`` of every string (``joined``: them joined with commas), the plain ones (digits with
     at most one point, a digit first, at most 16 before the point: how torch_npu writes a
@@ -350,26 +388,10 @@ def _decimal_ns(texts: list[str], joined: str) -> np.ndarray:
         raw = np.array(texts, dtype="S")
     except UnicodeEncodeError:  # a non-ASCII string: one by one
         return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-    width = raw.dtype.itemsize
-    if not n or not width or width > 40:  # empty strings, or long ones (no timestamp is 40 characters)
+    parts = plain_decimal_parts(raw, np.fromiter(map(len, texts), dtype=np.int64, count=n))
+    if parts is None:  # only empty strings
         return np.fromiter(map(_ns, texts), dtype=np.int64, count=n)
-    byte = raw.view(np.uint8).reshape(n, width)  # a string's bytes, then NULs to the width
-    inside = np.arange(width) < lengths[:, None]
-    digit = (byte >= 48) & (byte <= 57)  # "0".."9"
-    point = byte == 46  # "."; a NUL inside the length is neither, so its string is not plain
-    points = point.sum(axis=1)
-    whole_len = np.where(points == 1, point.argmax(axis=1), lengths)
-    plain = ((digit | point | ~inside).all(axis=1) & (points <= 1) & digit[:, 0] & (whole_len <= 16))
-    # whole µs: the digits before the point, each by its power of ten
-    power = whole_len[:, None] - 1 - np.arange(width)  # the digit's power of ten; < 0 from the point on
-    before = power >= 0
-    value = np.where(before & digit, byte.astype(np.int64) - 48, 0)
-    whole = (value * _TENS[np.clip(power, 0, 15)]).sum(axis=1)
-    # thousandths: the first three digits after the point (the rest cut, as ``_ns`` does)
-    after = -1 - power  # 1 for the first digit after the point
-    thousandths = (np.where((after >= 1) & (after <= 3) & inside & digit, byte.astype(np.int64) - 48, 0)
-                   * np.where((after >= 1) & (after <= 3), 10 ** (3 - np.clip(after, 1, 3)), 0)).sum(axis=1)
+    whole, thousandths, plain = parts
     fits = whole <= _LIMIT_WHOLE
     ns = np.where(fits, whole, 0) * 1000 + thousandths
     out = np.where(fits & (ns < LIMIT_NS), ns, INVALID_NS)
