@@ -47,7 +47,7 @@ def _mwu_p(base: np.ndarray, comp: np.ndarray) -> float | None:
     n, m = len(base), len(comp)
     if n == 0 or m == 0:
         return None
-    ranks, tie_sizes = _midranks(np.concatenate([base, comp]))
+    ranks, tie_sizes = midranks(np.concatenate([base, comp]))
     if len(tie_sizes) == 1:  # a single group of equal values
         return None
     u1 = float(ranks[:n].sum()) - n * (n + 1) / 2
@@ -108,7 +108,7 @@ def mann_whitney_interval(x: np.ndarray, y: np.ndarray, level: float) -> tuple[f
     n, m = len(x), len(y)
     if not n or not m:
         return None
-    within = np.concatenate([_midranks(x)[1], _midranks(y)[1]])
+    within = np.concatenate([midranks(x)[1], midranks(y)[1]])
     nm = n * m
     u_star = _largest_accepted(lambda u: _mwu_p_of_u(u, n, m, within), -(-nm // 2), nm, level)
     if u_star is None or u_star >= nm:
@@ -136,7 +136,7 @@ def signed_rank_interval(d: np.ndarray, level: float) -> tuple[float, float, flo
     i, j = np.triu_indices(n)
     walsh = (d[i] + d[j]) / 2
     total = n * (n + 1) // 2
-    groups = _midranks(np.abs(d))[1]  # δ between Walsh averages: |d − δ| ties only among equal d
+    groups = midranks(np.abs(d))[1]  # δ between Walsh averages: |d − δ| ties only among equal d
     exact = n <= EXACT_MAX_N and len(groups) == n
     tie_term = float((groups.astype(float) ** 3 - groups).sum())
     sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24 - tie_term / 48)
@@ -155,7 +155,7 @@ def signed_rank_interval(d: np.ndarray, level: float) -> tuple[float, float, flo
     return float(np.median(walsh)), _order_stat(walsh, total - t_hi), _order_stat(walsh, total - t_lo + 1)
 
 
-def _midranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def midranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ranks from 1, equal values sharing the mean of their ranks; and the size of each group of
     equal values."""
     order = np.argsort(values, kind="stable")
@@ -420,7 +420,7 @@ def wilcoxon_signed_rank_p(d: np.ndarray) -> float | None:
     n = len(d)
     if n == 0:
         return None
-    ranks, tie_sizes = _midranks(np.abs(d))
+    ranks, tie_sizes = midranks(np.abs(d))
     t_plus = float(ranks[d > 0].sum())
     if n <= EXACT_MAX_N and len(tie_sizes) == n:
         # The null counts are symmetric (a subset and its complement), so

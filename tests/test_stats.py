@@ -12,7 +12,7 @@ from perfcmp.stats import (
     _betainc,
     _exact_sf,
     _log_beta,
-    _midranks,
+    midranks,
     _signed_rank_cdf,
     benjamini_hochberg,
     holm,
@@ -24,8 +24,8 @@ from perfcmp.stats import (
 stats = pytest.importorskip("scipy.stats")
 
 
-def test_midranks_share_the_mean_rank_of_their_group():
-    ranks, sizes = _midranks(np.array([3.0, 1.0, 3.0, 2.0, 3.0]))
+def testmidranks_share_the_mean_rank_of_their_group():
+    ranks, sizes = midranks(np.array([3.0, 1.0, 3.0, 2.0, 3.0]))
     assert ranks.tolist() == [4.0, 1.0, 4.0, 2.0, 4.0]  # the three 3s hold ranks 3, 4, 5
     assert sizes.tolist() == [1, 1, 3]
 

@@ -11,6 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from perfcmp.stats import midranks
+
 BOOTSTRAP = 2000
 CI_LEVEL = 0.95
 MIN_NOISE = 1e-4  # σ floor, in log units (0.01 %)
@@ -145,17 +147,6 @@ def between_run_noise(groups: list[np.ndarray]) -> tuple[float, int]:
 SCAN_RESAMPLES = 4000  # random orders of a segment's runs for the null of the best split
 
 
-def midranks(values: np.ndarray) -> np.ndarray:
-    """Ranks 1 … n of ``values``, equal values sharing the mean of their ranks."""
-    values = np.asarray(values, dtype=float)
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values))
-    ranks[order] = np.arange(1, len(values) + 1)
-    _, inverse = np.unique(values, return_inverse=True)
-    sums = np.bincount(inverse, weights=ranks)
-    return sums[inverse] / np.bincount(inverse)[inverse]
-
-
 def split_p(y: np.ndarray, b: int, min_left: int, min_right: int, resamples: int = SCAN_RESAMPLES) -> float:
     """Permutation p of the boundary at ``b`` inside ``y`` (one segment's run values, in order)
     against runs that are exchangeable (no change: whatever their run-level offsets — two
@@ -165,7 +156,7 @@ def split_p(y: np.ndarray, b: int, min_left: int, min_right: int, resamples: int
     ``min_left``, right ≥ ``min_right`` runs) in each of ``resamples`` random orders of the same
     ranks, so the choice of the boundary is paid for. p = (1 + orders at least as split) /
     (1 + resamples); the generator is seeded by the segment's length and ``b`` (deterministic)."""
-    r = midranks(y)
+    r = midranks(np.asarray(y, dtype=float))[0]
     m = len(r)
     cuts = np.arange(min_left, m - min_right + 1)
     if not (min_left <= b <= m - min_right) or len(cuts) == 0:
