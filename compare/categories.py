@@ -6,6 +6,7 @@ hierarchy those leaves roll up into, with the peer's row labels.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from dataclasses import dataclass
@@ -68,7 +69,17 @@ class Rules:
 
 
 def load_rules(path: str | None = None) -> Rules:
-    """Load the shipped rules, or a user file with the same layout (``--categories``)."""
+    """Load the shipped rules (parsed once a process: ``Rules`` is frozen, and a cluster asks for
+    them once a rank), or a user file with the same layout (``--categories``), read each time."""
+    return _shipped_rules() if path is None else _rules(path)
+
+
+@functools.cache
+def _shipped_rules() -> Rules:
+    return _rules(None)
+
+
+def _rules(path: str | None) -> Rules:
     try:
         if path is None:
             data = tomllib.loads(resources.files("perfcmp").joinpath("kernel_categories.toml").read_text("utf-8"))

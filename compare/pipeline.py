@@ -9,7 +9,6 @@ this process, and its death is one line (``procs.WorkerDied``, exit 2).
 
 from __future__ import annotations
 
-import functools
 import gc
 import hashlib
 import pickle
@@ -437,13 +436,5 @@ def analyse_profile(profile: Profile, path: str, options: CompareOptions) -> _Si
     """One already-read profile analysed on its own, the whole window, without detail tables
     unless ``options`` enable a detail dimension (``perfcmp.cluster`` workers use this: they
     need the profile itself too, for what a comparison does not keep)."""
-    rules = shipped_rules() if options.categories is None else load_rules(options.categories)
-    return _Side.of(profile, None, path, rules, _normalizer(options), options.detail.use_input_shape)
-
-
-@functools.cache
-def shipped_rules() -> Rules:
-    """The shipped category rules, parsed once a process: a cluster analyses every rank with
-    them, and parsing the TOML again cost each rank ~0.5 ms (``Rules`` is frozen: one object
-    serves every rank; ``cluster.summary.prepare`` loads it before the workers fork)."""
-    return load_rules(None)
+    return _Side.of(profile, None, path, load_rules(options.categories), _normalizer(options),
+                    options.detail.use_input_shape)

@@ -96,9 +96,10 @@ def prepare() -> None:
     what they import, the category rules), so that workers forked afterwards share it instead
     of each loading it again (about 0.1 s of CPU a worker)."""
     from perfcmp.budget import out_of_memory  # noqa: F401  (loaded for the workers)
-    from perfcmp.pipeline import analyse_profile, shipped_rules  # noqa: F401
+    from perfcmp.categories import load_rules
+    from perfcmp.pipeline import analyse_profile  # noqa: F401
 
-    shipped_rules()
+    load_rules()
 
 
 def decode(data: bytes) -> RankSummary | RankFailure:
