@@ -50,6 +50,26 @@ def test_every_chunk_size_reads_the_same_profile(tmp_path, monkeypatch, chunk_by
     assert cut.info.device_name == "Test GPU"
 
 
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_chunks_are_decoded_in_place_and_the_file_is_left_as_it_was(tmp_path, monkeypatch, gzipped):
+    # A chunk's brackets are written into the private map over the bytes between events, and
+    # put back: no chunk is copied, the profile is the one read in one piece, the file unchanged.
+    text = json.dumps(_trace(), indent=1).encode()
+    path = tmp_path / ("t.pt.trace.json.gz" if gzipped else "t.pt.trace.json")
+    path.write_bytes(gzip.compress(text) if gzipped else text)
+    on_disk = path.read_bytes()
+    whole = load_profile(str(path))
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 50)
+    copies = []
+    copy = chrome._wrapped
+    monkeypatch.setattr(chrome, "_wrapped", lambda *args: copies.append(args[1:]) or copy(*args))
+    cut = load_profile(str(path))
+    assert copies == []
+    for a, b in zip(_frames(whole), _frames(cut)):
+        pd.testing.assert_frame_equal(a, b)
+    assert len(cut.device) == 40 and path.read_bytes() == on_disk
+
+
 def test_chunks_joined_a_few_at_a_time_and_roles_a_chunk_lacks_read_the_same_profile(tmp_path, monkeypatch):
     # [memory] samples after every 7th op only: most chunks of one or two events have none,
     # and with PARTS_KEPT = 3 each role's parts are joined (columns.compact) several times.
