@@ -87,6 +87,48 @@ def test_npu_demo_pair_shows_doubled_communication_wait():
     assert result.comparison.uncovered_us > result.base.uncovered_us
 
 
+def test_what_exists_once_modules_load_is_frozen_out_of_the_collector(tmp_path, monkeypatch):
+    """``imports_frozen``: the collector paused while the block loads modules, then everything
+    alive frozen (so a cycle made before it is never collected); a block that loads nothing
+    (a command run again in one process) freezes nothing more."""
+    import gc
+    import sys
+    import weakref
+
+    from perfcmp.base.heap import imports_frozen
+
+    class Node:
+        pass
+
+    (tmp_path / "perfcmp_test_fresh_module.py").write_text("VALUE = [1, 2, 3]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "perfcmp_test_fresh_module", raising=False)
+    was_frozen = gc.get_freeze_count()
+    try:
+        node = Node()
+        node.self = node
+        kept = weakref.ref(node)
+        del node
+        with imports_frozen():
+            assert not gc.isenabled()
+            import perfcmp_test_fresh_module  # noqa: F401
+        assert gc.isenabled() and gc.get_freeze_count() > was_frozen
+        gc.collect()
+        assert kept() is not None  # frozen: out of every collection's reach
+        frozen = gc.get_freeze_count()
+        late = Node()
+        late.self = late
+        gone = weakref.ref(late)
+        del late
+        with imports_frozen():
+            import perfcmp_test_fresh_module  # noqa: F401,F811  (loaded already: nothing new)
+        gc.collect()
+        assert gc.get_freeze_count() == frozen and gone() is None
+    finally:
+        if not was_frozen:
+            gc.unfreeze()
+
+
 def test_the_collector_is_paused_for_a_phase_and_collects_its_cycles_at_its_end():
     """Inside ``collector_paused`` no collection runs (the phases make no cycles worth one); at its
     end one collection frees the cycles made inside; an inner block, or a caller that paused the

@@ -123,7 +123,9 @@ class Beside(Generic[T]):
         # The child leaves what exists now (the imports, mostly) out of its collector's reach: a
         # collection there would write to every object's header and so copy every page it shares
         # with this process, which the child only reads. This process takes them back at once,
-        # unless its caller had frozen them itself (``cluster.execute``, for its workers' time).
+        # unless they were frozen already (the commands' imports, ``heap.imports_frozen``, and
+        # then what this process holds is its own for the run; ``cluster.execute``, for its
+        # workers' time).
         thaw = not gc.get_freeze_count()
         gc.freeze()
         try:

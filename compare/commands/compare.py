@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from perfcmp.base.errors import NotComparableError, UsageError
+from perfcmp.base.heap import imports_frozen
 from perfcmp.choices import DEFAULT_FORMATS, DIMENSIONS
 from perfcmp.commands.common import (DIMENSION_PANEL, FORMAT_HELP, GATES, INPUTS, OUTPUT_HELP, OUTPUTS, QUIET_HELP,
                                      TOP_HELP, complete_formats, complete_npu_source, parse_formats, scope_of)
@@ -132,9 +133,10 @@ def compare(
                                              "from the data)."),
 ) -> int:
     """Compare -d (new) against -bp (baseline): console summary, xlsx workbook, JSON / Markdown, verdict."""
-    from perfcmp import api
-    from perfcmp.cluster.plan import resolve
-    from perfcmp.output import check_outputs, write_outputs
+    with imports_frozen():  # pandas and the analysis load here, not for --help
+        from perfcmp import api
+        from perfcmp.cluster.plan import resolve
+        from perfcmp.output import check_outputs, write_outputs
 
     formats = parse_formats(output_format)
     plan = resolve(benchmark_profiling_path, profiling_path, rank, base_rank, comparison_rank)
@@ -180,9 +182,10 @@ def compare(
 def compare_clusters(options, quiet: bool, require_verdict: bool) -> int:
     """The cluster comparison of ``options`` (``perfcmp.cluster.run.ClusterOptions``) written out;
     exit 3 under ``require_verdict`` when some ranks could not be read (a partial comparison)."""
-    from perfcmp import api
-    from perfcmp.cluster.run import partial
-    from perfcmp.output import check_outputs, write_outputs
+    with imports_frozen():
+        from perfcmp import api
+        from perfcmp.cluster.run import partial
+        from perfcmp.output import check_outputs, write_outputs
 
     check_outputs(options.output, options.formats)
     report = api.compare_clusters(options)

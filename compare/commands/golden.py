@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from perfcmp.base.heap import imports_frozen
 from perfcmp.commands.common import (FORMAT_HELP, GATES, OUTPUT_HELP, OUTPUTS, POLICY_HELP, QUIET_HELP, Group,
                                      OneSpelling, complete_baseline, complete_formats, parse_formats)
 
@@ -28,8 +29,9 @@ def golden_save(
     force: bool = typer.Option(False, "--force", help="Replace an existing baseline of that name."),
 ) -> int:
     """Store PROFILE as baseline NAME: breakdown, per-step samples and provenance, no raw trace."""
-    from perfcmp import api
-    from perfcmp.golden import SaveOptions
+    with imports_frozen():
+        from perfcmp import api
+        from perfcmp.golden import SaveOptions
 
     path = api.golden_save(SaveOptions(name=name, profiles=tuple(profile), compare=api.compare_options(profile[0], profile[0]),
                                        directory=directory, force=force))
@@ -58,9 +60,10 @@ def golden_check(
     quiet: bool = typer.Option(False, "--quiet", "-q", rich_help_panel=OUTPUTS, help=QUIET_HELP),
 ) -> int:
     """Compare PROFILE with baseline NAME under the gates; the exit code says whether it regressed."""
-    from perfcmp import api
-    from perfcmp.golden import CheckOptions, baseline_path
-    from perfcmp.output import check_outputs, write_outputs
+    with imports_frozen():
+        from perfcmp import api
+        from perfcmp.golden import CheckOptions, baseline_path
+        from perfcmp.output import check_outputs, write_outputs
 
     formats = parse_formats(output_format)
     options = CheckOptions(name=name, profiles=tuple(profile), directory=directory, compare=api.compare_options(
@@ -75,9 +78,10 @@ def golden_check(
 @golden.command("list", cls=OneSpelling)
 def golden_list(directory: Optional[str] = typer.Option(None, "--dir", metavar="DIR", help=GOLDEN_DIR_HELP)) -> int:
     """The stored baselines: name, device, steps, E2E, source and software versions."""
-    from perfcmp import api
-    from perfcmp.golden import device_kind
-    from perfcmp.render.terminal import Column, table, wrap
+    with imports_frozen():
+        from perfcmp import api
+        from perfcmp.golden import device_kind
+        from perfcmp.render.terminal import Column, table, wrap
 
     found, skipped = api.golden_list(directory)
     columns = [Column("name", "l"), Column("device", "l"), Column("steps"), Column("E2E ms"),

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from perfcmp.base.heap import imports_frozen
 from perfcmp.choices import HISTORY_FORMATS, STDOUT
 from perfcmp.commands.common import (GATES, INPUTS, OUTPUTS, POLICY_HELP, complete_formats, complete_npu_source,
                                      parse_formats)
@@ -51,10 +52,11 @@ def history(
                                              help="Warm-up steps to drop from each run (default: decided from the data)."),
 ) -> int:
     """In which run did a regression enter? Per-run medians and change points of the main keys."""
-    from perfcmp import api
-    from perfcmp.history import HistoryOptions
-    from perfcmp.output import check_outputs, write_outputs
-    from perfcmp.policy import load_policy
+    with imports_frozen():
+        from perfcmp import api
+        from perfcmp.history import HistoryOptions
+        from perfcmp.output import check_outputs, write_outputs
+        from perfcmp.policy import load_policy
 
     options = HistoryOptions(paths=tuple(paths), order=order, top=top, skip_steps=skip_steps,
                              policy=load_policy(policy_file, fail_on or [], require_verdict),

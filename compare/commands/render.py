@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from perfcmp.base.errors import UsageError
+from perfcmp.base.heap import imports_frozen
 from perfcmp.choices import DEFAULT_FORMATS, FORMATS
 from perfcmp.commands.common import FORMAT_HELP, OUTPUT_HELP, QUIET_HELP, TOP_HELP, complete_formats, parse_formats
 
@@ -28,8 +29,9 @@ def render_result(
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> int:
     """Render a saved JSON result again (console, xlsx, md, html), without the profiles."""
-    from perfcmp import api
-    from perfcmp.output import check_outputs, write_outputs
+    with imports_frozen():
+        from perfcmp import api
+        from perfcmp.output import check_outputs, write_outputs
 
     formats = parse_formats(output_format)
     unknown = sorted(set(formats) - set(FORMATS))
