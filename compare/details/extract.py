@@ -151,26 +151,30 @@ def _step_of(profile: Profile, start: np.ndarray) -> np.ndarray:
 def _ops(profile: Profile, op_rows: np.ndarray, nearest_op: np.ndarray, module_of_host: np.ndarray,
          normalizer: Normalizer) -> pd.DataFrame:
     host = profile.host
-    sub = host.iloc[op_rows]
-    parent_host = sub["parent"].to_numpy()
+
+    def column(name: str) -> np.ndarray:  # the op rows of one host column (not a copy of every column at once)
+        return host[name].to_numpy()[op_rows]
+
+    parent_host = column("parent")
     parent = np.where(parent_host >= 0, nearest_op[np.clip(parent_host, 0, None)], -1)
-    start = sub["start_us"].to_numpy()
-    forward_host = sub["forward"].to_numpy()
+    start = column("start_us")
+    forward_host = column("forward")
     forward = np.where(forward_host >= 0, nearest_op[np.clip(forward_host, 0, None)], -1)
     forward = propagate_down(parent, forward + 1) - 1  # a backward subtree inherits its link
-    names = sub["name"].to_numpy()
+    del parent_host, forward_host
+    names = column("name")
     ops = frame({
         "name": names,
         "key": normalizer.keys(names),
-        "input_shapes": sub["input_shapes"].to_numpy(),
-        "input_types": sub["input_types"].to_numpy(),
-        "call_stack": sub["call_stack"].to_numpy(),
+        "input_shapes": column("input_shapes"),
+        "input_types": column("input_types"),
+        "call_stack": column("call_stack"),
         "start_us": start,
-        "dur_us": sub["dur_us"].to_numpy(),
+        "dur_us": column("dur_us"),
         "parent": _rows(parent),
         "top": parent < 0,
         "step": _rows(_step_of(profile, start)),
-        "phase": _phases(sub["backward"].to_numpy()),
+        "phase": _phases(column("backward")),
         "module": _rows(module_of_host[op_rows]),
         "forward": _rows(forward),
     })
