@@ -457,11 +457,24 @@ def test_a_process_with_other_threads_writes_alone(monkeypatch):
 def test_the_writers_claim_the_largest_sheets_first(monkeypatch):
     monkeypatch.setattr(xlsx.threading, "active_count", lambda: 1)  # other tests may have left threads
     planned = [xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=n)
-               for n in (10, 500_000, 40, 300_000, 250_000, 0, 40)]
+               for n in (10, 50_000, 40, 30_000, 25_000, 0, 40)]
     assert xlsx._largest_first(planned) == [1, 3, 4, 2, 6, 0, 5]  # ties in planned order
-    assert xlsx._worth_a_second_process(planned) is False  # 1.05 M cells: one process
-    planned[1] = xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=3_000_000)
-    assert xlsx._worth_a_second_process(planned) is True
+    assert xlsx._worth_a_second_process(planned) is False  # 105,090 cells: one process
+    planned[1] = xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=100_000)
+    assert xlsx._worth_a_second_process(planned) is True  # 155,090
+
+
+def test_a_workbooks_pieces_are_an_eighth_of_its_cells_within_bounds():
+    def book(*cells):
+        return [xlsx._Planned(spec=None, widths=[1.0] * 10, merges=[], head=[], blocks=iter, heights=len, cells=n,
+                              rows=n // 10, pieceable=True) for n in cells]
+
+    assert xlsx.piece_cells(book(100_000, 68_000)) == 40_000  # 168,000 / 8 = 21,000: the floor
+    assert xlsx.piece_cells(book(2_000_000, 400_000)) == 300_000
+    assert xlsx.piece_cells(book(30_000_000)) == 1_000_000  # the ceiling
+    units = xlsx._units(book(160_000, 8_000))  # the real GPU pair's shape: one large detail sheet
+    assert [(u.sheet, u.start, u.stop) for u in units] == [(0, 0, 4000), (0, 4000, 8000), (0, 8000, 12000),
+                                                            (0, 12000, 16000), (1, 0, 800)]
 
 
 def test_a_failing_second_writer_fails_the_write_with_its_error(demo, tmp_path, monkeypatch):

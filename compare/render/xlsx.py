@@ -122,13 +122,23 @@ def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | N
 # A large workbook's sheets are independent once planned (widths and the style table fixed), so
 # a forked child writes some of them, compressed, into a zip of loose sheets while this process
 # writes the others into another; the workbook then takes each sheet's compressed bytes in
-# order (``Workbook.copy_sheet``). A sheet of more than ``PIECE_CELLS`` cells is written in
+# order (``Workbook.copy_sheet``). A sheet of more than ``piece_cells`` cells is written in
 # pieces of that many cells, each compressed on its own, which either process may write
 # (``Workbook.join_pieces``): so the largest sheet does not leave the other process idle. The
 # bytes are those of a workbook written in one process, which writes the pieces the same way.
 
-PARALLEL_MIN_CELLS = 2_000_000  # below this, forking costs more than the second core saves
-PIECE_CELLS = 1_000_000  # a sheet with more cells is written in pieces of about this many
+PARALLEL_MIN_CELLS = 150_000  # below this, forking costs more than the second core saves
+PIECE_CELLS = 1_000_000  # the most cells a piece has
+# the fewest: a workbook's sheets are cut into pieces of about an eighth of its cells, so that
+# two writers share its largest sheet, but not smaller than this, where a piece's own cost shows
+PIECE_MIN_CELLS = 40_000
+WRITER_SHARES = 8
+
+
+def piece_cells(planned: list["_Planned"]) -> int:
+    """About how many cells each piece of a pieceable sheet has in this workbook: a function of
+    the workbook alone (never of how many processes write it), so its bytes are the same."""
+    return min(PIECE_CELLS, max(PIECE_MIN_CELLS, sum(p.cells for p in planned) // WRITER_SHARES))
 
 
 @dataclass(frozen=True)
@@ -143,12 +153,13 @@ class _Unit:
 
 
 def _units(planned: list[_Planned]) -> list[_Unit]:
-    """Each planned sheet as one unit, or a detail sheet of more than ``PIECE_CELLS`` cells as
+    """Each planned sheet as one unit, or a detail sheet of more than ``piece_cells`` cells as
     pieces of consecutive rows of about that many cells."""
     units = []
+    cells = piece_cells(planned)
     for i, sheet in enumerate(planned):
         width = max(len(sheet.widths), 1)
-        per_piece = max(1, PIECE_CELLS // width)
+        per_piece = max(1, cells // width)
         if not sheet.pieceable or sheet.rows <= per_piece:
             units.append(_Unit(i, None, 0, sheet.rows, sheet.cells))
             continue
