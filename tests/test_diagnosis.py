@@ -78,3 +78,58 @@ def test_a_findings_interval_sums_its_rows_in_their_given_order_whatever_the_has
                   for key, low in (("kernel:a", 1e16), ("kernel:b", 1.0), ("kernel:c", -1e16))}
     assert ctx.interval(["kernel:a", "kernel:b", "kernel:c", "kernel:b"]) == (0.0, 0.0)
     assert ctx.interval(["kernel:a", "kernel:c", "kernel:b"]) == (1.0, 0.0)
+
+
+def _side_facts_by_texts(details) -> dict:
+    """The definition ``detect.side_facts`` computes by codes: pandas group-bys over the texts."""
+    from collections import defaultdict
+
+    import pandas as pd
+
+    compute, ops = details.compute, details.ops
+    out, owners = defaultdict(dict), defaultdict(set)
+    for column in [c for c in ("kernel", "name") if c in compute]:
+        grouped = compute.groupby([compute[column].astype(str), compute["core"].astype(str)], sort=True)["dur_us"].sum()
+        for (name, core), total in grouped.items():
+            out[name][core] = float(total)
+    owner = compute["owner"].to_numpy().astype("int64")
+    linked = (owner >= 0) & (owner < len(ops))
+    pairs = pd.DataFrame({"op": ops["name"].astype(str).str.lower().to_numpy()[owner[linked]]})
+    for column in [c for c in ("kernel", "name") if c in compute]:
+        pairs["kernel"] = compute[column].astype(str).to_numpy()[linked]
+        for kernel, op in pairs[["kernel", "op"]].drop_duplicates().itertuples(index=False, name=None):
+            owners[kernel].add(op)
+    return {"cores": dict(out), "owners": {k: sorted(v) for k, v in owners.items()}}
+
+
+def test_side_facts_by_codes_are_the_group_bys_over_texts():
+    """Per kernel name and core the µs summed in the same rows' order (so to the last bit), in
+    the texts' sorted order, and each kernel's launching ops. The readers' text columns hold
+    strings ("" for a missing one), equal ones often as one shared object and sometimes not."""
+    import random
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pandas as pd
+
+    from perfcmp.diagnosis.detect import side_facts
+
+    rng = random.Random(7)
+    pool = ["gemm", "Gelu", "gelu", "b", "".join(["ge", "mm"]), "1", "ä-kernel", ""]  # one "gemm" a fresh object
+    for _ in range(60):
+        n, m = rng.randint(1, 300), rng.randint(1, 40)
+        compute = pd.DataFrame({
+            "name": np.array([rng.choice(pool) for _ in range(n)], dtype=object),
+            "kernel": np.array([rng.choice(pool[:5]) for _ in range(n)], dtype=object),
+            "core": np.array([rng.choice(["AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", ""]) for _ in range(n)], dtype=object),
+            "dur_us": [rng.choice([0.1, 0.2, 1e-3, 123.456, float("nan"), 7.0]) for _ in range(n)],
+            "owner": [rng.randint(-1, m + 1) for _ in range(n)],
+        })
+        ops = pd.DataFrame({"name": np.array([rng.choice(["aten::MM", "aten::mm", "Add", ""]) for _ in range(m)],
+                                             dtype=object)})
+        details = SimpleNamespace(compute=compute, ops=ops)
+        facts, expected = side_facts(details), _side_facts_by_texts(details)
+        assert list(facts["cores"]) == list(expected["cores"])  # the same keys in the same order
+        assert {k: list(v.items()) for k, v in facts["cores"].items()} == \
+            {k: list(v.items()) for k, v in expected["cores"].items()}
+        assert facts["owners"] == expected["owners"]

@@ -29,6 +29,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from perfcmp.base.textmatch import factorize, per_unique
 from perfcmp.results.diagnosis import Diagnosis, Evidence, Finding
 from perfcmp.results.pair import STATISTIC, TYPES
 
@@ -58,23 +59,39 @@ def side_facts(details) -> dict:
     compute = details.compute
     out: dict[str, dict[str, float]] = defaultdict(dict)
     owners: dict[str, set[str]] = defaultdict(set)
+    # Grouped by integer codes, numbered in the names' sorted order, not by the texts: a large
+    # side's compute table has millions of rows, whose strings a group-by would hash one by one
+    # (10 % of a 1.1 GB pair's run). The sums are pandas' own, over the same rows in the same order.
+    cores, core_names = _sorted_codes(compute["core"])
+    dur = pd.Series(compute["dur_us"].to_numpy(dtype=np.float64, copy=False))
     # KernelCompare names a row by the ``kernel`` column (an NPU export's op Type, "Gelu"), other
     # tables by the task's own name: both are keys here
-    for column in [c for c in ("kernel", "name") if c in compute]:
-        grouped = compute.groupby([compute[column].astype(str), compute["core"].astype(str)], sort=True)["dur_us"].sum()
-        for (name, core), total in grouped.items():
-            out[name][core] = float(total)
+    named = {column: _sorted_codes(compute[column]) for column in ("kernel", "name") if column in compute}
+    for codes, names in named.values():
+        grouped = dur.groupby(codes * len(core_names) + cores, sort=True).sum()
+        pairs = grouped.index.to_numpy()
+        for name, core, total in zip(names[pairs // len(core_names)].tolist(), core_names[pairs % len(core_names)].tolist(),
+                                     grouped.to_numpy().tolist()):
+            out[name][core] = total
     ops = getattr(details, "ops", None)
     if "owner" in compute and ops is not None and len(ops) and "name" in ops:
         owner = compute["owner"].to_numpy().astype(np.int64)
         linked = (owner >= 0) & (owner < len(ops))
-        op_names = ops["name"].astype(str).str.lower().to_numpy()
-        pairs = pd.DataFrame({"op": op_names[owner[linked]]})
-        for column in [c for c in ("kernel", "name") if c in compute]:
-            pairs["kernel"] = compute[column].astype(str).to_numpy()[linked]
-            for kernel, op in pairs[["kernel", "op"]].drop_duplicates().itertuples(index=False, name=None):
+        op_codes, op_names = _sorted_codes(per_unique(ops["name"], lambda name: str(name).lower()))
+        op_of = op_codes[owner[linked]]
+        for codes, names in named.values():
+            pairs = np.unique(codes[linked] * len(op_names) + op_of)
+            for kernel, op in zip(names[pairs // len(op_names)].tolist(), op_names[pairs % len(op_names)].tolist()):
                 owners[kernel].add(op)
     return {"cores": dict(out), "owners": {k: sorted(v) for k, v in owners.items()}, "links": _links(details)}
+
+
+def _sorted_codes(values) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's text (``str``, as ``astype(str)`` makes it) as a code, and the distinct texts
+    sorted: code ``i`` is ``texts[i]``, so codes order as their texts do."""
+    codes, uniques = factorize(values)
+    texts, merged = np.unique(np.array([str(u) for u in uniques.tolist()], dtype=object), return_inverse=True)
+    return merged.reshape(-1)[codes].astype(np.int64), texts
 
 
 def _links(details) -> dict[str, tuple[float, float]]:
