@@ -113,7 +113,7 @@ def analyse(sets: dict[str, list[tuple]], count: int, rng: np.random.Generator) 
             rate("flat series, a change point on E2E", tally["flat e2e"], count),
             rate(f"step series, E2E change point at run {STEP_AT}", tally["step e2e"], count),
             rate(f"step series, {INJECTED_ROW} change point at run {STEP_AT}", tally["step op"], count),
-            rate(f"step series, an E2E change point elsewhere", tally["step e2e elsewhere"], count)]
+            rate("step series, an E2E change point elsewhere", tally["step e2e elsewhere"], count)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from perfcmp import __version__
 from perfcmp.breakdown import Analyzer, Breakdown

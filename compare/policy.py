@@ -58,7 +58,6 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import dataclass
 
 from perfcmp.optionfiles import OptionFileError, load_toml
 from perfcmp.base.errors import UsageError

@@ -426,11 +426,12 @@ def op_types_from_names(names: np.ndarray) -> np.ndarray:
     for name, (stem, _) in versioned.items():
         stems.setdefault(stem, []).append(name)
     chosen = {}
+
+    def misfits(members: list[str], k: int) -> int:  # nodes out of range or taken, read from the k-th digit on
+        return sum(node > limit or node in taken for node in (int(versioned[n][1][k:]) for n in members))
+
     for stem, members in stems.items():
-        def misfits(k: int) -> int:
-            nodes = [int(versioned[n][1][k:]) for n in members]
-            return sum(node > limit or node in taken for node in nodes)
-        if misfits(1) < misfits(0):
+        if misfits(members, 1) < misfits(members, 0):
             chosen.update({n: stem + versioned[n][1][0] for n in members})
     return per_unique(names, lambda n: chosen.get(n, op_type_from_name(n)))
 

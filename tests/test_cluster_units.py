@@ -11,7 +11,8 @@ import sqlite3
 import pytest
 
 from perfcmp.cluster import detail, diagnose, discover, links, wording
-from perfcmp.results.cluster import ClusterResult, ClusterSide, Finding, Link, Movement, RankMedians, RankRow
+from perfcmp.results.cluster import (ClusterResult, ClusterSide, Finding, GroupTime, Link, Movement, RankMedians, RankRow,
+                                     RankSummary)
 from perfcmp.base.errors import InputError, UsageError
 from perfcmp.templates import load_layout
 from perfcmp.readers import ascend_links, layout
@@ -239,16 +240,12 @@ def test_group_labels_from_metadata_and_ops():
         "dp ranks 0,2", "pp", "ranks 0-1 allreduce+broadcast", "allreduce group 2", "group 3"]
 
 
-def _rank(rank: int, groups: list, links: list = ()) -> "RankSummary":
-    from perfcmp.results.cluster import RankSummary
-
+def _rank(rank: int, groups: list, links: list = ()) -> RankSummary:
     return RankSummary(rank=rank, source=f"r{rank}", rank_from="profile", device="NPU", producer="p", groups=groups,
                        links=list(links))
 
 
-def _group(hccl: str, uncovered: float, kinds=("allreduce",), ranks=(), name="", order=1) -> "GroupTime":
-    from perfcmp.results.cluster import GroupTime
-
+def _group(hccl: str, uncovered: float, kinds=("allreduce",), ranks=(), name="", order=1) -> GroupTime:
     return GroupTime(group=f"label of {hccl}", uncovered_us=uncovered, wait_us=uncovered / 4, transmit_us=uncovered * 3 / 4,
                      hccl=hccl, name=name, ranks=list(ranks), kinds=list(kinds), order=order)
 

@@ -175,7 +175,7 @@ def test_every_registered_renderer_follows_the_protocol():
 
     from perfcmp.render import CLUSTER, CONSOLE, HISTORY, PAIR, RENDERERS, file_formats, suffix
 
-    for (kind, name), path in RENDERERS.items():
+    for (_kind, name), path in RENDERERS.items():
         module = importlib.import_module(path)
         if name == CONSOLE:
             assert callable(module.render_console), path

@@ -96,5 +96,8 @@ def test_cli_writes_trace_and_render_reuses_the_json(tmp_path):
     (first,), (second,) = [p for p in out.iterdir() if p.name.endswith(".trace.json")], list(again.iterdir())
     one, two = json.loads(first.read_text()), json.loads(second.read_text())
     # the same events; only the sources' names may differ (the JSON keeps portable paths)
-    named = lambda doc: [e for e in doc["traceEvents"] if e["name"] != "process_name"]
+
+    def named(doc: dict) -> list:
+        return [e for e in doc["traceEvents"] if e["name"] != "process_name"]
+
     assert named(one) == named(two) and len(one["traceEvents"]) == len(two["traceEvents"])

@@ -382,7 +382,10 @@ def _comm_findings(result, ctx: _Context, notes: list[str], facts: tuple[dict, d
                                      note=str(r.get("comp_group") or r.get("base_group") or "")))
     if has_wait:
         waits_more = "comparison" if wait_c > wait_b else "base"
-        part = lambda w, u: f"{w:.1f} of its {u:.1f} µs uncovered ({w / u:.0%})" if u else "none"
+
+        def part(w: float, u: float) -> str:
+            return f"{w:.1f} of its {u:.1f} µs uncovered ({w / u:.0%})" if u else "none"
+
         statement = (f"the {waits_more} side waits more: base waits {part(wait_b, b)}, comparison waits {part(wait_c, c)}; "
                      f"the change is {d_wait:+.1f} µs waiting and {d_transfer:+.1f} µs transfer per step")
         kind = "waiting" if abs(d_wait) >= abs(d_transfer) else "transfer"

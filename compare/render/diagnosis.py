@@ -66,7 +66,10 @@ def markdown_blocks(result: ComparisonResult) -> list[str]:
     d = result.diagnosis
     if d is None:
         return []
-    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+
+    def esc(s: object) -> str:
+        return str(s).replace("|", "\\|").replace("\n", " ")
+
     blocks = ["### Why", esc(_unexplained(d))]
     for i, f in enumerate(d.findings, start=1):
         lines = [f"**{i}. {esc(f.title)}** — {esc(cost_text(f, d))}, {f.confidence} confidence", "", esc(f.statement)]
