@@ -422,11 +422,38 @@ def test_a_sheets_pieces_cover_its_rows_once():
     assert [u.cells for u in units if u.sheet == 3] == [1000, 1000, 1000, 1000, 4]
 
 
-def test_crc32_combine_gives_the_crc_of_the_joined_bytes():
-    from perfcmp.render.ooxml import crc32_combine
+def _crc32_combine_by_definition(crc1: int, crc2: int, length2: int) -> int:
+    """Appending a zero bit to a message is a linear map of its CRC register, a 32x32 matrix
+    over GF(2) (column n: where bit n goes); squaring it gives the map for 2, 4, 8 ... bits."""
+    def times(matrix, vector):
+        total, column = 0, 0
+        while vector:
+            total ^= matrix[column] if vector & 1 else 0
+            vector, column = vector >> 1, column + 1
+        return total
+
+    power = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit (reflected polynomial)
+    for _ in range(3):  # eight: one zero byte
+        power = [times(power, column) for column in power]
+    while length2:
+        if length2 & 1:
+            crc1 = times(power, crc1)
+        length2 >>= 1
+        power = [times(power, column) for column in power]
+    return crc1 ^ crc2
+
+
+def test_isal_crc32_combine_gives_the_crc_of_the_joined_bytes():
+    """A sheet's pieces are joined with ISA-L's crc32_combine: the CRC-32 of a + b, also past
+    4 GiB of b (a sheet's text may be that long), as the definition gives it."""
+    from isal import isal_zlib
 
     for a, b in ((b"", b""), (b"abc", b""), (b"", b"xyz"), (b"perf" * 1000, b"cmp" * 777), (bytes(range(256)), b"\0" * 5)):
-        assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+        assert isal_zlib.crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+        assert _crc32_combine_by_definition(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+    for length in (2**32 - 1, 2**32, 5 * 2**32 + 7, 2**40 + 3):
+        assert isal_zlib.crc32_combine(0x12345678, 0x9ABCDEF0, length) == \
+            _crc32_combine_by_definition(0x12345678, 0x9ABCDEF0, length)
 
 
 def test_no_second_process_to_be_had_writes_all_here(demo, tmp_path, monkeypatch):

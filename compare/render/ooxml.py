@@ -207,7 +207,7 @@ class Workbook:
         crc = size = 0
         for piece in pieces:
             piece_crc, piece_size = map(int, piece.comment.split())
-            crc, size = crc32_combine(crc, piece_crc, piece_size), size + piece_size
+            crc, size = isal_zlib.crc32_combine(crc, piece_crc, piece_size), size + piece_size
         info = zipfile.ZipInfo(member, ZIP_TIME)
         info.compress_type = zipfile.ZIP_DEFLATED
         info.external_attr = 0o600 << 16  # as zipfile gives a streamed member
@@ -410,42 +410,6 @@ class _DeflatedPiece:
         self.out.write(self.deflate.flush(isal_zlib.Z_FINISH if self.last else isal_zlib.Z_SYNC_FLUSH))
         self.out.close()
         self.info.comment = f"{self.crc} {self.size}".encode("ascii")  # written with the zip's directory
-
-
-def crc32_combine(crc1: int, crc2: int, length2: int) -> int:
-    """The CRC-32 of ``a + b`` from ``crc1 = crc32(a)``, ``crc2 = crc32(b)`` and ``len(b)``.
-
-    Appending a zero bit to a message is a linear map of its CRC register, a 32x32 matrix over
-    GF(2); squaring it gives the map for 2, 4, 8 ... zero bits, so ``crc1`` is carried past the
-    ``8 * length2`` zero bits of ``b``'s length in O(log length2) steps. As the CRC of ``b``
-    started from zero, XOR-ing ``crc2`` in then gives the CRC of ``a + b``.
-    """
-    if length2 <= 0:
-        return crc1
-    # the map for one zero bit (reflected polynomial): column n is where bit n goes
-    one_bit = [0xEDB88320] + [1 << n for n in range(31)]
-    power = _gf2_square(_gf2_square(_gf2_square(one_bit)))  # 8 zero bits: one zero byte
-    while length2:
-        if length2 & 1:
-            crc1 = _gf2_times(power, crc1)
-        length2 >>= 1
-        if length2:
-            power = _gf2_square(power)
-    return crc1 ^ crc2
-
-
-def _gf2_times(matrix: list[int], vector: int) -> int:
-    total, column = 0, 0
-    while vector:
-        if vector & 1:
-            total ^= matrix[column]
-        vector >>= 1
-        column += 1
-    return total
-
-
-def _gf2_square(matrix: list[int]) -> list[int]:
-    return [_gf2_times(matrix, column) for column in matrix]
 
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
