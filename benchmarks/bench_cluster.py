@@ -98,7 +98,8 @@ def median(results: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dir", default="bench_cluster_out")
+    ap.add_argument("--dir", default=str(HERE / "out" / "cluster"),
+                    help="where the generated runs go (default: benchmarks/out/cluster, which git ignores)")
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--kind", choices=("npu", "gpu"), default="npu")
     ap.add_argument("--steps", type=int, default=3)
