@@ -170,8 +170,8 @@ class FileMap(mmap.mmap):
 
 
 def read_document(path: Path, shown_as: str) -> Document:
-    """A file's bytes as a read-only memory map, un-gzipped (into anonymous memory) when its
-    first bytes say so; an empty file is ``b""``."""
+    """A file's bytes as a private memory map (see ``FileMap``), un-gzipped (into anonymous
+    memory) when its first bytes say so; an empty file is ``b""``."""
     try:
         with open(path, "rb") as handle:
             if not os.fstat(handle.fileno()).st_size:
@@ -179,7 +179,7 @@ def read_document(path: Path, shown_as: str) -> Document:
             if handle.read(2) == GZIP_MAGIC:
                 handle.seek(0)
                 return _gunzip(handle, shown_as)
-            mapped = FileMap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+            mapped = _file_map(handle.fileno())
             fatal.watch_mapping(mapped, str(path), shown_as, len(mapped))
             weakref.finalize(mapped, fatal.forget_mapping, id(mapped))
             return mapped
@@ -187,6 +187,18 @@ def read_document(path: Path, shown_as: str) -> Document:
         if exc.errno == errno.ENOMEM:  # no address space to map it: memory, not the file (budget.out_of_memory)
             raise MemoryError(f"cannot map {shown_as}") from None
         raise InputError(f"cannot read file ({exc.strerror or exc})", shown_as) from None
+
+
+def _file_map(fileno: int) -> "FileMap":
+    """The file's private map; read-only where a private one is refused for want of memory: a
+    system that does not overcommit (``vm.overcommit_memory=2``) charges a private writable map
+    its whole size, which a read-only one is not (its chunks are then copied to be decoded)."""
+    try:
+        return FileMap(fileno, 0, access=mmap.ACCESS_COPY)
+    except OSError as exc:
+        if exc.errno != errno.ENOMEM:
+            raise
+    return FileMap(fileno, 0, access=mmap.ACCESS_READ)
 
 
 def _gunzip(handle: BinaryIO, shown_as: str) -> mmap.mmap | bytes:

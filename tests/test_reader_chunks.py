@@ -70,6 +70,33 @@ def test_chunks_are_decoded_in_place_and_the_file_is_left_as_it_was(tmp_path, mo
     assert len(cut.device) == 40 and path.read_bytes() == on_disk
 
 
+def test_a_map_refused_for_want_of_memory_is_read_only_and_its_chunks_copied(tmp_path, monkeypatch):
+    # Without overcommit a private writable map is charged the file's size: refused (ENOMEM), the
+    # file is mapped read-only and each chunk copied, with the same profile.
+    import errno
+    import mmap
+
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps(_trace(), indent=1))
+    whole = load_profile(str(path))
+    real = chrome.FileMap.__new__
+
+    def strict(cls, fileno, length, *args, access=mmap.ACCESS_DEFAULT, **kwargs):
+        if access == mmap.ACCESS_COPY:
+            raise OSError(errno.ENOMEM, "Cannot allocate memory")
+        return real(cls, fileno, length, *args, access=access, **kwargs)
+
+    monkeypatch.setattr(chrome.FileMap, "__new__", strict)
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 50)
+    copies = []
+    copy = chrome._wrapped
+    monkeypatch.setattr(chrome, "_wrapped", lambda *args: copies.append(args[1:]) or copy(*args))
+    cut = load_profile(str(path))
+    assert len(copies) > 10
+    for a, b in zip(_frames(whole), _frames(cut)):
+        pd.testing.assert_frame_equal(a, b)
+
+
 def test_chunks_joined_a_few_at_a_time_and_roles_a_chunk_lacks_read_the_same_profile(tmp_path, monkeypatch):
     # [memory] samples after every 7th op only: most chunks of one or two events have none,
     # and with PARTS_KEPT = 3 each role's parts are joined (columns.compact) several times.
