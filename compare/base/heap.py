@@ -68,7 +68,8 @@ def imports_frozen() -> Iterator[None]:
     generation (30-40 ms of the imports' 0.25 s); every full collection later would scan them
     all again, and in a process that forked a worker its writes to their headers copy every
     page the two processes share. Frozen, they cost neither: the real 35 MB GPU pair's run
-    1.43-1.56 -> 1.33-1.44 s of CPU, its whole-tree peak 3 MB lower (8 + 8 runs). A fork made
+    1.44-1.67 -> 1.34-1.44 s of CPU (6 + 6 runs), its whole-tree peak within its run-to-run
+    spread. A fork made
     later (``procs.Beside``) then leaves frozen what exists at that time, which this process
     holds for the run anyway. Used by the commands, not by the Python API, whose caller's
     process may live on; and only when the block loaded modules (a command run again in one
