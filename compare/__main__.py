@@ -1,5 +1,5 @@
 """``python -m perfcmp``: the same entry point as the ``perfcmp`` console script."""
 
-from perfcmp.cli import main
+from perfcmp.cli import run
 
-raise SystemExit(main())
+run()

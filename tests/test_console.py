@@ -283,6 +283,20 @@ def test_file_paths_come_after_the_console_summary(tmp_path):
     assert not any(line.startswith("perfcmp:") for line in lines[:-1]) and max(len(line) for line in lines[:-1]) <= 80
 
 
+def test_the_process_ends_with_mains_code_and_every_byte_of_stdout():
+    """``python -m perfcmp`` runs ``cli.run``, which ends the process without the interpreter's
+    shutdown: the exit code is still main's (1: the demo's E2E per step is 8.4 % slower, past the
+    gate's 3 %) and stdout, a pipe here, holds the whole JSON document."""
+    import json
+
+    comp, base = PAIRS["gpu"]
+    done = subprocess.run([sys.executable, "-m", "perfcmp", "compare", "-d", comp, "-bp", base, "--format", "json", "-o", "-",
+                           "--fail-on", "e2e:+3%"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    (gate,) = json.loads(done.stdout)["verdict"]["gates"]
+    assert gate["failed"] and gate["message"].startswith("e2e:+3%: FAILED — overall:e2e +8.4 %")
+
+
 def test_render_gives_the_same_workbook_as_compare(tmp_path, monkeypatch, capsys):
     """Inputs given as relative paths: the JSON keeps them, so the workbooks are equal byte for byte."""
     monkeypatch.chdir(ROOT)
