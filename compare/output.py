@@ -225,8 +225,9 @@ def write_files(result: object, formats: Sequence[str], output: str | None, top:
 def write_outputs(result: object, formats: Sequence[str], output: str | None, *, quiet: bool = False,
                   top: int = 10, console_top: int | None = None, jobs: int | None = None) -> list[str]:
     """Every requested file of ``result`` (``write_files``: together or not at all), then its
-    console summary, then on stderr where the files went and the renderers' notes: last, so that
-    they do not scroll away.
+    console summary, then on stderr where the files went and the renderers' notes (and, with no
+    console summary, the gates that failed or could not decide): last, so that they do not
+    scroll away.
 
     Args:
         result: a product's result (``perfcmp.render`` lists the types).
@@ -252,7 +253,18 @@ def write_outputs(result: object, formats: Sequence[str], output: str | None, *,
             print(f"perfcmp: wrote {path}", file=sys.stderr)
         for note in (note for where, note in notes if where == path):
             print(f"perfcmp: warning: {'stdout' if path == STDOUT else path}: {note}", file=sys.stderr)
+    if CONSOLE not in formats:  # the console summary shows the gates; without it, a failed gate still says why
+        for message in unmet_gates(result):
+            print(f"perfcmp: gate {message}", file=sys.stderr)
     return written
+
+
+def unmet_gates(result: object) -> list[str]:
+    """The messages of the gates ``result`` failed or could not decide (a pair's verdict gates, or
+    a history's), in the order they were given."""
+    verdict = getattr(result, "verdict", None)
+    gates = getattr(verdict, "gates", None) if verdict is not None else getattr(result, "gates", None)
+    return [g.message for g in gates or () if g.failed or getattr(g, "undecided", False)]
 
 
 def write_atomically(output: str | None, write: Callable[[str], object], now: dt.datetime | None = None,

@@ -295,6 +295,8 @@ def test_the_process_ends_with_mains_code_and_every_byte_of_stdout():
     assert done.returncode == 1, done.stderr
     (gate,) = json.loads(done.stdout)["verdict"]["gates"]
     assert gate["failed"] and gate["message"].startswith("e2e:+3%: FAILED — overall:e2e +8.4 %")
+    # no console summary to show the gate: stderr says it, in one line
+    assert done.stderr.splitlines() == [f"perfcmp: gate {gate['message']}"]
 
 
 def test_render_gives_the_same_workbook_as_compare(tmp_path, monkeypatch, capsys):
@@ -390,3 +392,20 @@ def test_the_verdict_lines_leave_out_the_rows_moved_reasons_by_kind_not_by_words
                               verdict=Verdict(overall="neutral", reasons=reasons))
     assert console.verdict_lines(result, None) == ["Verdict: neutral",
                                                    "  while E2E did not move: an E2E note that opens like one"]
+
+
+def test_unmet_gates_are_a_pairs_or_a_historys_failed_and_undecided_ones():
+    from types import SimpleNamespace as NS
+
+    from perfcmp.output import unmet_gates
+    from perfcmp.results.history import GateOutcome
+    from perfcmp.results.pair import GateResult
+
+    pair = NS(verdict=NS(gates=[GateResult(expression="e2e:+3%", failed=True, message="e2e failed"),
+                                GateResult(expression="op:x:+5%", failed=False, message="x passed"),
+                                GateResult(expression="op:y:+5%", failed=False, undecided=True, message="y undecided")]))
+    history = NS(gates=[GateOutcome(expression="e2e:+5%", failed=False, message="passed"),
+                        GateOutcome(expression="op:z:+5%", failed=True, message="z failed")])
+    assert unmet_gates(pair) == ["e2e failed", "y undecided"]
+    assert unmet_gates(history) == ["z failed"]
+    assert unmet_gates(NS(verdict=None)) == [] and unmet_gates(NS()) == []
