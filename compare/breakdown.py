@@ -68,6 +68,9 @@ from perfcmp.readers.hosttree import propagate_down
 from perfcmp.readers.model import COMM, COMPUTE, SDMA, Profile, table
 
 TOLERANCE_US = 1e-6  # float noise allowed when checking that parts add up
+# Free Time's parts outside a step's work span (first work to last): what the profilers' Stage
+# and Free leave out of a step window (Stage = E2E less these, their Free = Free Time less these)
+OUTSIDE_STAGE = ("free.preparing", "free.tail")
 CONCURRENT = "computing.concurrent"  # kernel time counted twice in the category rows (subtracted)
 
 
@@ -464,17 +467,10 @@ def _inside(regions: iv.Intervals, lo: float, hi: float) -> iv.Intervals:
 
 def _spans_by_first(step: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[list[int], list[float], list[float]]:
     """Per step id of ``step`` (tasks' step ids), its tasks' earliest ``lo`` and latest ``hi``
-    (µs; NaN skipped, as a pandas min/max skips it), the steps ordered by that start (ties:
-    by id). Numpy over the tasks sorted by step, each step's run contiguous: a pandas groupby's
-    set-up costs more than a rank's few thousand tasks."""
-    if not step.size:
-        return [], [], []
-    order = np.argsort(step, kind="stable")
-    step = step[order]
-    first = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
-    los, his = np.fmin.reduceat(lo[order], first), np.fmax.reduceat(hi[order], first)
+    (µs, ``intervals.extents``), the steps ordered by that start (ties: by id)."""
+    ids, los, his, _ = iv.extents(step, lo, hi)
     by_start = np.argsort(los, kind="stable")  # NaN last, as pandas sorts it
-    return step[first][by_start].tolist(), los[by_start].tolist(), his[by_start].tolist()
+    return ids[by_start].tolist(), los[by_start].tolist(), his[by_start].tolist()
 
 
 def _clamp(value: float, lo: float, hi: float) -> float:

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.base import intervals as iv
-from perfcmp.breakdown import Analyzer, Breakdown
+from perfcmp.breakdown import OUTSIDE_STAGE, Analyzer, Breakdown
 from perfcmp.readers.mindspore import op_type
 from perfcmp.base.textmatch import per_unique
 
@@ -134,9 +134,9 @@ def _step_figures(b: Breakdown) -> dict[str, float]:
     """A step window's figures as the profiler defines its row (µs): Computing, Communication(Not
     Overlapped), Free = Free Time less its Preparing and After Last Work (SDMA + Free), Stage =
     E2E less the same two, Preparing."""
-    preparing, tail = b.value("free.preparing"), b.value("free.tail")
-    return {"computing": b.computing_us, "uncovered": b.uncovered_us, "free": b.free_us - preparing - tail,
-            "stage": b.e2e_us - preparing - tail, "preparing": preparing}
+    outside = sum(b.value(key) for key in OUTSIDE_STAGE)
+    return {"computing": b.computing_us, "uncovered": b.uncovered_us, "free": b.free_us - outside,
+            "stage": b.e2e_us - outside, "preparing": b.value("free.preparing")}
 
 
 def warning_lines(checks: list[StepCheck], source_name: str) -> list[tuple[str, int]]:

@@ -111,8 +111,9 @@ def _plain_ns(cells: list) -> np.ndarray:
 
 
 def _cell_ns(cell: object) -> int:
-    """One cell of ``exact_ns``: its ns, or -1."""
-    found = DECIMAL_US.fullmatch(str(cell).strip().strip('"').strip())
+    """One cell of ``exact_ns`` (``_clean_cell``'s text of it): its ns, or -1."""
+    text = _clean_cell(cell)
+    found = DECIMAL_US.fullmatch(text) if isinstance(text, str) else None
     if found is None:
         return -1
     whole = int(found[1])

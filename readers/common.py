@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from perfcmp.base import intervals as iv
 from perfcmp.readers.columns import INVALID_NS, LIMIT_US
 from perfcmp.base.errors import InputError
 from perfcmp.readers.hosttree import busy_us, enclosing, nest, order_host, propagate_down, thread_codes, thread_label
@@ -220,19 +221,13 @@ def steps_from_host(host: pd.DataFrame, source: str, warnings: list[ReadWarning]
     keep = ids >= 0
     if not keep.any():
         return []
-    # per step id, ascending: its markers' earliest start and latest end (NaN skipped, as a
-    # pandas min/max skips it: fmin/fmax), numpy over the markers sorted by id, each id's run
-    # contiguous; a few markers a side, where a pandas groupby's set-up is the cost
-    order = np.argsort(ids[keep], kind="stable")
-    step = ids[keep][order]
-    start = np.asarray(host["start_us"])[keep][order]
-    end = start + np.asarray(host["dur_us"])[keep][order]
-    first = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
-    repeated = int((np.diff(np.r_[first, step.size]) > 1).sum())
+    # per step id, ascending: its markers' earliest start and latest end
+    start = np.asarray(host["start_us"])[keep]
+    step, los, his, markers = iv.extents(ids[keep], start, start + np.asarray(host["dur_us"])[keep])
+    repeated = int((markers > 1).sum())
     if repeated:
         warnings.append(ReadWarning(source, "step ids recorded more than once (their spans were merged)", repeated))
-    return [Step(int(i), float(lo), float(hi))
-            for i, lo, hi in zip(step[first], np.fmin.reduceat(start, first), np.fmax.reduceat(end, first))]
+    return [Step(int(i), float(lo), float(hi)) for i, lo, hi in zip(step, los, his)]
 
 
 def step_position(steps: list[Step], when: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -118,3 +118,17 @@ def pieces(iv: Intervals, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndar
     part_s, part_e = np.maximum(starts[which], lo[k]), np.minimum(ends[which], hi[k])
     keep = part_e > part_s
     return which[keep], part_s[keep], part_e[keep]
+
+
+def extents(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct key of ``keys`` (ascending): the earliest ``lo`` and the latest ``hi`` of
+    its rows (NaN skipped, as a pandas min/max skips it: fmin/fmax) and how many rows it has.
+    Numpy over the rows sorted by key, each key's run contiguous: a pandas groupby's set-up
+    costs more than the few markers or the few thousand tasks of a step it is used on."""
+    if not len(keys):
+        return keys[:0], np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    key = keys[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return (key[first], np.fmin.reduceat(np.asarray(lo)[order], first), np.fmax.reduceat(np.asarray(hi)[order], first),
+            np.diff(np.r_[first, key.size]))

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -123,9 +123,8 @@ class Beside(Generic[T]):
         # The child leaves what exists now (the imports, mostly) out of its collector's reach: a
         # collection there would write to every object's header and so copy every page it shares
         # with this process, which the child only reads. This process takes them back at once,
-        # unless they were frozen already (the commands' imports, ``heap.imports_frozen``, and
-        # then what this process holds is its own for the run; ``cluster.execute``, for its
-        # workers' time).
+        # unless they were frozen already: ``_frozen``'s rule, written out because the child
+        # leaves this code too and must not take its objects back.
         thaw = not gc.get_freeze_count()
         gc.freeze()
         try:
@@ -450,6 +449,10 @@ def _on_workers(fn: Callable[[Any], T], units: Sequence[Any], count: int, what: 
     results: list[Any] = [None] * len(units)
     pending = iter(range(len(units)))
     with contextlib.ExitStack() as stack, selectors.DefaultSelector() as ready:
+        # what this process holds when its workers start stays out of its own collector's passes
+        # while they run: a pass here would copy the pages every worker shares (2 workers, 64 +
+        # 64 generated NPU ranks: 142 -> 120 MiB whole tree, the CPU unchanged)
+        stack.enter_context(_frozen())
         for i in itertools.islice(pending, count):
             worker = stack.enter_context(Beside(functools.partial(fn, units[i]), what, watch, stay=True))
             if worker.forked:
@@ -468,6 +471,20 @@ def _on_workers(fn: Callable[[Any], T], units: Sequence[Any], count: int, what: 
         for i in pending:  # no worker could be forked
             results[i] = fn(units[i])
     return results
+
+
+@contextlib.contextmanager
+def _frozen() -> Iterator[None]:
+    """Every object alive now left out of the collector's passes for the block (``gc.freeze``),
+    and taken back at its end; a freeze made before (the commands' imports, frozen for the
+    process's life: ``heap.imports_frozen``) is left as it is, and so is what the block froze."""
+    thaw = not gc.get_freeze_count()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if thaw:
+            gc.unfreeze()
 
 
 def _on_dask(fn: Callable[[Any], T], units: Sequence[Any], address: str) -> list[T]:

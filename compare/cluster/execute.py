@@ -20,7 +20,6 @@ The driver holds summaries only, never a raw profile (except with ``jobs=1``, on
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Sequence
 
@@ -41,17 +40,7 @@ def run_units(units: Sequence[WorkUnit], jobs: int | None = None,
     """Every unit's summary, or the failure that says why its rank could not be read, in the
     order of ``units``. A worker that dies is ``procs.WorkerDied`` (exit 2): every rank's
     reading stops, none is published."""
-    forks = not scheduler and jobs != 1 and not gc.get_freeze_count()  # a caller's own freeze is left as it is
     if not scheduler:  # local workers are forked from this process: what they load is loaded once, here
         prepare()
-    if forks:
-        # the objects the workers inherit are left out of the collector's passes: a pass would
-        # write into each of them and so copy its page into every worker (2 workers, 64 + 64
-        # generated NPU ranks: 142 -> 120 MiB whole tree, the CPU unchanged)
-        gc.freeze()
-    try:
-        summaries = map_units(summarise, units, jobs, "a rank's read worker", sorted({u.path for u in units}), scheduler)
-    finally:
-        if forks:
-            gc.unfreeze()
+    summaries = map_units(summarise, units, jobs, "a rank's read worker", sorted({u.path for u in units}), scheduler)
     return [decode(d) for d in summaries]

@@ -109,6 +109,7 @@ def decode(data: bytes) -> RankSummary | RankFailure:
 
 def summarise_rank(unit: WorkUnit) -> RankSummary:
     """``unit``'s profile read and summarised; an input that changed while read is an ``InputError``."""
+    from perfcmp.breakdown import OUTSIDE_STAGE
     from perfcmp.pipeline import analyse_profile
 
     options = unit.options.compare_options(unit.path)
@@ -130,7 +131,7 @@ def summarise_rank(unit: WorkUnit) -> RankSummary:
         got = receive.get(m.step, 0.0)
         # the step window's idle time before its first work and after its last: outside the
         # profiler's Stage and Free (perfcmp.breakdown, Free Time's Preparing and After Last Work)
-        outside = sum(rows[k][position] or 0.0 for k in ("overall:free.preparing", "overall:free.tail") if k in rows)
+        outside = sum(rows[f"overall:{k}"][position] or 0.0 for k in OUTSIDE_STAGE if f"overall:{k}" in rows)
         steps.append(RankStep(step=m.step, e2e_us=m.e2e_us, computing_us=m.computing_us, uncovered_us=m.uncovered_us,
                               wait_us=wait, transmit_us=transmit, free_us=m.free_us - outside, receive_us=got,
                               stage_us=m.e2e_us - outside - got, profiler_check=m.profiler_check))
