@@ -16,7 +16,7 @@ import re
 import sys
 import weakref
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,11 +141,17 @@ _RAW_ARRAY_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 # 0.84-0.86 s at 128 KiB, 0.70-0.74 s at 256 KiB, 0.64 s and above at 512 KiB (noisier under load),
 # decode alone 0.55-0.58 s at each.
 CHUNK_BYTES = 256 << 10
+# A chunk the caller's scan reads (``event_chunks``) is this many times larger: no Python object
+# per event, so no cache to fit, and the per-chunk cost (a few dozen arrays) is what shows
+# (docs/performance.md).
+SCAN_CHUNK_FACTOR = 8
+SCAN_MISSES_TRIED = 4  # chunks in a row the scan does not read before the rest is only decoded
 CHUNK_EVENTS = 16384  # events per chunk on the fallback path (``_raw_chunks``)
 # Where one event object ends and the next begins, if this sits at the top level of the array.
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 
 Document = bytes | mmap.mmap
+Scan = Callable[[Document | memoryview], Sized | None]  # see event_chunks
 
 
 @dataclass
@@ -312,8 +318,8 @@ class Restart(Exception):
     way, which then gives the outcome it always gives."""
 
 
-def event_chunks(raw: RawJson, warnings: list[ReadWarning],
-                 quick: bool = False) -> tuple[KinetoTrace | None, Iterator[list[Event]]]:
+def event_chunks(raw: RawJson, warnings: list[ReadWarning], quick: bool = False,
+                 scan: Scan | None = None) -> tuple[KinetoTrace | None, Iterator[list[Event] | Sized]]:
     """The trace header, and its events decoded a few megabytes at a time.
 
     A first pass checks the whole document and finds the event array (its events skipped, not
@@ -326,11 +332,15 @@ def event_chunks(raw: RawJson, warnings: list[ReadWarning],
     its pages can be read again) whose ``traceEvents`` array is found near its start and end
     (``_event_span``). The chunks then check the events as they are decoded, and anything they
     cannot read raises ``Restart``: the caller reads again with ``quick=False``.
+
+    ``scan``: the caller's own reading of a chunk's bytes (a JSON array of events), tried before
+    the decode; what it returns stands for the chunk's events (its len() their number), None
+    sends the chunk to the decode (``kineto_scan``).
     """
     span = _event_span(raw) if quick else None
     if span is not None:
         header, begin, end = span
-        return header, _chunks(raw, begin, end, warnings, quick=True)
+        return header, _chunks(raw, begin, end, warnings, quick=True, scan=scan)
     decoder = _SKELETON_DECODER if raw.first == b"{" else _WHOLE_DECODER
     try:
         try:
@@ -360,7 +370,7 @@ def event_chunks(raw: RawJson, warnings: list[ReadWarning],
     del events, skeleton  # a view into a memory map keeps it from being closed
     if isinstance(raw.data, FileMap):  # the check read every page; the chunks read them again, a few at a time
         _release(raw.data, 0, len(raw.data))
-    return header, _chunks(raw, begin, end, warnings)
+    return header, _chunks(raw, begin, end, warnings, scan=scan)
 
 
 # Where a quick read looks for the event array: its key within the document's first bytes, its
@@ -427,7 +437,8 @@ def _skeleton(document: bytes, opening: int) -> "_KinetoSkeleton | None":
     return skeleton
 
 
-def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning], quick: bool = False) -> Iterator[list[Event]]:
+def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning], quick: bool = False,
+            scan: Scan | None = None) -> Iterator[list[Event] | Sized]:
     """The events of the array ``raw.data[begin:end]`` (a checked JSON array), in chunks.
 
     A cut is placed at ``}``, ``,``, ``{`` found past the chunk size. Such bytes can also sit
@@ -443,13 +454,24 @@ def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning], qui
     data, last = raw.data, end - 1  # data[last] is the closing "]"
     pos = _LEADING_SPACE.match(data, begin + 1).end()
     progress, seen = _Progress(raw.path, end - begin), 0
+    size = CHUNK_BYTES * SCAN_CHUNK_FACTOR if scan is not None else CHUNK_BYTES
+    misses = 0  # chunks in a row the scan did not read
     while pos < last:
         events, following = None, last
-        for match in _candidates(data, pos + CHUNK_BYTES, last):
+        for match in _candidates(data, pos + size, last):
             following = match.end() - 1 if match else last
             try:
                 with _in_brackets(raw, pos, match.start() + 1 if match else last) as chunk:
-                    events = _decode_chunk(chunk, warnings, seen, quick)
+                    events = scan(chunk.data) if scan is not None else None
+                    if events is not None:
+                        misses, size = 0, CHUNK_BYTES * SCAN_CHUNK_FACTOR
+                    else:
+                        events = _decode_chunk(chunk, warnings, seen, quick)
+                        # the decode's chunks after a miss; after a few in a row, what the scan does not
+                        # read is all through the trace: the decode only from here
+                        misses, size = misses + 1, CHUNK_BYTES
+                        if misses == SCAN_MISSES_TRIED:
+                            scan = None
                 break
             except msgspec.DecodeError:  # a false boundary (or, at the end, a bug): the next one
                 continue

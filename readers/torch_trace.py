@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perfcmp.readers import kineto_scan
 from perfcmp.readers.chrome import Args, Event, KinetoTrace, RawJson, Restart, event_chunks
 from perfcmp.readers.columns import (Coded, Dictionary, Memo, common_columns, common_columns_of, compact, concat, event_args,
                                      flow_columns, floats, host_columns, id_text, ints, thread_key, warn_cut)
@@ -80,8 +81,8 @@ def _read_columns(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...],
     or the error a broken trace gets, the same with or without the quick read) stands."""
     kept = len(warnings)
     for quick in (True, False):
-        header, chunks = event_chunks(raw, warnings, quick=quick)
         columns = _Columns(flow_cats, shown_as, warnings)
+        header, chunks = event_chunks(raw, warnings, quick=quick, scan=columns.scan)
         try:
             for chunk in chunks:
                 columns.add(chunk)
@@ -93,6 +94,13 @@ def _read_columns(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...],
     raise AssertionError("the sure read returns or raises")
 
 
+# What an event's category makes it (``_Columns.role`` / ``flow_role``), and a category not seen yet
+_UNSEEN = object()
+_DEVICE = object()
+_FLOW = object()
+_FWDBWD = object()
+
+
 class _Columns:
     """Turns chunks of decoded events into per-role column arrays, one chunk at a time.
 
@@ -101,7 +109,12 @@ class _Columns:
     measured); the columns every role has (``columns.common_columns_of``) are then made for all
     the chunk's roles at once, and each role's own a field at a time, for the roles the chunk
     has (a chunk is a few hundred events: a role's fixed cost would show). Every
-    ``PARTS_KEPT`` parts of a role are joined into one."""
+    ``PARTS_KEPT`` parts of a role are joined into one.
+
+    Where the compiled scan is built (``kineto_scan``), a chunk comes scanned into columns
+    already, and only its parts are kept here."""
+
+    FLOW = _FLOW  # the scan's callbacks tell a flow's role by it
 
     def __init__(self, flow_cats: tuple[str, ...], source: str, warnings: list[ReadWarning]) -> None:
         self.flow_cats, self.source, self.warnings = flow_cats, source, warnings
@@ -114,9 +127,15 @@ class _Columns:
         self.host_cats = self.memo.dictionary("cat")
         self.flow_roles: dict[str | None, object] = {}  # category as written -> _flow_role of it
         self.task_types = _TaskTypes(self.memo.dictionary("task_type"))
+        self.scan = kineto_scan.Scan(self) if kineto_scan.available() else None
 
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: list[Event] | kineto_scan.Scanned) -> None:
         """One chunk's events into columns (the events are not kept)."""
+        if isinstance(events, kineto_scan.Scanned):
+            self.untimed += events.untimed
+            for role, part in self.scan.parts(events, self.host_cats, self.task_types.task_types).items():
+                self._keep(role, part)
+            return
         host, host_cats, device, memory, flow, fwdbwd = [], [], [], [], [], []
         roles, flow_roles = self.roles, self.flow_roles
         to_host, to_host_cats, to_device = host.append, host_cats.append, device.append
@@ -128,7 +147,7 @@ class _Columns:
             if ph == "X":
                 role = roles.get(e.cat, _UNSEEN)  # a complete event's role, by its category as written
                 if role is _UNSEEN:
-                    role = roles[e.cat] = self._role(e.cat)
+                    role = roles[e.cat] = self.role(e.cat)
                 if role is _DEVICE:
                     to_device(e)
                 elif role is not None:
@@ -137,7 +156,7 @@ class _Columns:
             elif ph in ("s", "f", "t"):
                 role = flow_roles.get(e.cat, _UNSEEN)  # a flow end's role, by its category as written
                 if role is _UNSEEN:
-                    role = flow_roles[e.cat] = self._flow_role(e.cat)
+                    role = flow_roles[e.cat] = self.flow_role(e.cat)
                 if role is _FLOW:
                     flow.append(e)
                 elif role is _FWDBWD and ph != "t":
@@ -162,7 +181,7 @@ class _Columns:
             if found:
                 self._keep(role, make())
 
-    def _role(self, cat: str | None) -> object:
+    def role(self, cat: str | None) -> object:
         """What a complete event of category ``cat`` is (matched without regard to case): a host
         event (the code of its HOST_CATS value in the memo's "cat" dictionary, an int), a device
         task (``_DEVICE``), or neither (None)."""
@@ -170,7 +189,7 @@ class _Columns:
         host = HOST_CATS.get(key)
         return self.host_cats[host] if host else _DEVICE if key in DEVICE_CATS else None
 
-    def _flow_role(self, cat: str | None) -> object:
+    def flow_role(self, cat: str | None) -> object:
         """What a flow end of category ``cat`` is (matched without regard to case): an end of a
         flow linking a launch to its kernel (``_FLOW``), of a forward-backward one (``_FWDBWD``),
         or neither (None)."""
@@ -194,8 +213,7 @@ class _Columns:
         if names.count(None) == len(args) and descs.count(None) == len(args):  # named on collectives only
             groups = self.memo.dictionary("process_group").encode_runs([""] * len(args))
         else:
-            groups = self.memo.encode("process_group", ["" if a.pg_name is None and a.pg_desc is None else _process_group(a)
-                                                        for a in args])
+            groups = self.memo.encode("process_group", [process_group(a.pg_name, a.pg_desc) for a in args])
         return {
             **host_columns(host, HOST_CATS, self.memo, host_cats, args, common),
             "correlation": ints([a.correlation for a in args]),
@@ -225,10 +243,24 @@ class _Columns:
             **(common_columns(memory, self.memo, with_dur=False) if common is None else common),
             "device_id": ints([a.device_id for a in args]),
             "addr": ints([a.addr for a in args]),
-            "bytes": byte_sizes(floats([a.bytes for a in args]), self.source, "[memory] sizes", self.warnings),
-            "allocated": byte_sizes(floats([a.total_allocated for a in args]), self.source, "[memory] totals", self.warnings),
-            "reserved": byte_sizes(floats([a.total_reserved for a in args]), self.source, "[memory] totals", self.warnings),
+            **self.memory_sizes(floats([a.bytes for a in args]), floats([a.total_allocated for a in args]),
+                                floats([a.total_reserved for a in args])),
         }
+
+    def memory_sizes(self, size: np.ndarray, allocated: np.ndarray, reserved: np.ndarray) -> dict[str, np.ndarray]:
+        """``[memory]`` instants' bytes, allocated and reserved (float64 bytes as written), the
+        impossible ones unknown and warned about (``byte_sizes``)."""
+        return {"bytes": byte_sizes(size, self.source, "[memory] sizes", self.warnings),
+                "allocated": byte_sizes(allocated, self.source, "[memory] totals", self.warnings),
+                "reserved": byte_sizes(reserved, self.source, "[memory] totals", self.warnings)}
+
+    @staticmethod
+    def message_size(nelems: bytes, dtype: bytes) -> float:
+        return _message_size(nelems, dtype)
+
+    @staticmethod
+    def process_group(pg_name: str | None, pg_desc: str | None) -> str:
+        return process_group(pg_name, pg_desc)
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         """Each role's columns, joined; a role no chunk had, its columns empty."""
@@ -243,10 +275,6 @@ class _Columns:
 # Chunks' columns are joined this many at a time (``columns.compact``): a chunk is small
 # (``chrome.CHUNK_BYTES``), and a 1 GB trace's ~8,000 chunks would otherwise hold ~300,000 arrays.
 PARTS_KEPT = 128
-_UNSEEN = object()
-_DEVICE = object()
-_FLOW = object()
-_FWDBWD = object()
 
 
 class _TaskTypes(dict):
@@ -316,10 +344,11 @@ def _message_size(nelems: bytes, dtype: bytes) -> float:
     return total if math.isfinite(total) and total >= 0 else np.nan
 
 
-def _process_group(args: Args) -> str:
-    if args.pg_name is None and args.pg_desc is None:
+def process_group(pg_name: str | None, pg_desc: str | None) -> str:
+    """A collective's process group as shown ("" when neither its name nor its description is written)."""
+    if pg_name is None and pg_desc is None:
         return ""
-    name, desc = args.pg_name or "", args.pg_desc or ""
+    name, desc = pg_name or "", pg_desc or ""
     return f"Process group {name} ({desc})" if desc and name else f"Process group {name or desc}"
 
 

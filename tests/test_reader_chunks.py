@@ -13,8 +13,19 @@ import zlib
 import pandas as pd
 import pytest
 
-from perfcmp.readers import chrome, load_profile, torch_trace
+from perfcmp.readers import chrome, kineto_scan, load_profile, torch_trace
 from perfcmp.base.errors import InputError
+
+
+@pytest.fixture(autouse=True, params=["scan", "python"] if kineto_scan.available() else ["python"])
+def reader_way(request, monkeypatch):
+    """Every test twice where the compiled scan is built: chunks scanned into columns (where the
+    scan reads them), and decoded the Python way only. Chunks as large either way, so that the
+    tests' chunk sizes mean the same."""
+    if request.param == "python":
+        monkeypatch.setenv(kineto_scan.PURE_PYTHON_VARIABLE, "1")
+    monkeypatch.setattr(chrome, "SCAN_CHUNK_FACTOR", 1)
+    return request.param
 
 
 def _trace(n_ops: int = 40, tricky: bool = True) -> dict:
@@ -283,8 +294,8 @@ def test_a_broken_trace_reads_quickly_as_it_reads_surely(tmp_path, monkeypatch, 
     monkeypatch.setattr(chrome, "CHUNK_BYTES", 512)
     reads = []
     real = torch_trace.event_chunks
-    monkeypatch.setattr(torch_trace, "event_chunks", lambda raw, warnings, quick=False: reads.append(quick)
-                        or real(raw, warnings, quick))
+    monkeypatch.setattr(torch_trace, "event_chunks", lambda raw, warnings, quick=False, scan=None: reads.append(quick)
+                        or real(raw, warnings, quick, scan))
     assert BROKEN[what]("x" + _kineto_text()) != "x" + _kineto_text()  # the change is made
     quick = _outcome(path, monkeypatch, quick=True)
     started_over = reads[1:] == [False]
