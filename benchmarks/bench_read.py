@@ -12,8 +12,12 @@ runs of the stages interleaved (so that the machine's drift hits each alike):
 * ``columns``: the reader up to its columns (``torch_trace._read_columns`` and ``finish``): the
   decode plus the events made into per-role column arrays;
 * ``read``: the whole ``torch_trace.read`` (the ``Profile`` with its tables);
-* with ``--compare``: the whole ``perfcmp compare`` of the pair (every format's default), user +
-  system CPU of the process tree (the read worker included).
+* with ``--compare``: the whole ``perfcmp compare`` of the pair (its default outputs), user +
+  system CPU of the process tree (the read worker included) and wall time, against the floor of
+  both sides (the comparison's trace decoded too, ``floor`` of COMP).
+
+The ``floor`` stays msgspec's decode whether or not the compiled scan is built (the reader's own
+reading, ``columns`` and ``read``, scans where it can; ``PERFCMP_PURE_PYTHON=1`` times the Python way).
 
 Prints per stage: CPU seconds (user + system, the best of the runs and each run), µs per event,
 peak RSS (the stage's own process, MB), and the load average before the runs. Imports are not
@@ -64,14 +68,19 @@ def run_stage(name: str, path: str) -> dict:
 
 
 def run_compare(base: str, comp: str) -> dict:
-    """``perfcmp compare`` of the pair: CPU seconds of the process tree and its largest process's peak RSS."""
+    """``perfcmp compare`` of the pair: CPU seconds of the process tree, wall seconds and the
+    largest process's peak RSS."""
+    import time
+
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run([sys.executable, "-m", "perfcmp", "compare", "-d", comp, "-bp", base, "--format", "console,xlsx,json",
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "perfcmp", "compare", "-d", comp, "-bp", base,
                         "-o", str(Path(out) / "x.xlsx")], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return {"cpu": cpu, "rss_kb": after.ru_maxrss}
+    return {"cpu": cpu, "wall": wall, "rss_kb": after.ru_maxrss}
 
 
 def main() -> int:
@@ -92,6 +101,7 @@ def main() -> int:
         for s in stages:
             results[s].append(run_stage(s, args.trace))
         if args.compare:
+            results.setdefault("floor of COMP", []).append(run_stage("floor", args.compare))
             results["compare"].append(run_compare(args.trace, args.compare))
     events = next((r[0]["events"] for s, r in results.items() if s == "floor"), None)
     events = events or next((r[0]["events"] for r in results.values() if "events" in r[0]), 0)
@@ -106,6 +116,11 @@ def main() -> int:
         ratio = f"  {best / floor:.2f}x floor" if floor and s != "compare" else ""
         print(f"{s:8s} CPU {best:7.2f} s (runs {', '.join(format(r['cpu'], '.2f') for r in runs)})  "
               f"{per_event:6.3f} µs/event{ratio}  peak RSS {max(r['rss_kb'] for r in runs) / 1024:.0f} MB")
+    if args.compare and "floor" in results:
+        both = floor + min(r["cpu"] for r in results["floor of COMP"])
+        cpu, wall = (min(r[key] for r in results["compare"]) for key in ("cpu", "wall"))
+        print(f"compare against both sides' decode floor ({both:.2f} s): CPU {cpu / both:.2f}x, wall {wall / both:.2f}x "
+              f"(wall runs {', '.join(format(r['wall'], '.2f') for r in results['compare'])})")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -28,11 +28,9 @@
  */
 enum { K_STR = 0,   /* str: a string */
        K_STRN = 1,  /* str | None */
-       K_NAME = 2,  /* str | int | float | None */
-       K_NUM = 3,   /* int | float | str | None */
-       K_RAW = 4,   /* msgspec.Raw: any JSON value */
-       K_ARGS = 5,  /* the args struct, or null */
-       K_SKIP = 6   /* a field not declared: any JSON value */
+       K_NUM = 2,   /* int | float | str | None (a number, text or null; an event's name too) */
+       K_RAW = 3,   /* msgspec.Raw: any JSON value */
+       K_ARGS = 4   /* the args struct, or null */
 };
 
 /* The event fields the columns use, in the order the Python side lists them first. */
@@ -234,10 +232,6 @@ typedef struct {
  * JSON scanning. Each function returns the position past what it read, or NULL: "not scanned"
  * (no Python error set), for anything it does not read exactly as the msgspec decode would.
  */
-typedef struct {
-    const unsigned char *end;
-} Cursor;
-
 static inline const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end) {
     while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
     return p;
@@ -432,10 +426,10 @@ static const unsigned char *read_value(const unsigned char *p, const unsigned ch
         case 't': case 'f':
             next = *p == 't' ? scan_literal(p, end, "true", 4) : scan_literal(p, end, "false", 5);
             v->type = V_TRUE_FALSE;
-            if (kind != K_RAW && kind != K_SKIP) return NULL;
+            if (kind != K_RAW) return NULL;
             break;
         case '{': case '[':
-            if (kind != K_RAW && kind != K_SKIP) return NULL;  /* args: read by the caller */
+            if (kind != K_RAW) return NULL;  /* args: read by the caller */
             next = skip_container(p, end, depth);
             v->type = V_CONTAINER;
             break;
@@ -661,11 +655,6 @@ static inline int code_of(Scanner *self, int t, const Value *v, long long *code)
     return table_code(&self->tables[t], v->raw.p ? v->raw.p : (const unsigned char *)"", v->raw.n, code);
 }
 
-static int span_is(const Value *v, const char *text) {
-    Py_ssize_t len = (Py_ssize_t)strlen(text);
-    return v->type == V_STRING && !v->escaped && v->raw.n == len + 2 && memcmp(v->raw.p + 1, text, (size_t)len) == 0;
-}
-
 /* Result of one event: 0 done, 1 not scanned, -1 a Python error. */
 #define NOT_SCANNED 1
 #define TRY(x) do { if ((x) < 0) return -1; } while (0)
@@ -698,7 +687,7 @@ static int emit(Scanner *self, const Value *e, const Value *a) {
         return 0;
     }
     if (ts->type != V_INT && ts->type != V_FLOAT) return NOT_SCANNED;  /* a string: the Python way */
-    long long code, number;
+    long long code;
     double micro, value;
     TRY_VALUE(number_double(ts->raw, &micro));
     long long ns = micro_to_ns(micro);
@@ -817,7 +806,6 @@ static int emit(Scanner *self, const Value *e, const Value *a) {
         self->rows[R_MEMORY]++;
         return 0;
     }
-    (void)number;
     return 0;
 }
 
@@ -941,7 +929,8 @@ static PyTypeObject ScannerType = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_eventscan", "Kineto trace events into columns (the readers' optional fast path).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_eventscan", "Kineto trace events into columns (the readers' optional fast path).", -1,
+    NULL, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__eventscan(void) {
@@ -955,7 +944,7 @@ PyMODINIT_FUNC PyInit__eventscan(void) {
         return NULL;
     }
     if (PyModule_AddIntConstant(m, "K_STR", K_STR) || PyModule_AddIntConstant(m, "K_STRN", K_STRN) ||
-        PyModule_AddIntConstant(m, "K_NAME", K_NAME) || PyModule_AddIntConstant(m, "K_NUM", K_NUM) ||
+        PyModule_AddIntConstant(m, "K_NUM", K_NUM) ||
         PyModule_AddIntConstant(m, "K_RAW", K_RAW) || PyModule_AddIntConstant(m, "K_ARGS", K_ARGS)) {
         Py_DECREF(m);
         return NULL;
