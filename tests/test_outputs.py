@@ -169,6 +169,19 @@ def test_demo_json_carries_input_hashes_and_the_verdict(demo):
     assert doc["verdict"]["thresholds"] and doc["verdict"]["rows"]
 
 
+@pytest.mark.parametrize("block", [1, 2, 3, 1000])
+def test_json_written_a_block_of_rows_at_a_time_is_the_whole_document(demo, tmp_path, monkeypatch, block):
+    # the document encoded and formatted in one piece, as before large tables were streamed
+    whole = msgspec.json.format(msgspec.json.encode(model.document(jsonout.portable(demo)), order="deterministic",
+                                                    enc_hook=model.encode_hook), indent=1) + b"\n"
+    monkeypatch.setattr(jsonout, "ROWS_BLOCK", block)  # every table with more rows written in blocks
+    streamed = jsonout.render(demo)
+    assert streamed == whole
+    jsonout.render_file(demo, str(tmp_path / "r.json"))
+    assert (tmp_path / "r.json").read_bytes() == whole
+    assert len(json.loads(streamed)["details"]["ModuleCompare"]["rows"]) > 3  # a table that was written in blocks
+
+
 def test_outputs_are_byte_identical_across_two_runs():
     first, second = demo_result(), demo_result()
     assert jsonout.render(first) == jsonout.render(second)

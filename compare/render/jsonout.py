@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import msgspec
 
-from perfcmp.results.pair import ComparisonResult, Reason, SideSummary, Verdict, WarningRecord, document, encode_hook
+from perfcmp.results.pair import ComparisonResult, Reason, SideSummary, Table, Verdict, WarningRecord, document, encode_hook
 
 _PATH_END = r"(?=$|[/\\\s'\"`),;:])"  # what may follow a whole path inside a message
 
@@ -35,17 +37,68 @@ def render(result: ComparisonResult) -> bytes:
     Returns:
         The document described by ``report_templates/result.schema.json``.
     """
-    encoded = msgspec.json.encode(document(portable(result)), order="deterministic", enc_hook=encode_hook)
-    return msgspec.json.format(encoded, indent=1) + b"\n"
+    return b"".join(_pieces(result))
 
 
 SUFFIX = ".json"
 
 
 def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | None = None) -> list[str]:
-    """The renderer protocol (``perfcmp.render``): the JSON document at ``out``."""
-    Path(out).write_bytes(render(result))
+    """The renderer protocol (``perfcmp.render``): the JSON document at ``out``, written a piece
+    at a time (``_pieces``)."""
+    with open(out, "wb") as handle:
+        for piece in _pieces(result):
+            handle.write(piece)
     return []
+
+
+# A table with more rows than this is written a block of rows at a time (``_pieces``).
+ROWS_BLOCK = 4096
+
+
+def _pieces(result: ComparisonResult) -> Iterator[bytes]:
+    """The document's bytes in pieces: a detail table of millions of rows is never one list of
+    row lists, nor one encoded and one formatted copy of its text (the 1.1 GB pair's JSON: 677
+    MB). The document is encoded and formatted with each large table's rows standing in as a
+    marker; each marker is then written as its rows, a block at a time, formatted alone and
+    indented to the marker's depth: the same bytes as the whole document formatted at once."""
+    doc = document(portable(result))
+    nonce = secrets.token_hex(8)  # so that no text of the profiles can read as a marker
+    large: list = []
+
+    def marked(table: Table) -> Table:
+        rows = table.rows
+        if len(rows) > ROWS_BLOCK:
+            large.append(rows)
+            rows = f"\0{nonce}:{len(large) - 1}\0"
+        children = {name: marked(child) for name, child in table.children.items()}
+        return msgspec.structs.replace(table, rows=rows, children=children)
+
+    doc = msgspec.structs.replace(doc, details={name: marked(table) for name, table in doc.details.items()})
+    skeleton = msgspec.json.format(msgspec.json.encode(doc, order="deterministic", enc_hook=encode_hook), indent=1) + b"\n"
+    markers = list(re.finditer(rb'"\\u0000' + nonce.encode() + rb':(\d+)\\u0000"', skeleton))
+    if len(markers) != len(large):
+        raise AssertionError("a large table's marker is missing from the document")
+    done = 0
+    for marker in markers:
+        yield skeleton[done:marker.start()]
+        line = skeleton[skeleton.rfind(b"\n", 0, marker.start()) + 1:marker.start()]  # '   "rows": '
+        yield from _rows_text(large[int(marker[1])], len(line) - len(line.lstrip(b" ")))
+        done = marker.end()
+    yield skeleton[done:]
+
+
+def _rows_text(rows, depth: int) -> Iterator[bytes]:
+    """A table's rows (more than ``ROWS_BLOCK``) as ``msgspec.json.format(..., indent=1)`` writes
+    them inside the document, the key ``rows`` at ``depth`` spaces: each block's formatted text
+    without its own brackets, every line moved right by ``depth``."""
+    pad = b"\n" + b" " * depth
+    yield b"["
+    for start in range(0, len(rows), ROWS_BLOCK):
+        block = rows[start:start + ROWS_BLOCK]
+        text = msgspec.json.format(msgspec.json.encode(list(block), enc_hook=encode_hook), indent=1)
+        yield (b"," if start else b"") + text[1:-2].replace(b"\n", pad)  # "[" ... "\n]" off
+    yield pad + b"]"
 
 
 def portable_path(path: str, cwd: str | os.PathLike[str] | None = None) -> str:
