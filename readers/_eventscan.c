@@ -239,12 +239,14 @@ static inline const unsigned char *skip_ws(const unsigned char *p, const unsigne
 
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
-static inline int plain_word(uint64_t w) {
-    /* no byte below 0x20, at or above 0x80, '"' or '\\' */
+/* The bytes of an 8-byte word (read little-endian) that end a plain run in a string: below 0x20,
+ * at or above 0x80, '"' or '\\', each marked by its high bit. Borrows can mark a byte above a
+ * marked one, never below: the lowest mark is always a real one. */
+static inline uint64_t special_bytes(uint64_t w) {
     uint64_t below = (w - ONES * 0x20) & ~w;
     uint64_t quote = w ^ (ONES * '"'), slash = w ^ (ONES * '\\');
     uint64_t zero = ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash);
-    return ((below | zero | w) & HIGHS) == 0;
+    return (below | zero | w) & HIGHS;
 }
 
 static inline int hex(unsigned char c) {
@@ -266,13 +268,18 @@ static const unsigned char *scan_string(const unsigned char *p, const unsigned c
     p++;
     *escaped = 0;
     for (;;) {
-        while (end - p >= 8) {
+        if (end - p >= 8) {  /* eight bytes at a time, to the first that is not plain */
             uint64_t w;
             memcpy(&w, p, 8);
-            if (!plain_word(w)) break;
-            p += 8;
+            uint64_t special = special_bytes(w);
+            if (!special) {
+                p += 8;
+                continue;
+            }
+            p += __builtin_ctzll(special) >> 3;
+        } else if (p >= end) {
+            return NULL;
         }
-        if (p >= end) return NULL;
         unsigned char c = *p;
         if (c == '"') return p + 1;
         if (c < 0x20) return NULL;
@@ -476,7 +483,9 @@ static const unsigned char *read_object(const unsigned char *p, const unsigned c
             seen |= 1ull << field;
             int kind = fields->kind[field];
             if (kind == K_ARGS && p < end && *p == '{') {
-                if (!args || !(p = read_object(p, end, args_fields, args, NULL, NULL, depth + 1))) return NULL;
+                if (!args) return NULL;
+                memset(args, 0, sizeof(Value) * (size_t)args_fields->count);  /* only for events with args */
+                if (!(p = read_object(p, end, args_fields, args, NULL, NULL, depth + 1))) return NULL;
                 values[field].type = V_CONTAINER;
             } else if (!(p = read_value(p, end, kind, &values[field], depth + 1))) {
                 return NULL;
@@ -654,6 +663,8 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
 static inline int code_of(Scanner *self, int t, const Value *v, long long *code) {
     return table_code(&self->tables[t], v->raw.p ? v->raw.p : (const unsigned char *)"", v->raw.n, code);
 }
+
+static const Value NO_ARGS[MAX_FIELDS];  /* an event without args: every field absent */
 
 /* Result of one event: 0 done, 1 not scanned, -1 a Python error. */
 #define NOT_SCANNED 1
@@ -872,11 +883,10 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *arg) {
     for (;;) {
         if (p >= end || *p != '{') { status = NOT_SCANNED; goto done; }
         memset(e, 0, sizeof(Value) * (size_t)self->event.count);
-        memset(a, 0, sizeof(Value) * (size_t)self->args.count);
         p = read_object(p, end, &self->event, e, &self->args, a, 1);
         if (!p) { status = NOT_SCANNED; goto done; }
         events++;
-        status = emit(self, e, a);
+        status = emit(self, e, e[E_ARGS].type == V_CONTAINER ? a : NO_ARGS);
         if (status) goto done;
         p = skip_ws(p, end);
         if (p >= end) { status = NOT_SCANNED; goto done; }
