@@ -3,7 +3,8 @@
 One read of the file's bytes (gzip recognised by its magic bytes, not its name), one typed
 msgspec decode that keeps only the fields perfcmp uses, then columnar arrays. msgspec skips
 every field not declared below, which is most of a trace's bytes (kernel launch geometry,
-device properties, profiler INFO lines).
+device properties, profiler INFO lines). The Kineto reader may read a chunk with its own scan
+first (``event_chunks(scan=...)``, ``kineto_scan``), which checks the fields declared here.
 """
 
 from __future__ import annotations
