@@ -39,6 +39,10 @@ enum { E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ID, E_ARGS, E_USED };
 enum { A_CORRELATION, A_STREAM, A_DIMS, A_TYPES, A_STACK, A_ALLOCATED, A_RESERVED, A_DEVICE_ID, A_ADDR,
        A_BYTES, A_PG_NAME, A_PG_DESC, A_NELEMS, A_DTYPE, A_USED };
 
+/* What kineto_scan expects of this module (its fields' order, callbacks, outputs): a module built
+ * from older source, left in place by an editable install, is then not used. */
+#define INTERFACE 1
+
 #define MAX_FIELDS 64
 #define MAX_DEPTH 64            /* deeper nesting: not scanned (no trace nests more than a few levels) */
 #define NUMBER_CHARS 40         /* a longer number literal: not scanned */
@@ -955,7 +959,8 @@ PyMODINIT_FUNC PyInit__eventscan(void) {
     }
     if (PyModule_AddIntConstant(m, "K_STR", K_STR) || PyModule_AddIntConstant(m, "K_STRN", K_STRN) ||
         PyModule_AddIntConstant(m, "K_NUM", K_NUM) ||
-        PyModule_AddIntConstant(m, "K_RAW", K_RAW) || PyModule_AddIntConstant(m, "K_ARGS", K_ARGS)) {
+        PyModule_AddIntConstant(m, "K_RAW", K_RAW) || PyModule_AddIntConstant(m, "K_ARGS", K_ARGS) ||
+        PyModule_AddIntConstant(m, "INTERFACE", INTERFACE)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -40,9 +40,15 @@ ARGS_USED = ("correlation", "stream", "input_dims", "input_type", "call_stack", 
              "device_id", "addr", "bytes", "pg_name", "pg_desc", "in_msg_nelems", "dtype")
 
 
+# The scanner's interface this module speaks (``_eventscan.c``'s INTERFACE): an extension built from
+# other source (a stale build beside edited source) is not used.
+INTERFACE = 1
+
+
 def available() -> bool:
-    """Whether chunks are scanned: the extension is built and not turned off."""
-    return _eventscan is not None and os.environ.get(PURE_PYTHON_VARIABLE, "") in ("", "0")
+    """Whether chunks are scanned: the extension is built, of this interface, and not turned off."""
+    return (_eventscan is not None and getattr(_eventscan, "INTERFACE", None) == INTERFACE
+            and os.environ.get(PURE_PYTHON_VARIABLE, "") in ("", "0"))
 
 
 def _kind(annotation: object) -> int:

@@ -257,3 +257,16 @@ def test_generated_events_are_scanned_to_the_same_columns(events, indent, ascii_
        ascii_only=st.booleans(), chunk=st.sampled_from([1, 64, 4096]))
 def test_events_typed_as_the_profiler_writes_them_are_all_scanned(events, indent, ascii_only, chunk):
     assert _generated(events, indent, ascii_only, chunk) > 0
+
+
+@pytest.mark.parametrize("missing", ["not built", "another interface"])
+def test_without_a_usable_extension_the_python_way_reads(tmp_path, monkeypatch, missing):
+    # no compiler at install, or a build left from older source: the reader does not scan, and reads
+    path = _write(tmp_path, [_event(10), _event(12, cat="kernel", pid=0, tid=7, args={"stream": 7})])
+    if missing == "not built":
+        monkeypatch.setattr(kineto_scan, "_eventscan", None)
+    else:
+        monkeypatch.setattr(kineto_scan._eventscan, "INTERFACE", kineto_scan.INTERFACE + 1)
+    assert not kineto_scan.available()
+    (kept, *_), scanned = _read(path, True, monkeypatch)
+    assert scanned == 0 and kept["device"]["stream"].tolist() == [7] and kept["host"]["ts_ns"].tolist() == [10_000]
