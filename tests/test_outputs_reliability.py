@@ -192,7 +192,8 @@ def test_disk_full_after_the_first_files(tmp_path, capsys, monkeypatch, failing)
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(jsonout if failing == "json" else markdown, "render", full)
+    # what makes each file's bytes (the JSON is written a piece at a time)
+    monkeypatch.setattr(*((jsonout, "_pieces") if failing == "json" else (markdown, "render")), full)
     code, out, err = run_main(capsys, demo_args(tmp_path / "out"))
     assert_error(code, out, err, f"cannot write the {failing} output: no space left on the device")
     assert listing(tmp_path) == []
