@@ -88,6 +88,7 @@ def _read_columns(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...],
                 columns.add(chunk)
             return header, columns
         except (Restart, ValueError) as exc:
+            columns.scan = None  # as in finish()
             del warnings[kept:]
             if not quick:  # a timestamp that is not a number
                 raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
@@ -269,6 +270,7 @@ class _Columns:
                  "flow": lambda: flow_columns([], self.memo, text_ids=False), "fwdbwd": lambda: flow_columns([], self.memo)}
         out = {role: concat(parts or [empty[role]()]) for role, parts in self.parts.items()}
         self.parts = {}
+        self.scan = None  # its callbacks hold these columns: no cycle to outlive the read (the collector is paused)
         return out
 
 
