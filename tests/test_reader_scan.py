@@ -29,9 +29,9 @@ def _read(path: Path, scan: bool, monkeypatch) -> tuple:
     """What the reader keeps of ``path``'s events, and how many chunks the scan read; or the error."""
     with monkeypatch.context() as patch:
         patch.setenv(kineto_scan.PURE_PYTHON_VARIABLE, "" if scan else "1")
-        raw = chrome.sniff_json(chrome.read_document(path, "t"), "t")
         warnings: list = []
         try:
+            raw = chrome.sniff_json(chrome.read_document(path, "t"), "t")
             _, columns = torch_trace._read_columns(raw, "t", torch_trace.FLOW_CATS, warnings)
         except InputError as exc:
             return ("error", exc.message), 0
@@ -277,3 +277,36 @@ def test_without_a_usable_extension_the_python_way_reads(tmp_path, monkeypatch, 
     assert not kineto_scan.available()
     (kept, *_), scanned = _read(path, True, monkeypatch)
     assert scanned == 0 and kept["device"]["stream"].tolist() == [7] and kept["host"]["ts_ns"].tolist() == [10_000]
+
+
+_MUTATION_BYTES = b'"\\{}[],:0123456789.eE-+ \t\nnulltruefalse\xc3\xa9\xff\x00\xed\xa0\x80u'
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mutated_traces_read_as_the_python_way_reads_them(tmp_path, monkeypatch, seed):
+    # a valid trace with a few bytes changed, inserted or removed, anywhere: broken strings,
+    # escapes, numbers, UTF-8 and structure; the same columns, warnings or error either way
+    import random
+
+    rng = random.Random(seed)
+    events = [_event(10 + i, args={"correlation": i, "Input Dims": [[i, 2]], "Call stack": f"a.py({i}): f"}) for i in range(8)]
+    events += [_event(30 + i, cat="kernel", name="gemm", pid=0, tid=7, args={"correlation": i, "stream": 7}) for i in range(8)]
+    events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 50, "s": "t",
+                   "args": {"Total Allocated": 2048, "Bytes": 512, "Addr": 140000, "Device Id": 0}})
+    text = json.dumps({"traceEvents": events}, indent=1).encode()
+    monkeypatch.setattr(chrome, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(chrome, "SCAN_CHUNK_FACTOR", 1)
+    for _ in range(max(60, EXAMPLES // 2)):  # PERFCMP_SCAN_EXAMPLES=4000: 2,000 mutations a seed
+        mutated = bytearray(text)
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(len(mutated))
+            how = rng.random()
+            if how < 0.4:
+                mutated[at] = rng.choice(_MUTATION_BYTES)
+            elif how < 0.7:
+                mutated.insert(at, rng.choice(_MUTATION_BYTES))
+            else:
+                del mutated[at]
+        path = tmp_path / "t.pt.trace.json"
+        path.write_bytes(bytes(mutated))
+        _both(path, monkeypatch)
