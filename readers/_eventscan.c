@@ -331,7 +331,7 @@ static const unsigned char *scan_string(const unsigned char *p, const unsigned c
     }
 }
 
-static int finite_literal(const unsigned char *p, Py_ssize_t n);
+static int literal_double(const unsigned char *p, Py_ssize_t n, double *out);
 
 /* A number literal, by JSON's grammar. *integer: no fraction and no exponent. Long literals, longer
  * exponents and ones beyond float64 (msgspec refuses them) are not scanned. */
@@ -360,7 +360,8 @@ static const unsigned char *scan_number(const unsigned char *p, const unsigned c
         const unsigned char *digits = p;
         while (p < end && *p >= '0' && *p <= '9') p++;
         if (p == digits || p - digits > 3) return NULL;
-        if (p - digits == 3 && (p - start > NUMBER_CHARS || !finite_literal(start, p - start))) return NULL;
+        double value;
+        if (p - digits == 3 && (p - start > NUMBER_CHARS || literal_double(start, p - start, &value) < 0)) return NULL;
     }
     if (p - start > NUMBER_CHARS) return NULL;
     if (*integer && p - start - (*start == '-') > 18) return NULL;  /* may be beyond int64 */
@@ -535,25 +536,20 @@ static int number_double(Span s, double *out) {
         *out = negative ? -value : value;
         return 0;
     }
-    char text[NUMBER_CHARS + 1];
-    memcpy(text, s.p, (size_t)s.n);
-    text[s.n] = 0;
-    char *stop;
+    return literal_double(s.p, s.n, out);
+}
+
+/* A number literal (at most NUMBER_CHARS) as float64 by Python's own correctly rounded reading;
+ * -1 when it is beyond float64's range (msgspec refuses it) or not read whole. */
+static int literal_double(const unsigned char *p, Py_ssize_t n, double *out) {
+    char text[NUMBER_CHARS + 1], *stop;
+    memcpy(text, p, (size_t)n);
+    text[n] = 0;
     double value = PyOS_string_to_double(text, &stop, NULL);
     if (value == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
     if (*stop || !isfinite(value)) return -1;
     *out = value;
     return 0;
-}
-
-/* Whether a number literal (an exponent of three digits) is within float64's range. */
-static int finite_literal(const unsigned char *p, Py_ssize_t n) {
-    char text[NUMBER_CHARS + 1];
-    memcpy(text, p, (size_t)n);
-    text[n] = 0;
-    double value = PyOS_string_to_double(text, NULL, NULL);
-    if (value == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    return isfinite(value);
 }
 
 /* An integer literal as int64 (at most 18 digits: scan_number saw to it). */

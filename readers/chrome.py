@@ -455,7 +455,8 @@ def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning], qui
     data, last = raw.data, end - 1  # data[last] is the closing "]"
     pos = _LEADING_SPACE.match(data, begin + 1).end()
     progress, seen = _Progress(raw.path, end - begin), 0
-    size = CHUNK_BYTES * SCAN_CHUNK_FACTOR if scan is not None else CHUNK_BYTES
+    scan_size = CHUNK_BYTES * SCAN_CHUNK_FACTOR
+    size = scan_size if scan is not None else CHUNK_BYTES
     misses = 0  # chunks in a row the scan did not read
     while pos < last:
         events, following = None, last
@@ -465,7 +466,7 @@ def _chunks(raw: RawJson, begin: int, end: int, warnings: list[ReadWarning], qui
                 with _in_brackets(raw, pos, match.start() + 1 if match else last) as chunk:
                     events = scan(chunk.data) if scan is not None else None
                     if events is not None:
-                        misses, size = 0, CHUNK_BYTES * SCAN_CHUNK_FACTOR
+                        misses, size = 0, scan_size
                     else:
                         events = _decode_chunk(chunk, warnings, seen, quick)
                         # the decode's chunks after a miss; after a few in a row, what the scan does not

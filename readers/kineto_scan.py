@@ -87,7 +87,6 @@ class Scan:
         self.stacks = memo.dictionary("call_stack", _cut_text, TextDictionary)
         self.groups = memo.dictionary("process_group")
         self.scanner = _eventscan.Scanner(_fields(Event, EVENT_USED), _fields(Args, ARGS_USED), self._callbacks())
-        self.scanned = 0  # chunks read by the scan (tests see that it ran)
 
     def _callbacks(self) -> list[Callable[[bytes], int]]:
         """One per text table of the scanner (``_eventscan.c``'s T_* order): a raw value's bytes
@@ -123,15 +122,12 @@ class Scan:
     def __call__(self, chunk) -> "Scanned | None":
         """A chunk's bytes (a JSON array of events) as column parts; None: not scanned."""
         out = self.scanner.scan(chunk)
-        if out is None:
-            return None
-        self.scanned += 1
-        return Scanned(*out)
+        return None if out is None else Scanned(*out)
 
-    def parts(self, scanned: "Scanned", host_cats, task_types) -> dict[str, dict]:
+    def parts(self, scanned: "Scanned") -> dict[str, dict]:
         """A scanned chunk's roles as the column parts ``_Columns`` keeps (the same keys, in the
         same order, as its Python way makes)."""
-        out = {}
+        out, host_cats, task_types = {}, self.columns.host_cats, self.columns.task_types.task_types
         if scanned.host is not None:
             pid, tid, name, cat, shapes, kinds, stack, group, ts, dur, correlation, messages = scanned.host
             comm_bytes = np.full(len(ts) // 8, np.nan)

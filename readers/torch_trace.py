@@ -88,10 +88,13 @@ def _read_columns(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...],
                 columns.add(chunk)
             return header, columns
         except (Restart, ValueError) as exc:
-            columns.scan = None  # as in finish()
             del warnings[kept:]
             if not quick:  # a timestamp that is not a number
                 raise InputError(f"{exc}; expected microseconds as a number", shown_as) from None
+        finally:
+            # every chunk is read: its callbacks hold these columns, a cycle the paused collector
+            # would keep for the side's whole analysis
+            columns.scan = None
     raise AssertionError("the sure read returns or raises")
 
 
@@ -129,12 +132,14 @@ class _Columns:
         self.flow_roles: dict[str | None, object] = {}  # category as written -> _flow_role of it
         self.task_types = _TaskTypes(self.memo.dictionary("task_type"))
         self.scan = kineto_scan.Scan(self) if kineto_scan.available() else None
+        self.scanned = 0  # chunks the scan read
 
     def add(self, events: list[Event] | kineto_scan.Scanned) -> None:
         """One chunk's events into columns (the events are not kept)."""
         if isinstance(events, kineto_scan.Scanned):
             self.untimed += events.untimed
-            for role, part in self.scan.parts(events, self.host_cats, self.task_types.task_types).items():
+            self.scanned += 1
+            for role, part in self.scan.parts(events).items():
                 self._keep(role, part)
             return
         host, host_cats, device, memory, flow, fwdbwd = [], [], [], [], [], []
@@ -270,7 +275,6 @@ class _Columns:
                  "flow": lambda: flow_columns([], self.memo, text_ids=False), "fwdbwd": lambda: flow_columns([], self.memo)}
         out = {role: concat(parts or [empty[role]()]) for role, parts in self.parts.items()}
         self.parts = {}
-        self.scan = None  # its callbacks hold these columns: no cycle to outlive the read (the collector is paused)
         return out
 
 

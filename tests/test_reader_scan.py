@@ -35,7 +35,7 @@ def _read(path: Path, scan: bool, monkeypatch) -> tuple:
             _, columns = torch_trace._read_columns(raw, "t", torch_trace.FLOW_CATS, warnings)
         except InputError as exc:
             return ("error", exc.message), 0
-        scanned = columns.scan.scanned if columns.scan else 0
+        scanned = columns.scanned
         kept = columns.finish()
         return (kept, [(w.message, w.count) for w in warnings], columns.untimed, columns.fwdbwd_tids), scanned
 
