@@ -792,22 +792,33 @@ def test_a_sheet_of_long_texts_goes_to_the_zip_in_bounded_pieces(tmp_path, monke
     assert [ws.cell(row=r, column=1).value for r in range(1, 301)] == texts
 
 
-def test_a_piece_reaches_its_compressor_cut_at_block_ends_as_before(tmp_path, monkeypatch):
-    """ISA-L's deflate data depend on how the input is cut into calls, so a piece's text goes to
-    its compressor at the ends of blocks of rows, as it always did, however the block was joined:
-    10 rows of 600-character texts joined in runs of 1,000 characters still arrive as one write."""
+def test_a_piece_reaches_its_compressor_in_slices_of_fixed_size(tmp_path, monkeypatch):
+    """ISA-L's deflate data depend on how the input is cut into calls, so a piece's XML goes to
+    its compressor in slices of exactly DEFLATE_CHUNK bytes, the last shorter, however its text
+    was cut: 10 rows of 600-character texts (6,822 bytes after the head) in slices of 1,000 bytes,
+    the same slices and the same deflate data with blocks of 3 rows and runs of 100 characters."""
     from perfcmp.render import ooxml
 
-    monkeypatch.setattr(ooxml, "FLUSH_CHARS", 1000)
-    writes: list[bytes] = []
+    monkeypatch.setattr(ooxml, "DEFLATE_CHUNK", 1000)
+    texts = [f"{i}" + "t" * 599 for i in range(10)]
     write = ooxml._DeflatedPiece.write
-    monkeypatch.setattr(ooxml._DeflatedPiece, "write", lambda self, data: (writes.append(bytes(data)), write(self, data)))
-    book = Workbook(str(tmp_path / "book.xlsx"), ["Long"])
-    with zipfile.ZipFile(tmp_path / "loose.zip", "w") as archive:
-        sheet = book.add_sheet("Long", [20.0], archive=archive, piece=ooxml.Piece(0, 2, 0))
-        texts = [f"{i}" + "t" * 599 for i in range(10)]
-        sheet.add_rows([texts], [[0] * 10])
-        assert len(writes) == 1  # the head and the whole block, ~7,000 characters, in one call
-        assert writes[0].endswith(b"".join(f'<row r="{i + 1}"><c r="A{i + 1}" t="inlineStr"><is><t xml:space="preserve">'
-                                           f"{t}</t></is></c></row>".encode() for i, t in enumerate(texts)))
-        sheet.close()
+
+    def piece(name: str) -> tuple[list[bytes], bytes]:
+        writes: list[bytes] = []
+        monkeypatch.setattr(ooxml._DeflatedPiece, "write", lambda self, data: (writes.append(bytes(data)), write(self, data)))
+        book = Workbook(str(tmp_path / f"{name}.xlsx"), ["Long"])
+        with zipfile.ZipFile(tmp_path / f"{name}.zip", "w") as archive:
+            sheet = book.add_sheet("Long", [20.0], archive=archive, piece=ooxml.Piece(0, 2, 0))
+            sheet.add_rows([texts], [[0] * 10])
+            sheet.close()
+        with zipfile.ZipFile(tmp_path / f"{name}.zip") as archive:
+            return writes, archive.read("xl/worksheets/sheet1.xml.0")
+
+    writes, data = piece("whole")
+    rows = b"".join(f'<row r="{i + 1}"><c r="A{i + 1}" t="inlineStr"><is><t xml:space="preserve">'
+                    f"{t}</t></is></c></row>".encode() for i, t in enumerate(texts))
+    assert b"".join(writes).endswith(rows) and len(rows) == 6_822
+    assert [len(w) for w in writes[:-1]] == [1000] * (len(writes) - 1) and 0 < len(writes[-1]) <= 1000
+    monkeypatch.setattr(ooxml, "BLOCK_ROWS", 3)
+    monkeypatch.setattr(ooxml, "FLUSH_CHARS", 100)
+    assert piece("cut") == (writes, data)

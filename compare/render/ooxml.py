@@ -274,11 +274,11 @@ class Sheet:
         else:
             self.stream = _DeflatedPiece(archive, f"{member}.{piece.index}", self.ends)
         self.buffer: list[str] = []
-        self.buffered = 0  # characters in buffer (or in pending)
-        # a piece's deflate data depend on how its text is cut into the compressor's calls (ISA-L
-        # compresses each call's input as it comes; zlib's data do not depend on it), so a piece
-        # is cut as a sheet always was: at the end of a block of rows, once FLUSH_CHARS wait; the
-        # waiting text is kept encoded, once, not as texts, their join and its encoding
+        self.buffered = 0  # characters in buffer
+        # a piece's deflate data depend on how its bytes are cut into the compressor's calls (ISA-L
+        # compresses each call's input as it comes; zlib's data do not depend on it), so a piece's
+        # XML reaches its compressor in slices of exactly DEFLATE_CHUNK bytes (the last shorter),
+        # whoever made the text and however it was cut: the bytes waiting for a slice are kept here
         self.pending = bytearray() if piece is not None else None
         if self.starts:
             self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
@@ -360,21 +360,28 @@ class Sheet:
 
     def _write(self, text: str, ends_block: bool = True) -> None:
         """``text`` buffered; what is buffered goes to the zip first when ``text`` would take it
-        past ``FLUSH_CHARS``: so at most that much (or one longer text) is encoded at once. A
-        piece's text goes at the end of a block (``ends_block``) once that much waits."""
+        past ``FLUSH_CHARS``: so at most that much (or one longer text) is encoded at once.
+        (``ends_block``: the text ends a block of rows; where it falls no longer matters.)"""
         if self.pending is not None:
-            self.pending += text.encode("utf-8")
-            self.buffered += len(text)
-            if ends_block and self.buffered >= FLUSH_CHARS:
-                self._flush()
+            self._take(text.encode("utf-8"))
             return
         if self.buffered + len(text) > FLUSH_CHARS and self.buffer:
             self._flush()
         self.buffer.append(text)
         self.buffered += len(text)
 
+    def _take(self, data: bytes) -> None:
+        """A piece's XML, encoded: each whole DEFLATE_CHUNK of what waits goes to the compressor."""
+        self.pending += data
+        whole = len(self.pending) - len(self.pending) % DEFLATE_CHUNK
+        if whole:
+            with memoryview(self.pending) as view:
+                for start in range(0, whole, DEFLATE_CHUNK):
+                    self.stream.write(view[start:start + DEFLATE_CHUNK])
+            del self.pending[:whole]  # from the front: the bytearray moves its start, nothing is copied
+
     def _flush(self) -> None:
-        if self.pending is not None:
+        if self.pending is not None:  # the piece's end: what waits, shorter than a slice
             self.stream.write(self.pending)
             self.pending = bytearray()
         else:
@@ -414,6 +421,7 @@ class _DeflatedPiece:
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
 FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream; also about the most joined at once
+DEFLATE_CHUNK = 1 << 20  # bytes of a piece's XML in each call to its compressor
 ROW_NUMBER_CHARS = 7  # Excel's last row, 1048576
 HEIGHT_CHARS = 16  # ' ht="409"', a height as :g writes it
 FLOAT_CHARS = 24  # repr of a float: '-2.2250738585072014e-308'
