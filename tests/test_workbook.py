@@ -21,7 +21,7 @@ from openpyxl.utils import get_column_letter
 
 from perfcmp.options import CompareOptions
 from perfcmp.pipeline import run
-from perfcmp.render import xlsx
+from perfcmp.render import ooxml, xlsx
 from perfcmp.render.ooxml import Workbook, shown_width
 from perfcmp.rows import Rows
 from perfcmp.results.pair import ComparisonResult, OverallRow, SideSummary, Table, Verdict, VerdictRow, WarningRecord
@@ -275,22 +275,32 @@ def _block_columns(draw):
     return columns, styles, heights, frozenset(row_texts)
 
 
+def _bare_sheet(first: int, columns: int):
+    """A sheet's rows only (no workbook, no file): the sheet, and the bytes it gives its zip."""
+    from types import SimpleNamespace
+
+    from perfcmp.render.ooxml import Sheet, column_letter
+
+    sheet = Sheet.__new__(Sheet)
+    written: list[bytes] = []
+    sheet.letters, sheet.row, sheet.book = [column_letter(i) for i in range(columns)], first - 1, SimpleNamespace(cut_cells=0)
+    sheet.piece, sheet.out, sheet.stream = False, bytearray(), SimpleNamespace(write=lambda data: written.append(bytes(data)))
+    return sheet, written
+
+
 @settings(max_examples=400, deadline=None)
 @given(block=_block_columns(), first=st.integers(1, 3000))
 def test_a_block_of_rows_is_the_cells_written_one_by_one(block, first):
     """The row pattern (markup fixed around a column's values where it can be) writes the XML
     that cells made one by one and joined row by row write, cuts counted alike."""
     from itertools import repeat
-    from types import SimpleNamespace
 
-    from perfcmp.render.ooxml import MAX_ROW_HEIGHT, Sheet, _column_cells, column_letter
+    from perfcmp.render.ooxml import MAX_ROW_HEIGHT, _column_cells
 
     columns, styles, heights, row_texts = block
-    sheet = Sheet.__new__(Sheet)  # a sheet's rows only: no workbook, no file
-    written: list[str] = []
-    sheet.letters, sheet.row, sheet.book = [column_letter(i) for i in range(len(columns))], first - 1, SimpleNamespace(cut_cells=0)
-    sheet._write = lambda text, ends_block=True: written.append(text)
-    sheet.add_rows(columns, styles, heights, row_texts)
+    sheet, written = _bare_sheet(first, len(columns))
+    sheet._add_block(columns, styles, heights, row_texts)  # the Python way
+    sheet._flush()
     book = sheet.book
 
     numbers = [str(first + i) for i in range(len(columns[0]))]
@@ -300,8 +310,62 @@ def test_a_block_of_rows_is_the_cells_written_one_by_one(block, first):
     height_attributes = [f' ht="{min(h, MAX_ROW_HEIGHT):g}"' if h else "" for h in heights or repeat(None, len(numbers))]
     expected = "".join(f'<row r="{number}"{height}>{"".join(row)}</row>'
                        for number, row, height in zip(numbers, zip(*cells), height_attributes))
-    assert "".join(written) == expected
+    assert b"".join(written).decode() == expected
     assert book.cut_cells == len(cuts)
+
+
+_OTHER_VALUES = st.sampled_from([np.int64(-7), np.float64(2.5), np.float32(0.25), np.bool_(True), 2**70, -(2**63), 2**63 - 1])
+
+
+@st.composite
+def _any_block(draw):
+    """``_block_columns``, its columns sometimes with values of other types (numpy scalars, ints
+    beyond 64 bits), texts sometimes with characters outside the BMP or XML's."""
+    columns, styles, heights, row_texts = draw(_block_columns())
+    for values in columns:
+        for i in range(len(values)):
+            if draw(st.integers(0, 9)) == 0:
+                values[i] = draw(_OTHER_VALUES | st.text(alphabet="a\x00\x1f\ufffe\uffff\ud7ff\ue000\ud800&", max_size=4))
+    row_texts = frozenset(k for k in row_texts if all(ooxml.INVALID_XML.search(v) is None for v in columns[k] if type(v) is str))
+    return columns, styles, heights, row_texts
+
+
+@pytest.mark.skipif(not ooxml.compiled(), reason="the compiled rows (perfcmp.render._sheetxml) are not built")
+@settings(max_examples=int(os.environ.get("PERFCMP_ROWS_EXAMPLES", "600")), deadline=None)  # more: a longer search
+@given(block=_any_block(), first=st.integers(1, 1_048_000), flush=st.sampled_from([1, 100, 1 << 20]))
+def test_the_compiled_rows_write_the_python_rows_bytes(block, first, flush):
+    """The compiled rows write a block as the Python way does: the same bytes, the same cuts,
+    the same error for a text UTF-8 cannot hold; however often they hand their bytes over."""
+    columns, styles, heights, row_texts = block
+    outcomes = []
+    for add in ("_add_block", "_add_block_compiled"):
+        sheet, written = _bare_sheet(first, len(columns))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ooxml, "FLUSH_CHARS", flush)
+            try:
+                getattr(sheet, add)(columns, styles, heights, row_texts)
+            except UnicodeEncodeError:
+                outcomes.append("UnicodeEncodeError")
+                continue
+        sheet._flush()
+        outcomes.append((b"".join(written), sheet.book.cut_cells, sheet.row))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_compiled_rows_by_hand():
+    """A row of each kind of cell, written by the compiled rows, as worked out by hand."""
+    if not ooxml.compiled():
+        pytest.skip("the compiled rows (perfcmp.render._sheetxml) are not built")
+    sheet, written = _bare_sheet(41, 8)
+    sheet._add_block_compiled([["a<&>\x07b"], [1.5], [None], [float("nan")], [True], [-12], [1e-05], ["é"]],
+                              [[0], [3], [3], [0], [0], [2], [0], [0]], [30.0], frozenset())
+    sheet._flush()
+    assert b"".join(written).decode() == (
+        '<row r="41" ht="30"><c r="A41" t="inlineStr"><is><t xml:space="preserve">a&lt;&amp;&gt;b</t></is></c>'
+        '<c r="B41" s="3"><v>1.5</v></c><c r="C41" s="3"/><c r="E41" t="b"><v>1</v></c>'
+        '<c r="F41" s="2"><v>-12</v></c><c r="G41"><v>1e-05</v></c>'
+        '<c r="H41" t="inlineStr"><is><t xml:space="preserve">é</t></is></c></row>')
+    assert sheet.row == 41 and sheet.book.cut_cells == 0
 
 
 # --- the demo pair -------------------------------------------------------------------------------
@@ -764,17 +828,21 @@ def test_a_block_is_joined_in_runs_of_bounded_text():
     assert row.runs(4, 80) == [(0, 4)]
 
 
-def test_a_sheet_of_long_texts_goes_to_the_zip_in_bounded_pieces(tmp_path, monkeypatch):
+@pytest.mark.parametrize("way", ["python", "compiled"])
+def test_a_sheet_of_long_texts_goes_to_the_zip_in_bounded_pieces(tmp_path, monkeypatch, way):
     """300 rows of 10,000-character texts (3 M characters in one block of rows) reach the zip's
     stream in pieces of at most the flush size plus a row, and read back whole (before, the
-    block went as one text of 3 M characters)."""
+    block went as one text of 3 M characters), written either way."""
     from perfcmp.render import ooxml
 
+    if way == "compiled" and not ooxml.compiled():
+        pytest.skip("the compiled rows (perfcmp.render._sheetxml) are not built")
+    monkeypatch.setenv(ooxml.PURE_PYTHON_VARIABLE, "1" if way == "python" else "0")
     writes: list[int] = []
     flush = ooxml.Sheet._flush
 
     def counted(self):
-        writes.append(sum(map(len, self.buffer)))
+        writes.append(len(self.out))
         flush(self)
 
     monkeypatch.setattr(ooxml.Sheet, "_flush", counted)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import struct
 import zipfile
@@ -34,6 +35,11 @@ import msgspec
 import numpy as np
 from isal import isal_zlib
 
+try:
+    import perfcmp.render._sheetxml as _sheetxml
+except ImportError:  # not built (no C compiler at install): the Python way only
+    _sheetxml = None
+
 CREATED = "2000-01-01T00:00:00Z"
 ZIP_TIME = (2000, 1, 1, 0, 0, 0)
 INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 does not allow
@@ -41,6 +47,18 @@ _NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 _REL_NS = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
 TEXT_LIMIT = 32_767  # characters in one cell, in UTF-16 code units as Excel stores text
 MAX_ROW_HEIGHT = 409.0  # points: Excel's largest row height
+
+
+# The compiled rows' interface this module speaks (``_sheetxml.c``'s INTERFACE): a module built
+# from other source (a stale build beside edited source) is not used.
+SHEETXML_INTERFACE = 1
+PURE_PYTHON_VARIABLE = "PERFCMP_PURE_PYTHON"  # set to 1: the Python way only (as for the readers' scan)
+
+
+def compiled() -> bool:
+    """Whether rows are written by the compiled ``_sheetxml``: built, of this interface, not turned off."""
+    return (_sheetxml is not None and getattr(_sheetxml, "INTERFACE", None) == SHEETXML_INTERFACE
+            and os.environ.get(PURE_PYTHON_VARIABLE, "") in ("", "0"))
 
 
 def column_letter(index: int) -> str:
@@ -273,13 +291,13 @@ class Sheet:
             self.stream = (book.zip if archive is None else archive).open(info, "w")
         else:
             self.stream = _DeflatedPiece(archive, f"{member}.{piece.index}", self.ends)
-        self.buffer: list[str] = []
-        self.buffered = 0  # characters in buffer
-        # a piece's deflate data depend on how its bytes are cut into the compressor's calls (ISA-L
-        # compresses each call's input as it comes; zlib's data do not depend on it), so a piece's
-        # XML reaches its compressor in slices of exactly DEFLATE_CHUNK bytes (the last shorter),
-        # whoever made the text and however it was cut: the bytes waiting for a slice are kept here
-        self.pending = bytearray() if piece is not None else None
+        self.piece = piece is not None
+        # the sheet's XML waiting for the zip, encoded. A piece's deflate data depend on how its
+        # bytes are cut into the compressor's calls (ISA-L compresses each call's input as it
+        # comes; zlib's data do not depend on it), so a piece's XML reaches its compressor in
+        # slices of exactly DEFLATE_CHUNK bytes (the last shorter), whoever made the text (this
+        # module or the compiled rows) and however it was cut
+        self.out = bytearray()
         if self.starts:
             self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
                         + _sheet_view(freeze) + '<sheetFormatPr defaultRowHeight="15"/>' + _cols(widths) + "<sheetData>")
@@ -296,13 +314,16 @@ class Sheet:
         are then joined in one pass (this is the writer's hot loop: half a million cells).
         ``heights`` gives each row's height in points (None: the default), at most
         ``MAX_ROW_HEIGHT``. ``row_texts``: the columns whose texts are made per row (no two
-        alike, so none is worth remembering) and hold no character XML forbids.
+        alike, so none is worth remembering) and hold no character XML forbids. With the
+        compiled rows (``_sheetxml``, when built) a block's XML is written in C instead, the
+        same bytes.
         """
         n = len(columns[0]) if columns else 0
+        add_block = self._add_block_compiled if compiled() else self._add_block
         for start in range(0, n, BLOCK_ROWS):  # a block at a time: the cells' XML of one block exists at once
             end = min(start + BLOCK_ROWS, n)
-            self._add_block([values[start:end] for values in columns], [sts[start:end] for sts in styles],
-                            heights[start:end] if heights is not None else None, row_texts)
+            add_block([values[start:end] for values in columns], [sts[start:end] for sts in styles],
+                      heights[start:end] if heights is not None else None, row_texts)
 
     def _add_block(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None,
                    row_texts: frozenset[int] = frozenset()) -> None:
@@ -317,10 +338,7 @@ class Sheet:
         row.varying(numbers, ROW_NUMBER_CHARS)
         row.fixed('"')
         if heights is not None:
-            # no customHeight: the height is a fit to the row's text, not a user's choice, so Excel
-            # fits the row again itself (on opening, and when a sort moves text between rows);
-            # LibreOffice, which does not fit rows on opening, draws it as given
-            row.varying([f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in heights], HEIGHT_CHARS)
+            row.varying(_height_attributes(heights), HEIGHT_CHARS)
         row.fixed(">")
         for k, (letter, values, sts) in enumerate(zip(self.letters, columns, styles)):
             _add_column(row, letter, numbers, values, sts, cuts, k in row_texts)
@@ -328,7 +346,21 @@ class Sheet:
         self.book.cut_cells += len(cuts)
         self.row += n
         for start, stop in row.runs(n, FLUSH_CHARS):
-            self._write(row.join(start, stop), ends_block=stop == n)
+            self._write(row.join(start, stop))
+
+    def _add_block_compiled(self, columns: list[list], styles: list[list[int]], heights: list[float | None] | None,
+                            row_texts: frozenset[int] = frozenset()) -> None:
+        """``_add_block`` by the compiled rows: the same XML, without a string per cell."""
+        n = len(columns[0]) if columns else 0
+        if not n:
+            return
+        k = min(len(self.letters), len(columns), len(styles))  # as _add_block's zip
+        columns, styles = [c if type(c) is list else list(c) for c in columns[:k]], [s if type(s) is list else list(s) for s in styles[:k]]
+        cuts = _sheetxml.rows(self.out, self._drain, FLUSH_CHARS, self.row + 1, self.letters, columns, styles,
+                              None if heights is None else _height_attributes(heights), [j in row_texts for j in range(k)],
+                              msgspec.json.encode, over_limit, cut_text)
+        self.book.cut_cells += cuts
+        self.row += n
 
     def skip_row(self) -> None:
         self.row += 1
@@ -354,39 +386,37 @@ class Sheet:
     def abandon(self) -> None:
         """End a sheet whose writing failed or was stopped: its part is closed as it is (the
         workbook is being thrown away), so that closing the zip afterwards raises nothing."""
-        self.buffer, self.buffered, self.pending = [], 0, None
+        self.out = bytearray()
         with contextlib.suppress(OSError, ValueError):
             self.stream.close()
 
-    def _write(self, text: str, ends_block: bool = True) -> None:
-        """``text`` buffered; what is buffered goes to the zip first when ``text`` would take it
-        past ``FLUSH_CHARS``: so at most that much (or one longer text) is encoded at once.
-        (``ends_block``: the text ends a block of rows; where it falls no longer matters.)"""
-        if self.pending is not None:
-            self._take(text.encode("utf-8"))
-            return
-        if self.buffered + len(text) > FLUSH_CHARS and self.buffer:
+    def _write(self, text: str) -> None:
+        """``text`` encoded into what waits for the zip (``_drain``); a sheet's waiting bytes go
+        first when ``text`` would take them past FLUSH_CHARS."""
+        if not self.piece and self.out and len(self.out) + len(text) > FLUSH_CHARS:
             self._flush()
-        self.buffer.append(text)
-        self.buffered += len(text)
+        self.out += text.encode("utf-8")
+        self._drain()
 
-    def _take(self, data: bytes) -> None:
-        """A piece's XML, encoded: each whole DEFLATE_CHUNK of what waits goes to the compressor."""
-        self.pending += data
-        whole = len(self.pending) - len(self.pending) % DEFLATE_CHUNK
+    def _drain(self) -> None:
+        """What waits goes to the zip: a piece's each whole DEFLATE_CHUNK of it; a sheet's all of
+        it once FLUSH_CHARS bytes wait (so that much, about, is held at once)."""
+        if not self.piece:
+            if len(self.out) >= FLUSH_CHARS:
+                self._flush()
+            return
+        whole = len(self.out) - len(self.out) % DEFLATE_CHUNK
         if whole:
-            with memoryview(self.pending) as view:
+            with memoryview(self.out) as view:
                 for start in range(0, whole, DEFLATE_CHUNK):
                     self.stream.write(view[start:start + DEFLATE_CHUNK])
-            del self.pending[:whole]  # from the front: the bytearray moves its start, nothing is copied
+            del self.out[:whole]  # from the front: the bytearray moves its start, nothing is copied
 
     def _flush(self) -> None:
-        if self.pending is not None:  # the piece's end: what waits, shorter than a slice
-            self.stream.write(self.pending)
-            self.pending = bytearray()
-        else:
-            self.stream.write("".join(self.buffer).encode("utf-8"))
-        self.buffer, self.buffered = [], 0
+        """Everything that waits to the zip (a piece's end: what is shorter than a slice)."""
+        if self.out:
+            self.stream.write(self.out)
+            self.out.clear()  # the same bytearray: the compiled rows hold it while they write a block
 
 
 class _DeflatedPiece:
@@ -417,6 +447,13 @@ class _DeflatedPiece:
         self.out.write(self.deflate.flush(isal_zlib.Z_FINISH if self.last else isal_zlib.Z_SYNC_FLUSH))
         self.out.close()
         self.info.comment = f"{self.crc} {self.size}".encode("ascii")  # written with the zip's directory
+
+
+def _height_attributes(heights: list[float | None]) -> list[str]:
+    # no customHeight: the height is a fit to the row's text, not a user's choice, so Excel fits
+    # the row again itself (on opening, and when a sort moves text between rows); LibreOffice,
+    # which does not fit rows on opening, draws it as given
+    return [f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in heights]
 
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
