@@ -86,20 +86,32 @@ static const char *ascii_of(PyObject *s, Py_ssize_t *n) {
     return (const char *)PyUnicode_DATA(s);
 }
 
+/* Per byte: MARKUP for "&", "<", ">"; FORBIDDEN for what may start a character XML 1.0 forbids
+ * (controls but tab, line feed and carriage return; 0xEF, the lead byte of U+FFFE and U+FFFF). */
+enum { MARKUP = 1, FORBIDDEN = 2 };
+static unsigned char special[256];
+
+static void init_special(void) {
+    special['&'] = special['<'] = special['>'] = MARKUP;
+    for (int c = 0; c < 0x20; c++)
+        if (c != '\t' && c != '\n' && c != '\r') special[c] = FORBIDDEN;
+    special[0xEF] = FORBIDDEN;
+}
+
 /* UTF-8 bytes s[0:n] escaped as XML text: "&", "<", ">" as entities; with drop, the characters
- * XML 1.0 forbids left out (controls but tab, line feed and carriage return; U+FFFE, U+FFFF). */
+ * XML 1.0 forbids left out. */
 static int put_escaped(Buf *b, const unsigned char *s, Py_ssize_t n, int drop) {
+    const unsigned char mask = drop ? (MARKUP | FORBIDDEN) : MARKUP;
     Py_ssize_t i = 0, start = 0;
-    while (i < n) {
+    for (;;) {
+        while (i < n && !(special[s[i]] & mask)) i++;  /* the usual text: no byte to look at twice */
+        if (i >= n) break;
         unsigned char c = s[i];
-        const char *entity = NULL;
+        const char *entity = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : NULL;
         Py_ssize_t skip = 0;
-        if (c == '&') entity = "&amp;";
-        else if (c == '<') entity = "&lt;";
-        else if (c == '>') entity = "&gt;";
-        else if (drop && c < 0x20 && c != '\t' && c != '\n' && c != '\r') skip = 1;
-        else if (drop && c == 0xEF && i + 2 < n && s[i + 1] == 0xBF && (s[i + 2] == 0xBE || s[i + 2] == 0xBF)) skip = 3;
-        if (!entity && !skip) {
+        if (!entity && c != 0xEF) skip = 1;  /* a forbidden control */
+        else if (!entity && i + 2 < n && s[i + 1] == 0xBF && (s[i + 2] == 0xBE || s[i + 2] == 0xBF)) skip = 3;
+        if (!entity && !skip) {  /* another character of 0xEF's block: kept */
             i++;
             continue;
         }
@@ -269,42 +281,56 @@ blank:
     return PUT_LITERAL(b, "/>");
 }
 
-/* Hand the buffer's bytes to the bytearray out, then call drain(). */
-static int hand_over(Buf *b, PyObject *out, PyObject *drain) {
-    Py_ssize_t had = PyByteArray_GET_SIZE(out);
-    if (PyByteArray_Resize(out, had + b->len) < 0) return -1;
-    memcpy(PyByteArray_AS_STRING(out) + had, b->data, (size_t)b->len);
-    b->len = 0;
-    PyObject *r = PyObject_CallNoArgs(drain);
-    if (!r) return -1;
+/* Hand the buffer's bytes to take(view), a memoryview over them that is released when take
+ * returns (so nothing can read the buffer after it is reused). */
+static int hand_over(Buf *b, PyObject *take) {
+    PyObject *view = PyMemoryView_FromMemory(b->data, b->len, PyBUF_READ);
+    if (!view) return -1;
+    PyObject *r = PyObject_CallOneArg(take, view);
+    PyObject *released = PyObject_CallMethod(view, "release", NULL);
+    Py_DECREF(view);
+    if (!r || !released) {
+        Py_XDECREF(r);
+        Py_XDECREF(released);
+        return -1;
+    }
     Py_DECREF(r);
+    Py_DECREF(released);
+    b->len = 0;
     return 0;
 }
 
+/* The buffer rows() writes into, kept from one block to the next: a fresh one each time would be
+ * fresh pages from the kernel each time (a quarter of the time went to page faults). */
+static Buf kept = {NULL, 0, 0};
+static int kept_busy = 0;  /* rows() called again from take(): that call has a buffer of its own */
+#define KEPT_MOST (8 << 20)  /* a buffer grown past this (a block of huge rows) is not kept */
+
 PyDoc_STRVAR(rows_doc,
-"rows(out, drain, flush, first, letters, columns, styles, heights, clean, encode_floats, over_limit, cut_text)\n"
+"rows(take, flush, first, letters, columns, styles, heights, clean, encode_floats, over_limit, cut_text)\n"
 "--\n\n"
-"Append the XML of a block of rows to the bytearray ``out``, calling ``drain()`` after each\n"
-"``flush`` bytes or more (at a row's end) and at the block's end. Row ``first`` is the first\n"
+"Write the XML of a block of rows, handing it to ``take(view)`` (a memoryview, valid only during\n"
+"the call) each time ``flush`` bytes or more are made (at a row's end), and at the block's end.\n"
+"Row ``first`` is the first\n"
 "row's number; per column: its letter, values (a list) and styles (a list of int); ``heights``:\n"
 "per row its height attribute text (a str, \"\" for none) or None; ``clean``: per column whether\n"
 "its texts are known to hold no character XML forbids. ``encode_floats(list)`` gives a list of\n"
 "floats as a JSON array (msgspec.json.encode); a text longer than a cell may hold is cut by\n"
 "``cut_text`` when ``over_limit`` says so. Returns the number of texts cut.");
 
-static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "rows() takes 12 arguments");
+static PyObject *rows(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "rows() takes 11 arguments");
         return NULL;
     }
-    PyObject *out = args[0], *drain = args[1], *letters = args[4], *columns = args[5], *styles = args[6];
-    PyObject *heights = args[7], *clean = args[8], *encode = args[9], *over_limit = args[10], *cut_text = args[11];
-    Py_ssize_t flush = PyLong_AsSsize_t(args[2]);
-    long long first = PyLong_AsLongLong(args[3]);
+    PyObject *take = args[0], *letters = args[3], *columns = args[4], *styles = args[5];
+    PyObject *heights = args[6], *clean = args[7], *encode = args[8], *over_limit = args[9], *cut_text = args[10];
+    Py_ssize_t flush = PyLong_AsSsize_t(args[1]);
+    long long first = PyLong_AsLongLong(args[2]);
     if (PyErr_Occurred()) return NULL;
-    if (!PyByteArray_CheckExact(out) || !PyList_Check(letters) || !PyList_Check(columns) || !PyList_Check(styles) ||
-        !PyList_Check(clean) || (heights != Py_None && !PyList_Check(heights))) {
-        PyErr_SetString(PyExc_TypeError, "rows(): out must be a bytearray; letters, columns, styles, clean lists");
+    if (!PyList_Check(letters) || !PyList_Check(columns) || !PyList_Check(styles) || !PyList_Check(clean) ||
+        (heights != Py_None && !PyList_Check(heights))) {
+        PyErr_SetString(PyExc_TypeError, "rows(): letters, columns, styles and clean must be lists");
         return NULL;
     }
     Py_ssize_t k = PyList_GET_SIZE(columns);
@@ -316,7 +342,11 @@ static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (heights != Py_None && k && PyList_GET_SIZE(heights) != n) n = -1;
     Column *cols = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Column));
     if (!cols) return PyErr_NoMemory();
-    Buf b = {NULL, 0, 0};
+    int own = kept_busy;
+    Buf local = {NULL, 0, 0}, *buf = own ? &local : &kept;
+    kept_busy = 1;
+    buf->len = 0;
+    Buf b = *buf;  /* written through a local copy, put back at the end */
     Py_ssize_t cuts = 0;
     PyObject *result = NULL;
     for (Py_ssize_t j = 0; j < k; j++) {
@@ -370,14 +400,21 @@ static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         for (Py_ssize_t j = 0; j < k; j++)
             if (put_cell(&b, &cols[j], i, number, number_len, over_limit, cut_text, &cuts) < 0) goto done;
         if (PUT_LITERAL(&b, "</row>") < 0) goto done;
-        if (b.len >= flush && hand_over(&b, out, drain) < 0) goto done;
+        if (b.len >= flush && hand_over(&b, take) < 0) goto done;
     }
-    if (b.len && hand_over(&b, out, drain) < 0) goto done;
+    if (b.len && hand_over(&b, take) < 0) goto done;
     result = PyLong_FromSsize_t(cuts);
 done:
     for (Py_ssize_t j = 0; j < k; j++) Py_XDECREF(cols[j].floats);
     PyMem_Free(cols);
-    PyMem_Free(b.data);
+    if (own || b.cap > KEPT_MOST) {
+        PyMem_Free(b.data);
+        b.data = NULL;
+        b.cap = 0;
+    }
+    b.len = 0;
+    *buf = b;
+    if (!own) kept_busy = 0;
     return result;
 }
 
@@ -392,6 +429,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__sheetxml(void) {
+    init_special();
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "INTERFACE", INTERFACE) < 0) {

@@ -296,7 +296,7 @@ class Sheet:
         # bytes are cut into the compressor's calls (ISA-L compresses each call's input as it
         # comes; zlib's data do not depend on it), so a piece's XML reaches its compressor in
         # slices of exactly DEFLATE_CHUNK bytes (the last shorter), whoever made the text (this
-        # module or the compiled rows) and however it was cut
+        # module or the compiled rows) and however it was cut (``_take``)
         self.out = bytearray()
         if self.starts:
             self._write(f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet {_NS} {_REL_NS}>'
@@ -356,7 +356,7 @@ class Sheet:
             return
         k = min(len(self.letters), len(columns), len(styles))  # as _add_block's zip
         columns, styles = [c if type(c) is list else list(c) for c in columns[:k]], [s if type(s) is list else list(s) for s in styles[:k]]
-        cuts = _sheetxml.rows(self.out, self._drain, FLUSH_CHARS, self.row + 1, self.letters, columns, styles,
+        cuts = _sheetxml.rows(self._take, FLUSH_CHARS, self.row + 1, self.letters, columns, styles,
                               None if heights is None else _height_attributes(heights), [j in row_texts for j in range(k)],
                               msgspec.json.encode, over_limit, cut_text)
         self.book.cut_cells += cuts
@@ -391,32 +391,43 @@ class Sheet:
             self.stream.close()
 
     def _write(self, text: str) -> None:
-        """``text`` encoded into what waits for the zip (``_drain``); a sheet's waiting bytes go
-        first when ``text`` would take them past FLUSH_CHARS."""
-        if not self.piece and self.out and len(self.out) + len(text) > FLUSH_CHARS:
-            self._flush()
-        self.out += text.encode("utf-8")
-        self._drain()
-
-    def _drain(self) -> None:
-        """What waits goes to the zip: a piece's each whole DEFLATE_CHUNK of it; a sheet's all of
-        it once FLUSH_CHARS bytes wait (so that much, about, is held at once)."""
-        if not self.piece:
-            if len(self.out) >= FLUSH_CHARS:
-                self._flush()
+        """``text`` encoded, for the zip: a piece's by ``_take``; a sheet's kept in ``out``, which
+        goes to the zip first when ``text`` would take it past FLUSH_CHARS bytes, and when it has."""
+        data = text.encode("utf-8")
+        if self.piece:
+            self._take(data)
             return
-        whole = len(self.out) - len(self.out) % DEFLATE_CHUNK
-        if whole:
-            with memoryview(self.out) as view:
-                for start in range(0, whole, DEFLATE_CHUNK):
-                    self.stream.write(view[start:start + DEFLATE_CHUNK])
-            del self.out[:whole]  # from the front: the bytearray moves its start, nothing is copied
+        if self.out and len(self.out) + len(data) > FLUSH_CHARS:
+            self._flush()
+        self.out += data
+        if len(self.out) >= FLUSH_CHARS:
+            self._flush()
+
+    def _take(self, data: bytes | memoryview) -> None:
+        """XML bytes for the zip now (the compiled rows' view is valid only during this call): a
+        sheet's after what waits; a piece's in slices of exactly DEFLATE_CHUNK bytes, those
+        within ``data`` written from it directly, the rest kept in ``out`` until a slice is whole."""
+        if not self.piece:
+            self._flush()
+            self.stream.write(data)
+            return
+        out, start = self.out, 0
+        if out:  # a slice begun: filled first
+            start = min(DEFLATE_CHUNK - len(out), len(data))
+            out += data[:start]
+            if len(out) < DEFLATE_CHUNK:
+                return
+            self._flush()
+        whole = start + (len(data) - start) // DEFLATE_CHUNK * DEFLATE_CHUNK
+        for at in range(start, whole, DEFLATE_CHUNK):
+            self.stream.write(data[at:at + DEFLATE_CHUNK])
+        out += data[whole:]
 
     def _flush(self) -> None:
-        """Everything that waits to the zip (a piece's end: what is shorter than a slice)."""
+        """What waits to the zip (a piece's: a whole slice, or its end, shorter)."""
         if self.out:
             self.stream.write(self.out)
-            self.out.clear()  # the same bytearray: the compiled rows hold it while they write a block
+            self.out.clear()
 
 
 class _DeflatedPiece:
