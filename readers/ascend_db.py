@@ -244,7 +244,8 @@ def _assemble(got: dict, db_path: Path, info_dir: Path, shown_as: str, shown: st
     device, conn = _device(got["tasks"], got["kernels"], got["hccl"], got["ops"], got["groups"], origin, shown, warnings)
     _link(host, device, conn, got["api"], api_rows, got["links"], shown, warnings)
     _link_through_queue(host, device, conn, got["cann"], got["queue"], got["links"], origin)
-    steps = steps_from_host(host[host["cat"] == "cpu_op"], shown, warnings) or _table_steps(got["facts"]["steps"], origin)
+    steps = (steps_from_host(host, shown, warnings, rows=(host["cat"] == "cpu_op").to_numpy())
+             or _table_steps(got["facts"]["steps"], origin))
     device["step_id"] = assign_steps(device, host, steps)
     return Profile(info=info, steps=steps, host=host, device=device,
                    comm_tasks=_comm_tasks(got["hccl"], got["tasks"], got["groups"], origin, shown, warnings),

@@ -56,7 +56,7 @@ def read(raw: RawJson, shown_as: str, flow_cats: tuple[str, ...] = FLOW_CATS) ->
     origin = min((int(g["ts_ns"].min()) for g in groups.values() if len(g["ts_ns"])), default=0)
     host, links = _host_table(groups.pop("host"), origin, columns.fwdbwd_tids, shown_as, warnings)
     device = _device_table(groups["device"], groups["flow"], host, links, origin, shown_as, warnings)
-    steps = steps_from_host(host[~equals(host["cat"], "python_function")], shown_as, warnings)
+    steps = steps_from_host(host, shown_as, warnings, rows=~equals(host["cat"], "python_function"))  # no copy of the table
     device["step_id"] = assign_steps(device, host, steps)
     if device.empty:
         warnings.append(ReadWarning(shown_as, "trace has no device kernels (CPU-only recording): time breakdown comes from host ops"))

@@ -453,6 +453,9 @@ def _width(column: ColumnSpec, values: list, layout: Layout, indented: bool = Fa
     return _clamp(max(len(column.header) + HEADER_ROOM, shown + 1), layout.style)
 
 
+MEASURED_MOST = 65_536  # texts whose line counts a sheet's column remembers (a column of distinct texts: no more)
+
+
 def _row_heights(spec: SheetSpec, columns: list[list], start: int = 0, *, widths: list[float], styles: "_Styles",
                  line_height: float, lazies: list | None = None,
                  measured: dict | None = None) -> list[float | None] | None:
@@ -480,9 +483,9 @@ def _row_heights(spec: SheetSpec, columns: list[list], start: int = 0, *, widths
     for k, values, width in wrapped:
         chars = max(1, int(width * WRAP_FILL))  # what a folded line's pieces hold
         lazy = lazies[k] if lazies else None
-        measured = lazy.line_counts(start, start + len(values), width, chars) if lazy is not None else None
-        if measured is not None:
-            counts.append(measured.tolist())
+        from_lengths = lazy.line_counts(start, start + len(values), width, chars) if lazy is not None else None
+        if from_lengths is not None:
+            counts.append(from_lengths.tolist())
             continue
         folds = re.compile(f"[^\n]{{{width + 1},}}").findall  # the lines too long for the column
         # the same kernel list or call stack recurs on many rows: measured once a sheet
@@ -491,7 +494,9 @@ def _row_heights(spec: SheetSpec, columns: list[list], start: int = 0, *, widths
         def lines(text: str, folds=folds, chars=chars, known=known) -> int:
             n = known.get(text)
             if n is None:
-                n = known[text] = _lines(text, folds, chars)
+                n = _lines(text, folds, chars)
+                if len(known) < MEASURED_MOST:
+                    known[text] = n
             return n
 
         counts.append([lines(v) if type(v) is str and (len(v) > width or "\n" in v) else 1 for v in values])
