@@ -885,3 +885,25 @@ def test_a_piece_reaches_its_compressor_in_slices_of_fixed_size(tmp_path, monkey
     monkeypatch.setattr(ooxml, "BLOCK_ROWS", 3)
     monkeypatch.setattr(ooxml, "FLUSH_CHARS", 100)
     assert piece("cut") == (writes, data)
+
+
+def test_row_heights_measure_a_recurring_text_once_a_sheet(monkeypatch):
+    """A call stack recurs down a column: its lines are counted once for the sheet, not once a
+    block (two blocks of two rows each holding the same 3-line stack: one count, 3 lines tall)."""
+    from types import SimpleNamespace
+
+    from perfcmp.render import xlsx as writer
+    from perfcmp.templates import ColumnSpec, SheetSpec
+
+    counted: list[str] = []
+    lines = writer._lines
+    monkeypatch.setattr(writer, "_lines", lambda text, folds, chars: (counted.append(text), lines(text, folds, chars))[1])
+    spec = SheetSpec("S", "modules", (ColumnSpec("stack", "Call Stack", "wrap"),))
+    styles = SimpleNamespace(wraps={"wrap"})
+    measured: dict = {}
+    stack = "nn.Module: Net_0;\nnn.Module: Linear_1;\nnn.Module: ReLU_2"
+    for start in (0, 2):
+        heights = writer._row_heights(spec, [[stack, stack]], start, widths=[40.0], styles=styles, line_height=15.0,
+                                      measured=measured)
+        assert heights == [45.0, 45.0]
+    assert counted == [stack]
