@@ -464,7 +464,8 @@ def _height_attributes(heights: list[float | None]) -> list[str]:
     # no customHeight: the height is a fit to the row's text, not a user's choice, so Excel fits
     # the row again itself (on opening, and when a sort moves text between rows); LibreOffice,
     # which does not fit rows on opening, draws it as given
-    return [f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in heights]
+    shown = {height: f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in set(heights)}  # a few lines' heights
+    return list(map(shown.__getitem__, heights))
 
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once

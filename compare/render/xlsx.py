@@ -587,13 +587,16 @@ def _plain_cells(spec: SheetSpec, block: list[list], where: list, styles: "_Styl
     for c, j in zip(spec.columns, where):
         values = _scaled(block[j], styles.scales[c.format]) if j is not None else [None] * n
         plain = styles(c.format)
+        # a style per distinct verdict, looked up per cell (taken in first-use order, as the plan made them)
         if c.worse_above_one:
             verdicts = block[verdict_at] if verdict_at is not None else [None] * n
-            column_styles.append([styles(c.format, fill) if (fill := _ratio_fill(v, style)) else plain
-                                  for v in verdicts])
+            by_verdict = {v: styles(c.format, fill) if (fill := _ratio_fill(v, style)) else plain
+                          for v in dict.fromkeys(verdicts)}
+            column_styles.append(list(map(by_verdict.__getitem__, verdicts)))
         elif c.verdict_fill:
             fills = style["verdict_fills"]
-            column_styles.append([styles(c.format, fills[v]) if v in fills else plain for v in values])
+            by_verdict = {v: styles(c.format, fills[v]) if v in fills else plain for v in dict.fromkeys(values)}
+            column_styles.append(list(map(by_verdict.__getitem__, values)))
         else:
             column_styles.append([plain] * len(values))
         columns.append(values)
