@@ -352,6 +352,45 @@ def test_the_compiled_rows_write_the_python_rows_bytes(block, first, flush):
     assert outcomes[0] == outcomes[1]
 
 
+_LINE_NAMES = st.text(alphabet="ab<&é😀\ud800", max_size=5)
+_LINE_VALUES = (st.floats(allow_nan=True, allow_infinity=True) | st.floats(-1e7, 1e7) | st.sampled_from([-0.0, 0.0005, 9.9995, 1e300])
+                | st.integers(-10, 10**6) | st.sampled_from([2**70, True, None, "", "kernel", "memcpy", "gemm", "[8, 16]"]))
+
+
+@pytest.mark.skipif(not ooxml.compiled(), reason="the compiled rows (perfcmp.render._sheetxml) are not built")
+@settings(max_examples=int(os.environ.get("PERFCMP_ROWS_EXAMPLES", "600")), deadline=None)
+@given(layout=st.sampled_from(["kernel", "group", "alloc"]), data=st.data())
+def test_the_compiled_text_cells_are_the_python_lines_joined(layout, data):
+    """Kernel, kernel-group and memory-block cells made by the compiled rows are the Python line
+    functions' lines joined, whatever the child rows hold (a value of another kind: the same
+    text, or the same error)."""
+    from perfcmp.render import detail_text
+
+    line = {"kernel": detail_text._kernel_line, "group": detail_text._group_line, "alloc": detail_text._alloc_line}[layout]
+    rows = data.draw(st.integers(1, 6))
+    columns = [list(range(rows)), data.draw(st.lists(_LINE_NAMES, min_size=rows, max_size=rows))]
+    columns += [data.draw(st.lists(_LINE_VALUES, min_size=rows, max_size=rows)) for _ in range(2 if layout == "group" else 3)]
+    cuts = sorted(data.draw(st.lists(st.integers(0, rows), min_size=1, max_size=4)))
+    lo, hi = [0, *cuts], [*cuts, rows]
+    present = data.draw(st.lists(st.booleans(), min_size=len(lo), max_size=len(lo)))
+
+    def python():
+        return [("".join(line(row) for row in list(zip(*columns))[a:b]) if shown else None)
+                for a, b, shown in zip(lo, hi, present)]
+
+    def compiled():
+        return ooxml._sheetxml.text_cells(detail_text._COMPILED_LAYOUTS[line], line, columns, 0, lo, hi, present,
+                                          detail_text.PLAIN_TASK_TYPES)
+
+    outcomes = []
+    for make in (python, compiled):
+        try:
+            outcomes.append(make())
+        except (TypeError, ValueError, OverflowError) as exc:
+            outcomes.append(type(exc))
+    assert outcomes[0] == outcomes[1]
+
+
 def test_the_compiled_rows_by_hand():
     """A row of each kind of cell, written by the compiled rows, as worked out by hand."""
     if not ooxml.compiled():

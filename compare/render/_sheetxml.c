@@ -418,8 +418,211 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Text cells of a detail sheet made from its child table's rows (render/detail_text.py): a line
+ * per child row, formatted as the Python line functions do, joined per cell.
+ */
+enum { KERNEL_LINES = 0, GROUP_LINES = 1, ALLOC_LINES = 2 };
+
+/* format(v, f".{decimals}f"), which is this very call in CPython (float.__format__). */
+static int put_fixed(Buf *b, double v, int decimals) {
+    char *text = PyOS_double_to_string(v, 'f', decimals, 0, NULL);
+    if (!text) return -1;
+    int rc = put(b, text, (Py_ssize_t)strlen(text));
+    PyMem_Free(text);
+    return rc;
+}
+
+/* A str's UTF-8 (ASCII: its own data); NULL, with no error set, when it has none (a lone
+ * surrogate): the cell is then made by Python. */
+static const char *utf8_of(PyObject *s, Py_ssize_t *n) {
+    if (PyUnicode_IS_ASCII(s)) {
+        *n = PyUnicode_GET_LENGTH(s);
+        return (const char *)PyUnicode_DATA(s);
+    }
+    const char *u = PyUnicode_AsUTF8AndSize(s, n);
+    if (!u) PyErr_Clear();
+    return u;
+}
+
+static int is_plain_task(PyObject *task, PyObject *plain) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plain); i++) {
+        PyObject *p = PyTuple_GET_ITEM(plain, i);
+        if (PyUnicode_CheckExact(p) && PyUnicode_Compare(task, p) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Line i of the child rows (values columns[k][i]) into b: 1 written, 0 not of the kinds written
+ * here (b unchanged: the cell is made by Python), -1 an error. */
+static int put_line(Buf *b, int layout, PyObject *columns, Py_ssize_t i, PyObject *plain) {
+    Py_ssize_t mark = b->len, n;
+#define VALUE(k) PyList_GET_ITEM(PyList_GET_ITEM(columns, (k)), i)
+    PyObject *name = VALUE(1);
+    if (!PyUnicode_CheckExact(name)) return 0;
+    const char *s = utf8_of(name, &n);
+    if (!s || put(b, s, n) < 0) goto other;
+    if (layout == KERNEL_LINES) {
+        PyObject *task = VALUE(2), *shapes = VALUE(3), *dur = VALUE(4);
+        if ((task != Py_None && !PyUnicode_CheckExact(task)) || (shapes != Py_None && !PyUnicode_CheckExact(shapes)) ||
+            !PyFloat_CheckExact(dur))
+            goto other;
+        if (task != Py_None && PyUnicode_GET_LENGTH(task) && !is_plain_task(task, plain)) {
+            if (!(s = utf8_of(task, &n)) || PUT_LITERAL(b, ", ") < 0 || put(b, s, n) < 0) goto other;
+        }
+        if (shapes != Py_None && PyUnicode_GET_LENGTH(shapes)) {
+            if (!(s = utf8_of(shapes, &n)) || PUT_LITERAL(b, ", [input shapes: ") < 0 || put(b, s, n) < 0 ||
+                PUT_LITERAL(b, "]") < 0)
+                goto other;
+        }
+        if (PUT_LITERAL(b, " [duration: ") < 0 || put_fixed(b, PyFloat_AS_DOUBLE(dur), 3) < 0 || PUT_LITERAL(b, "]\n") < 0)
+            return -1;
+        return 1;
+    }
+    if (layout == GROUP_LINES) {
+        PyObject *number = VALUE(2), *dur = VALUE(3);
+        if (!PyLong_CheckExact(number) || !PyFloat_CheckExact(dur)) goto other;
+        int overflow = 0;
+        long long count = PyLong_AsLongLongAndOverflow(number, &overflow);
+        if (overflow || (count == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            goto other;
+        }
+        char digits[24];
+        if (PUT_LITERAL(b, ", [number: ") < 0 || put(b, digits, int_text(count, digits)) < 0 ||
+            PUT_LITERAL(b, "], [duration_ms: ") < 0 || put_fixed(b, PyFloat_AS_DOUBLE(dur) / 1000.0, 3) < 0 ||
+            PUT_LITERAL(b, "]\n") < 0)
+            return -1;
+        return 1;
+    }
+    {
+        PyObject *alloc = VALUE(2), *release = VALUE(3), *size = VALUE(4);
+        if (!PyFloat_CheckExact(alloc) || (release != Py_None && !PyFloat_CheckExact(release)) ||
+            !(PyFloat_CheckExact(size) || PyLong_CheckExact(size)))
+            goto other;
+        double kb = PyLong_CheckExact(size) ? PyLong_AsDouble(size) : PyFloat_AS_DOUBLE(size);
+        if (kb == -1.0 && PyErr_Occurred()) {  /* an int beyond a float: Python's line says so */
+            PyErr_Clear();
+            goto other;
+        }
+        double a = PyFloat_AS_DOUBLE(alloc);
+        int released = release != Py_None && isfinite(PyFloat_AS_DOUBLE(release));
+        double r = released ? PyFloat_AS_DOUBLE(release) : 0.0;
+        if (PUT_LITERAL(b, ", (") < 0 || put_fixed(b, a, 3) < 0 || PUT_LITERAL(b, ", ") < 0) return -1;
+        if (released ? put_fixed(b, r, 3) < 0 : PUT_LITERAL(b, "N/A") < 0) return -1;
+        if (PUT_LITERAL(b, "), [duration: ") < 0 || put_fixed(b, released ? r - a : 0.0, 3) < 0 ||
+            PUT_LITERAL(b, "], [size: ") < 0 || put_fixed(b, kb / 1024.0, 2) < 0 || PUT_LITERAL(b, "]\n") < 0)
+            return -1;
+        return 1;
+    }
+other:
+#undef VALUE
+    if (PyErr_Occurred()) return -1;
+    b->len = mark;
+    return 0;
+}
+
+/* The cell of child rows lo:hi made by Python: "".join(line(row) for each row). */
+static PyObject *cell_by_python(PyObject *line, PyObject *columns, Py_ssize_t lo, Py_ssize_t hi) {
+    Py_ssize_t k = PyList_GET_SIZE(columns);
+    PyObject *lines = PyList_New(hi - lo);
+    if (!lines) return NULL;
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        PyObject *row = PyTuple_New(k);
+        if (!row) goto fail;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *v = PyList_GET_ITEM(PyList_GET_ITEM(columns, j), i);
+            Py_INCREF(v);
+            PyTuple_SET_ITEM(row, j, v);
+        }
+        PyObject *text = PyObject_CallOneArg(line, row);
+        Py_DECREF(row);
+        if (!text) goto fail;
+        PyList_SET_ITEM(lines, i - lo, text);
+    }
+    PyObject *empty = PyUnicode_New(0, 0);
+    PyObject *cell = empty ? PyUnicode_Join(empty, lines) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(lines);
+    return cell;
+fail:
+    Py_DECREF(lines);
+    return NULL;
+}
+
+PyDoc_STRVAR(text_cells_doc,
+"text_cells(layout, line, columns, first, lo, hi, present, plain_tasks)\n"
+"--\n\n"
+"The text cells of a block of a detail sheet (detail_text.TextCells.slice): per cell, the lines\n"
+"of its child rows lo[i]:hi[i] joined, or None where present[i] is false. ``columns``: the\n"
+"child table's columns (lists) from child row ``first`` on; ``layout``: 0 kernel lines, 1 kernel\n"
+"groups, 2 memory blocks; ``line``: the Python line function, which makes the cells holding a\n"
+"value of another kind; ``plain_tasks``: the task types a kernel line leaves out.");
+
+static PyObject *text_cells(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "text_cells() takes 8 arguments");
+        return NULL;
+    }
+    long layout = PyLong_AsLong(args[0]);
+    Py_ssize_t first = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *line = args[1], *columns = args[2], *lo = args[4], *hi = args[5], *present = args[6], *plain = args[7];
+    static const Py_ssize_t needed[] = {5, 4, 5};
+    if (layout < 0 || layout > 2 || !PyList_Check(columns) || PyList_GET_SIZE(columns) != needed[layout] ||
+        !PyList_Check(lo) || !PyList_Check(hi) || !PyList_Check(present) || !PyTuple_Check(plain) ||
+        PyList_GET_SIZE(hi) != PyList_GET_SIZE(lo) || PyList_GET_SIZE(present) != PyList_GET_SIZE(lo)) {
+        PyErr_SetString(PyExc_ValueError, "text_cells(): a layout and its columns, lo, hi and present lists of one length");
+        return NULL;
+    }
+    Py_ssize_t rows = PyList_GET_SIZE(PyList_GET_ITEM(columns, 0));
+    for (Py_ssize_t j = 0; j < needed[layout]; j++) {
+        PyObject *col = PyList_GET_ITEM(columns, j);
+        if (!PyList_Check(col) || PyList_GET_SIZE(col) != rows) {
+            PyErr_SetString(PyExc_ValueError, "text_cells(): the child columns must be lists of one length");
+            return NULL;
+        }
+    }
+    Py_ssize_t cells = PyList_GET_SIZE(lo);
+    PyObject *out = PyList_New(cells);
+    if (!out) return NULL;
+    Buf b = {NULL, 0, 0};
+    for (Py_ssize_t c = 0; c < cells; c++) {
+        int shown = PyObject_IsTrue(PyList_GET_ITEM(present, c));
+        Py_ssize_t a = PyLong_AsSsize_t(PyList_GET_ITEM(lo, c)) - first, z = PyLong_AsSsize_t(PyList_GET_ITEM(hi, c)) - first;
+        if (shown < 0 || PyErr_Occurred()) goto fail;
+        if (!shown) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(out, c, Py_None);
+            continue;
+        }
+        if (a < 0 || z > rows || a > z) {
+            PyErr_SetString(PyExc_IndexError, "text_cells(): a cell's child rows are outside the columns given");
+            goto fail;
+        }
+        b.len = 0;
+        int fast = 1;
+        for (Py_ssize_t i = a; i < z && fast; i++) {
+            int rc = put_line(&b, (int)layout, columns, i, plain);
+            if (rc < 0) goto fail;
+            fast = rc;
+        }
+        PyObject *cell = fast ? PyUnicode_DecodeUTF8(b.data ? b.data : "", b.len, "strict")
+                              : cell_by_python(line, columns, a, z);
+        if (!cell) goto fail;
+        PyList_SET_ITEM(out, c, cell);
+    }
+    PyMem_Free(b.data);
+    return out;
+fail:
+    PyMem_Free(b.data);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"rows", (PyCFunction)(void (*)(void))rows, METH_FASTCALL, rows_doc},
+    {"text_cells", (PyCFunction)(void (*)(void))text_cells, METH_FASTCALL, text_cells_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from perfcmp.base.textmatch import distinct_objects, per_unique
+from perfcmp.render import ooxml
 from perfcmp.render.ooxml import INVALID_XML
 from perfcmp.results.pair import Table
 from perfcmp.rows import Rows, block_of, column_of
@@ -115,11 +116,16 @@ class TextCells:
         return view
 
     def slice(self, start: int, stop: int) -> list[str | None]:
-        """The cells of rows ``start:stop``: their child rows are consecutive, made at once."""
+        """The cells of rows ``start:stop``: their child rows are consecutive, made at once (by
+        the compiled rows' ``text_cells`` when built: the same text, no string per line)."""
         lo, hi = self.lo[start:stop].tolist(), self.hi[start:stop].tolist()
         if not lo:
             return []
         base = min(lo)
+        if ooxml.compiled() and max(hi) > base:  # (cells of no child row: "" or None, below)
+            return ooxml._sheetxml.text_cells(_COMPILED_LAYOUTS[self.line], self.line,
+                                              block_of(self.child.rows, base, max(hi)), base, lo, hi,
+                                              self.present[start:stop].tolist(), PLAIN_TASK_TYPES)
         lines, join = self._lines(base, max(hi)), "".join
         return [join(lines[a - base:b - base]) if shown else None
                 for a, b, shown in zip(lo, hi, self.present[start:stop].tolist())]
@@ -290,6 +296,8 @@ def _alloc_line(row: list) -> str:
     end = f"{release:.3f}" if released else "N/A"
     return f"{name}, ({alloc:.3f}, {end}), [duration: {held:.3f}], [size: {size / KB:.2f}]\n"
 
+
+_COMPILED_LAYOUTS = {_kernel_line: 0, _group_line: 1, _alloc_line: 2}  # _sheetxml.c's KERNEL_LINES, GROUP_LINES, ALLOC_LINES
 
 _LAYOUTS = {  # line format -> how its lines' lengths but the name's are computed, and the kinds of the values after the name
     _kernel_line: (_kernel_lengths, (TEXT, TEXT, NUMBER)),
