@@ -44,7 +44,7 @@ from typing import Any, Generic, TypeVar
 
 from perfcmp.base.errors import InputError, PerfcmpError, UsageError
 from perfcmp.base.fatal import set_cause_channel
-from perfcmp.base.heap import collector_paused
+from perfcmp.base.heap import collector_paused, give_back_free_memory
 from perfcmp.base.signals import held
 
 T = TypeVar("T")
@@ -278,6 +278,9 @@ def _serve(compute: Callable[[], Any], file, reports, jobs) -> None:
         job: Callable[[], Any] | None = compute
         while job is not None:
             _hand_over(job, file, reports)
+            # the value, handed over, is freed: its pages go back now, while the parent loads
+            # its copy (kept, they would add this child's share of the data to the run's peak)
+            give_back_free_memory()
             job = None
             if jobs is not None:
                 with contextlib.suppress(EOFError):
