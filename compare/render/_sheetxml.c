@@ -311,18 +311,22 @@ PyDoc_STRVAR(rows_doc,
 "--\n\n"
 "Write the XML of a block of rows, handing it to ``take(view)`` (a memoryview, valid only during\n"
 "the call) each time ``flush`` bytes or more are made (at a row's end), and at the block's end.\n"
-"Row ``first`` is the first\n"
-"row's number; per column: its letter, values (a list) and styles (a list of int); ``heights``:\n"
-"per row its height attribute text (a str, \"\" for none) or None; ``clean``: per column whether\n"
-"its texts are known to hold no character XML forbids. ``encode_floats(list)`` gives a list of\n"
-"floats as a JSON array (msgspec.json.encode); a text longer than a cell may hold is cut by\n"
-"``cut_text`` when ``over_limit`` says so. Returns the number of texts cut.");
+"``first``: the first row's number; per column: its letter, values (a list) and styles (a list\n"
+"of int); ``heights``: per row its height attribute text (a str, \"\" for none) or None;\n"
+"``clean``: per column whether its texts are known to hold no character XML forbids.\n"
+"``encode_floats(list)`` gives a list of floats as a JSON array (msgspec.json.encode); a text\n"
+"longer than a cell may hold is cut by ``cut_text`` when ``over_limit`` says so. Returns the\n"
+"number of texts cut.");
+
+/* Whether a function called with nargs arguments takes them (else a TypeError is set). */
+static int takes(const char *name, Py_ssize_t nargs, Py_ssize_t want) {
+    if (nargs == want) return 1;
+    PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", name, want, nargs);
+    return 0;
+}
 
 static PyObject *rows(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 11) {
-        PyErr_SetString(PyExc_TypeError, "rows() takes 11 arguments");
-        return NULL;
-    }
+    if (!takes("rows", nargs, 11)) return NULL;
     PyObject *take = args[0], *letters = args[3], *columns = args[4], *styles = args[5];
     PyObject *heights = args[6], *clean = args[7], *encode = args[8], *over_limit = args[9], *cut_text = args[10];
     Py_ssize_t flush = PyLong_AsSsize_t(args[1]);
@@ -560,10 +564,7 @@ PyDoc_STRVAR(text_cells_doc,
 "value of another kind; ``plain_tasks``: the task types a kernel line leaves out.");
 
 static PyObject *text_cells(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "text_cells() takes 8 arguments");
-        return NULL;
-    }
+    if (!takes("text_cells", nargs, 8)) return NULL;
     long layout = PyLong_AsLong(args[0]);
     Py_ssize_t first = PyLong_AsSsize_t(args[3]);
     if (PyErr_Occurred()) return NULL;
