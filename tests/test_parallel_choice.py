@@ -29,6 +29,18 @@ def test_small_inputs_are_read_in_one_process(tmp_path, two_cores, monkeypatch):
     assert not budget.worth_a_worker(a, b)  # 15 MiB < 16 MiB
 
 
+def test_a_worker_needs_the_smaller_side_large(tmp_path, two_cores, monkeypatch):
+    """Reading in parallel saves at most the smaller side's read: a 10 MiB side beside a 40 MiB
+    one is read in this process; gzipped sides count unpacked (8x their size, unless sampled)."""
+    monkeypatch.setattr(budget, "available_memory", lambda: 64 << 30)
+    monkeypatch.setattr(layout, "events_estimate", lambda path: 1e5)  # both reads fit, whatever the files hold
+    small, big = _sized(tmp_path / "small.json", 10 << 20), _sized(tmp_path / "big.json", 40 << 20)
+    assert not budget.worth_a_worker(small, big) and not budget.worth_a_worker(big, small)
+    assert budget.worth_a_worker(_sized(tmp_path / "c.json", 16 << 20), big)  # 16 MiB: enough
+    packed = [_sized(tmp_path / f"{name}.json.gz", 3 << 20) for name in "de"]  # 24 MiB each unpacked
+    assert budget.worth_a_worker(*packed)
+
+
 def _trace(path, events: int, unit: bytes = b'{"ph":"X","name":"aten::mm","ts":1.0,"dur":2.0},\n') -> str:
     """A file of ``events`` copies of one event line (the estimate only counts event keys)."""
     path.write_bytes(b'{"traceEvents":[\n' + unit * events + b'{}]}')
@@ -61,7 +73,7 @@ def test_folders_and_databases_are_estimated_by_their_size(tmp_path):
 
 
 def test_large_inputs_are_read_in_parallel_when_both_reads_fit_the_budget(tmp_path, two_cores, monkeypatch):
-    a, b = _trace(tmp_path / "a.json", 300_000), _trace(tmp_path / "b.json", 300_000)
+    a, b = _trace(tmp_path / "a.json", 400_000), _trace(tmp_path / "b.json", 400_000)  # 20 MB each
     both = budget.read_peak_estimate(a) + budget.read_peak_estimate(b)
     monkeypatch.setattr(budget, "available_memory", lambda: 64 << 30)
     assert budget.worth_a_worker(a, b)
