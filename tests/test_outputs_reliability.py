@@ -393,7 +393,7 @@ def test_the_second_workbook_writer_dies_with_the_run(medium_trace, tmp_path, si
                                text=True, start_new_session=True)
     # a 6 MB pair is read in this process: its only child is the workbook's second writer
     out, err = _stop_with_a_child(process, signum, "second writer")
-    assert process.returncode == code and out == ""
+    assert process.returncode == code and out == "", err
     assert (one_line(err) if line else err) == (line or "")
     if line:
         assert listing(tmp_path) == []

@@ -14,6 +14,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import openpyxl
 import pytest
@@ -391,6 +392,23 @@ def test_the_compiled_text_cells_are_the_python_lines_joined(layout, data):
     assert outcomes[0] == outcomes[1]
 
 
+def test_the_compiled_rows_raise_a_callbacks_own_error():
+    """An error raised where the compiled rows hand their bytes over (a stop signal's, in a run)
+    comes out as itself, not as an error of the call that followed it."""
+    if not ooxml.compiled():
+        pytest.skip("the compiled rows (perfcmp.render._sheetxml) are not built")
+
+    class Stop(BaseException):
+        pass
+
+    def take(view):
+        raise Stop
+
+    with pytest.raises(Stop):
+        ooxml._sheetxml.rows(take, 1, 1, ["A"], [[1.5, "x"]], [[0, 0]], None, [False], msgspec.json.encode,
+                             ooxml.over_limit, ooxml.cut_text)
+
+
 def test_the_compiled_rows_by_hand():
     """A row of each kind of cell, written by the compiled rows, as worked out by hand."""
     if not ooxml.compiled():
@@ -590,8 +608,8 @@ def test_the_writers_claim_the_largest_sheets_first(monkeypatch):
                for n in (10, 50_000, 40, 30_000, 25_000, 0, 40)]
     assert xlsx._largest_first(planned) == [1, 3, 4, 2, 6, 0, 5]  # ties in planned order
     assert xlsx._worth_a_second_process(planned) is False  # 105,090 cells: one process
-    planned[1] = xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=100_000)
-    assert xlsx._worth_a_second_process(planned) is True  # 155,090
+    planned[1] = xlsx._Planned(spec=None, widths=[], merges=[], head=[], blocks=iter, heights=len, cells=450_000)
+    assert xlsx._worth_a_second_process(planned) is True  # 505,090
 
 
 def test_a_workbooks_pieces_are_an_eighth_of_its_cells_within_bounds():

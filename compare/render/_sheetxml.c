@@ -287,15 +287,23 @@ static int hand_over(Buf *b, PyObject *take) {
     PyObject *view = PyMemoryView_FromMemory(b->data, b->len, PyBUF_READ);
     if (!view) return -1;
     PyObject *r = PyObject_CallOneArg(take, view);
+    /* take's error (a stop signal's, say) is kept aside while the view is released: no call
+     * may run with an error set, and the error raised must be take's own */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
     PyObject *released = PyObject_CallMethod(view, "release", NULL);
     Py_DECREF(view);
-    if (!r || !released) {
+    Py_XDECREF(released);
+    if (type) {
+        PyErr_Restore(type, value, traceback);  /* replaces an error of the release, if any */
         Py_XDECREF(r);
-        Py_XDECREF(released);
+        return -1;
+    }
+    if (!released) {
+        Py_XDECREF(r);
         return -1;
     }
     Py_DECREF(r);
-    Py_DECREF(released);
     b->len = 0;
     return 0;
 }

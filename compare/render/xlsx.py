@@ -127,9 +127,10 @@ def render_file(result: ComparisonResult, out: str, top: int = 10, jobs: int | N
 # (``Workbook.join_pieces``): so the largest sheet does not leave the other process idle. The
 # bytes are those of a workbook written in one process, which writes the pieces the same way.
 
-# below this, forking costs more than the second core saves (the real GPU pair's 197,000 cells, pieces
-# of 40,000: 0.12-0.13 s in one process, 0.10-0.11 s in two)
-PARALLEL_MIN_CELLS = 150_000
+# below this, a second writer's memory (10-15 MB) buys too little: with the rows written in C, the real
+# GPU pair's 197,000 cells take 0.061 s in one process, 0.054-0.058 s in two; the generated 35 MB
+# pair's 535,000 cells 0.15 s in one, 0.11 s in two
+PARALLEL_MIN_CELLS = 500_000
 PIECE_CELLS = 1_000_000  # the most cells a piece has
 # the fewest: a workbook's sheets are cut into pieces of about an eighth of its cells, so that
 # two writers share its largest sheet, but not smaller than this, where a piece's own cost shows
