@@ -446,14 +446,14 @@ static int put_fixed(Buf *b, double v, int decimals) {
 }
 
 /* A str's UTF-8 (ASCII: its own data); NULL, with no error set, when it has none (a lone
- * surrogate): the cell is then made by Python. */
+ * surrogate): the cell is then made by Python; NULL with the error set for any other failure. */
 static const char *utf8_of(PyObject *s, Py_ssize_t *n) {
     if (PyUnicode_IS_ASCII(s)) {
         *n = PyUnicode_GET_LENGTH(s);
         return (const char *)PyUnicode_DATA(s);
     }
     const char *u = PyUnicode_AsUTF8AndSize(s, n);
-    if (!u) PyErr_Clear();
+    if (!u && PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) PyErr_Clear();
     return u;
 }
 

@@ -2,7 +2,8 @@
 
 Why not xlsxwriter: it costs about 5 µs per cell in Python, and a detailed comparison of two
 35 MB traces has half a million cells — 2.5 s for the workbook alone. This writer formats a
-row with one join of pre-escaped strings (~0.5 µs a cell), streams each sheet into the zip as
+row with one join of pre-escaped strings (~0.5 µs a cell; a block of rows written in C by
+``_sheetxml``, when built, under 0.1 µs a cell, the same bytes), streams each sheet into the zip as
 it goes, and supports exactly the features the sheet specs use: fonts (name, size, bold),
 solid fills, thin borders, number formats, left / top alignment with indent and wrap, merged ranges, column widths and frozen panes. Strings are stored inline (no shared
 string table), so memory does not grow with the number of distinct strings. Also autofilters
@@ -355,7 +356,8 @@ class Sheet:
         if not n:
             return
         k = min(len(self.letters), len(columns), len(styles))  # as _add_block's zip
-        columns, styles = [c if type(c) is list else list(c) for c in columns[:k]], [s if type(s) is list else list(s) for s in styles[:k]]
+        columns = [values if type(values) is list else list(values) for values in columns[:k]]
+        styles = [sts if type(sts) is list else list(sts) for sts in styles[:k]]
         cuts = _sheetxml.rows(self._take, FLUSH_CHARS, self.row + 1, self.letters, columns, styles,
                               None if heights is None else _height_attributes(heights), [j in row_texts for j in range(k)],
                               msgspec.json.encode, over_limit, cut_text)
@@ -461,15 +463,18 @@ class _DeflatedPiece:
 
 
 def _height_attributes(heights: list[float | None]) -> list[str]:
-    # no customHeight: the height is a fit to the row's text, not a user's choice, so Excel fits
-    # the row again itself (on opening, and when a sort moves text between rows); LibreOffice,
-    # which does not fit rows on opening, draws it as given
-    shown = {height: f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in set(heights)}  # a few lines' heights
+    """Each row's height attribute, "" for the default height; made once per distinct height (a
+    block's rows are a few lines tall).
+
+    No customHeight: the height is a fit to the row's text, not a user's choice, so Excel fits
+    the row again itself (on opening, and when a sort moves text between rows); LibreOffice,
+    which does not fit rows on opening, draws it as given."""
+    shown = {height: f' ht="{min(height, MAX_ROW_HEIGHT):g}"' if height else "" for height in set(heights)}
     return list(map(shown.__getitem__, heights))
 
 
 BLOCK_ROWS = 8192  # rows formatted together: bounds the per-cell strings alive at once
-FLUSH_CHARS = 1 << 20  # XML text buffered before it goes to the zip stream; also about the most joined at once
+FLUSH_CHARS = 1 << 20  # XML bytes a sheet keeps before they go to the zip stream; also about the most joined at once
 DEFLATE_CHUNK = 1 << 20  # bytes of a piece's XML in each call to its compressor
 ROW_NUMBER_CHARS = 7  # Excel's last row, 1048576
 HEIGHT_CHARS = 16  # ' ht="409"', a height as :g writes it
