@@ -16,13 +16,13 @@ reader's dictionaries, decoded by msgspec as the Python way decodes it.
 
 from __future__ import annotations
 
-import os
 import types
 from collections.abc import Callable
 
 import msgspec
 import numpy as np
 
+from perfcmp.base.compiled import PURE_PYTHON_VARIABLE, usable  # noqa: F401  (the variable: for the tests)
 from perfcmp.readers.chrome import Args, Event, Number
 from perfcmp.readers.columns import Coded, Memo, TextDictionary, _cut_name, _cut_text, id_text, raw_text, thread_key
 
@@ -30,8 +30,6 @@ try:
     import perfcmp.readers._eventscan as _eventscan
 except ImportError:  # not built (no C compiler at install): the Python way only
     _eventscan = None
-
-PURE_PYTHON_VARIABLE = "PERFCMP_PURE_PYTHON"
 
 # The fields the columns use, in the order the scanner expects them first (``_eventscan.c``'s
 # E_* and A_* lists); every other field of the structs follows, checked and skipped.
@@ -47,8 +45,7 @@ INTERFACE = 1
 
 def available() -> bool:
     """Whether chunks are scanned: the extension is built, of this interface, and not turned off."""
-    return (_eventscan is not None and getattr(_eventscan, "INTERFACE", None) == INTERFACE
-            and os.environ.get(PURE_PYTHON_VARIABLE, "") in ("", "0"))
+    return usable(_eventscan, INTERFACE)
 
 
 def _kind(annotation: object) -> int:

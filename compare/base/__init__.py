@@ -13,4 +13,5 @@ import cycle, and ``perfcmp --version`` pays for no more than it prints.
 - ``fatal``: a fatal signal in a worker (SIGBUS on a mapped input) said as one line.
 - ``signals``: SIGINT / SIGTERM turned into an exception so a stopped run cleans up.
 - ``intervals``: exact interval arithmetic on sorted µs spans (union, intersection, coverage).
+- ``compiled``: whether an optional C extension (the event scan, the workbook's rows) may be used.
 """

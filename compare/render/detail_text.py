@@ -121,12 +121,11 @@ class TextCells:
         lo, hi = self.lo[start:stop].tolist(), self.hi[start:stop].tolist()
         if not lo:
             return []
-        base = min(lo)
-        if ooxml.compiled() and max(hi) > base:  # (cells of no child row: "" or None, below)
-            return ooxml._sheetxml.text_cells(_COMPILED_LAYOUTS[self.line], self.line,
-                                              block_of(self.child.rows, base, max(hi)), base, lo, hi,
-                                              self.present[start:stop].tolist(), PLAIN_TASK_TYPES)
-        lines, join = self._lines(base, max(hi)), "".join
+        base, end = min(lo), max(hi)
+        if ooxml.compiled() and end > base:  # (cells of no child row: "" or None, below)
+            return ooxml._sheetxml.text_cells(_COMPILED_LAYOUTS[self.line], self.line, block_of(self.child.rows, base, end),
+                                              base, lo, hi, self.present[start:stop].tolist(), PLAIN_TASK_TYPES)
+        lines, join = self._lines(base, end), "".join
         return [join(lines[a - base:b - base]) if shown else None
                 for a, b, shown in zip(lo, hi, self.present[start:stop].tolist())]
 

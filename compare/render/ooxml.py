@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import re
 import struct
 import zipfile
@@ -35,6 +34,8 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 from isal import isal_zlib
+
+from perfcmp.base.compiled import PURE_PYTHON_VARIABLE, usable  # noqa: F401  (the variable: for the tests)
 
 try:
     import perfcmp.render._sheetxml as _sheetxml
@@ -53,13 +54,11 @@ MAX_ROW_HEIGHT = 409.0  # points: Excel's largest row height
 # The compiled rows' interface this module speaks (``_sheetxml.c``'s INTERFACE): a module built
 # from other source (a stale build beside edited source) is not used.
 SHEETXML_INTERFACE = 1
-PURE_PYTHON_VARIABLE = "PERFCMP_PURE_PYTHON"  # set to 1: the Python way only (as for the readers' scan)
 
 
 def compiled() -> bool:
     """Whether rows are written by the compiled ``_sheetxml``: built, of this interface, not turned off."""
-    return (_sheetxml is not None and getattr(_sheetxml, "INTERFACE", None) == SHEETXML_INTERFACE
-            and os.environ.get(PURE_PYTHON_VARIABLE, "") in ("", "0"))
+    return usable(_sheetxml, SHEETXML_INTERFACE)
 
 
 def column_letter(index: int) -> str:
